@@ -1,0 +1,121 @@
+"""Plumbing shared by every teledora node: contract codecs bound to a dora node,
+diagnostics publishing, and keep-the-newest input handling.
+
+A node builds one :class:`NodeIO` around its ``dora.Node`` (or a
+``dora.testing.MockNode`` in tests) and uses it to decode inputs, send
+contract messages and publish ``diagnostics`` about once a second.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Iterable, Mapping
+
+import pyarrow as pa
+
+from teledora.operators.diagnostics import Diagnostics
+from teledora.operators.messages import MessageError, decode, encode
+
+
+def node_id(default: str) -> str:
+    """This node's id in the dataflow (dora sets ``DORA_NODE_ID``), else ``default``."""
+    return os.environ.get("DORA_NODE_ID", default)
+
+
+def make_node(node: Any = None) -> Any:
+    """The injected node (tests) or a real ``dora.Node`` (under a daemon)."""
+    if node is not None:
+        return node
+    from dora import Node
+
+    return Node()
+
+
+class NodeIO:
+    """Binds the message contract and diagnostics to one dora node.
+
+    Args:
+        node: ``dora.Node`` or ``dora.testing.MockNode``.
+        name: Node id used in diagnostics and logs.
+        clock: Returns host time in ns (injectable for tests).
+    """
+
+    def __init__(self, node: Any, name: str, clock=time.time_ns) -> None:
+        self.node = node
+        self.name = name
+        self.clock = clock
+        self.diag = Diagnostics(name)
+
+    def decode(self, event: Mapping[str, Any], kind: str) -> dict[str, Any] | None:
+        """Decodes an INPUT event as ``kind``; on a contract violation counts the
+        rejection, logs why and returns None (the caller keeps its last state)."""
+        self.diag.received += 1
+        try:
+            return decode(kind, event["value"])
+        except MessageError as exc:
+            self.reject(f"input {event.get('id')!r}: {exc}")
+            return None
+
+    def reject(self, reason: str) -> None:
+        self.diag.reject(reason)
+        self.log("warn", f"rejected {reason}")
+
+    def send(self, output: str, kind: str, msg: Mapping[str, Any], metadata: dict[str, Any] | None = None) -> bool:
+        """Encodes and sends a contract message. A message that would break the
+        contract is not sent: it is counted as an error and logged."""
+        try:
+            value = encode(kind, msg)
+        except MessageError as exc:
+            self.diag.error(f"output {output!r} not sent: {exc}")
+            self.log("error", f"output {output!r} not sent: {exc}")
+            return False
+        self.node.send_output(output, value, metadata or {})
+        self.diag.sent += 1
+        return True
+
+    def send_raw(self, output: str, value: pa.Array, metadata: dict[str, Any] | None = None) -> None:
+        """Sends a non-struct array (images)."""
+        self.node.send_output(output, value, metadata or {})
+        self.diag.sent += 1
+
+    def publish_diagnostics(self, force: bool = False) -> None:
+        """Sends ``diagnostics`` if a period has passed (or ``force``)."""
+        now = self.clock()
+        if force or self.diag.due(now):
+            self.node.send_output("diagnostics", encode("Diagnostics", self.diag.snapshot(now)), {})
+
+    def log(self, level: str, message: str) -> None:
+        try:
+            self.node.log(level, message)
+        except Exception:  # a log call must never take a node down
+            print(f"[{self.name}] {level}: {message}", flush=True)
+
+
+def newest_per_input(events: Iterable[Mapping[str, Any]], latest_only: set[str]) -> list[Mapping[str, Any]]:
+    """Collapses a burst of events: for input ids in ``latest_only`` only the
+    newest INPUT survives (at the position of its last arrival); every other
+    event is kept in order."""
+    events = list(events)
+    last_index: dict[str, int] = {}
+    for i, ev in enumerate(events):
+        if ev.get("type") == "INPUT" and ev.get("id") in latest_only:
+            last_index[ev["id"]] = i
+    kept = []
+    for i, ev in enumerate(events):
+        if ev.get("type") == "INPUT" and ev.get("id") in latest_only and last_index[ev["id"]] != i:
+            continue
+        kept.append(ev)
+    return kept
+
+
+def next_batch(node: Any, timeout_s: float | None = None) -> list[Mapping[str, Any]] | None:
+    """Blocks for the next event, then takes whatever else is already queued.
+
+    Returns None at end of stream. A timeout yields an empty list (dora reports
+    a timeout as an ERROR event, which is not data)."""
+    first = node.next(timeout_s) if timeout_s is not None else node.next()
+    if first is None:
+        return None
+    batch = [first] + list(node.drain() or [])
+    return [ev for ev in batch if not (ev.get("type") == "ERROR" and "timeout" in str(ev.get("error", "")).lower())]
