@@ -25,3 +25,10 @@ def load_yaml(name: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValueError(f"{name}: expected a mapping at top level")
     return data
+
+
+def load_profile(name: str = "alohamini2/profile.yaml"):
+    """The robot profile shipped under models/, as a ``RobotProfile``."""
+    from teledora.operators.robot_profile import profile_from_dict
+
+    return profile_from_dict(load_yaml(name))
