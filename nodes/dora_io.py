@@ -9,6 +9,7 @@ contract messages and publish ``diagnostics`` about once a second.
 from __future__ import annotations
 
 import os
+import re
 import time
 from typing import Any, Iterable, Mapping
 
@@ -19,8 +20,9 @@ from teledora.operators.messages import MessageError, decode, encode
 
 
 def node_id(default: str) -> str:
-    """This node's id in the dataflow (dora sets ``DORA_NODE_ID``), else ``default``."""
-    return os.environ.get("DORA_NODE_ID", default)
+    """This node's id in the dataflow (from the config dora hands the node), else ``default``."""
+    match = re.search(r"^node_id: *(\S+)", os.environ.get("DORA_NODE_CONFIG", ""), re.MULTILINE)
+    return match.group(1) if match else default
 
 
 def make_node(node: Any = None) -> Any:

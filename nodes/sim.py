@@ -1,7 +1,9 @@
 """`sim` node: MuJoCo physics of the arms, grippers and lift, kinematic base.
 
-Inputs:  joint_commands (JointCommands), odom (Odometry), lift (LiftState)
-Outputs: joint_states (JointState, ~90 Hz), ground_truth (GroundTruth, ~100 Hz),
+Inputs:  servo_targets (JointCommands the `arms` node handed its servos),
+         odom (Odometry from `base`), lift (LiftState from `lift`)
+Outputs: joint_states (JointState, ~90 Hz: true arm joints, which the sim `arms`
+         node reads back like a servo bus), ground_truth (GroundTruth, ~100 Hz),
          diagnostics
 
 Physics runs in real time at the profile's rate (500 Hz): the loop sleeps in
@@ -61,13 +63,13 @@ def main(argv: list[str] | None = None, node=None, clock=time.monotonic_ns) -> N
             if event["type"] == "INPUT":
                 latest[event["id"]] = event  # only the newest of each input matters
         for input_id, event in latest.items():
-            if input_id == "joint_commands":
+            if input_id == "servo_targets":
                 msg = io.decode(event, "JointCommands")
                 if msg is not None:
                     try:
                         apply_joint_command(sim, msg)
                     except MessageError as exc:
-                        io.reject(f"joint_commands: {exc}")
+                        io.reject(f"servo_targets: {exc}")
             elif input_id == "odom":
                 msg = io.decode(event, "Odometry")
                 if msg is not None:

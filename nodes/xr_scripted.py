@@ -1,0 +1,53 @@
+"""`xr` node, scripted variant: plays an operator script as controller reports.
+
+Outputs: controllers (XrControllers), diagnostics
+Inputs:  none needed; the node paces itself and exits when the script ends,
+         which ends the demo dataflow.
+
+Env: TELEDORA_XR_SCRIPT (a YAML file, default the shipped demo script),
+     TELEDORA_XR_RATE_HZ (default 90), TELEDORA_SIM_SPEED (default 1.0).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import yaml
+
+from teledora import models
+from teledora.nodes.dora_io import NodeIO, make_node, node_id
+from teledora.operators.scripted_operator import ScriptedOperator
+
+
+def load_script(path: str | None):
+    if path:
+        with Path(path).open() as f:
+            return yaml.safe_load(f)
+    return models.load_yaml("alohamini2/demo_script.yaml")
+
+
+def main(argv: list[str] | None = None, node=None, clock=time.monotonic, sleep=time.sleep) -> None:
+    script = ScriptedOperator(load_script(os.environ.get("TELEDORA_XR_SCRIPT")))
+    rate_hz = float(os.environ.get("TELEDORA_XR_RATE_HZ", "90"))
+    speed = float(os.environ.get("TELEDORA_SIM_SPEED", "1.0"))
+    io = NodeIO(make_node(node), node_id("xr"))
+    io.log("info", f"scripted operator: {script.duration_s:.1f} s at {rate_hz:.0f} Hz")
+    start = clock()
+    seq = 0
+    while True:
+        t = (clock() - start) * speed
+        io.send("controllers", "XrControllers", script.report(min(t, script.duration_s), time.time_ns(), seq))
+        seq += 1
+        io.publish_diagnostics()
+        if t >= script.duration_s:
+            break
+        next_t = start + seq / rate_hz / speed
+        sleep(max(0.0, next_t - clock()))
+    io.publish_diagnostics(force=True)
+    io.log("info", f"script finished after {seq} reports")
+
+
+if __name__ == "__main__":
+    main()
