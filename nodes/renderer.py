@@ -1,0 +1,407 @@
+"""renderer node: shows the robot and renders its five cameras from reported states.
+
+Strictly read-only: it subscribes to states and publishes images and
+diagnostics, nothing else. Physics is never stepped; qpos is set from the
+newest valid states and ``mj_forward`` places bodies and cameras.
+
+Inputs: ``joint_states`` (JointState, arms and grippers), ``lift`` (LiftState),
+``odom`` (Odometry), ``ground_truth`` (GroundTruth, an alternative source per
+group, chosen in ``sources:`` of the config) and ``tick`` (dora timer at the
+render rate). Outputs: ``chest``, ``top_front``, ``top_back``, ``left_wrist``,
+``right_wrist`` (flat uint8 RGB with image metadata) and ``diagnostics``.
+
+Nothing is shown or published until every joint group (left arm, right arm,
+lift, base) has had one valid state; diagnostics name the missing ones. A
+window opens when a display exists (``viewer: auto``), otherwise rendering is
+offscreen with ``MUJOCO_GL=egl``. Closing the window ends only the window.
+
+Args: ``--config`` renderer YAML (default: the shipped alohamini2/renderer.yaml),
+``--model`` MJCF to render instead of the configured one, ``--viewer
+auto|on|off``, ``--cameras a,b`` to render only those cameras.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import yaml
+
+from teledora import models
+from teledora.nodes.dora_io import NodeIO, make_node, newest_per_input, next_batch, node_id
+from teledora.operators.camera_intrinsics import (
+    CAMERA_NAMES,
+    DISTORTION_MODEL,
+    CameraSettings,
+    RendererConfig,
+    distortion_maps,
+    renderer_config_from_dict,
+)
+from teledora.operators.joint_state_mapping import (
+    JointGroup,
+    JointStateError,
+    JointStateMapping,
+    PoseState,
+    PublisherWatch,
+    qpos_addresses,
+)
+from teledora.operators.messages import image_metadata
+
+OUTPUTS = CAMERA_NAMES + ("diagnostics",)
+STATE_INPUTS = {"joint_states": "JointState", "lift": "LiftState", "odom": "Odometry", "ground_truth": "GroundTruth"}
+_LATEST_ONLY = set(STATE_INPUTS) | {"tick"}
+
+
+def wants_window(mode: str, env: Mapping[str, str]) -> bool:
+    """True when a viewer window should open (``on``, or ``auto`` with a display)."""
+    return mode == "on" or (mode == "auto" and bool(env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")))
+
+
+def joint_groups(profile: Any, config: RendererConfig) -> list[JointGroup]:
+    return [
+        JointGroup("left_arm", profile.arms["left"].all_joints),
+        JointGroup("right_arm", profile.arms["right"].all_joints),
+        JointGroup("lift", (config.model.lift_joint,)),
+        JointGroup("base", tuple(config.model.base_joints)),
+    ]
+
+
+class CameraRig:
+    """The kinematic model and one offscreen renderer per image size.
+
+    Args:
+        model_path: MJCF file holding the robot (and its room).
+        config: Renderer settings; each enabled camera must exist in the model.
+    """
+
+    def __init__(self, model_path: Path, config: RendererConfig, cameras: Sequence[CameraSettings]) -> None:
+        import mujoco
+
+        self.mujoco = mujoco
+        self.model = mujoco.MjModel.from_xml_path(str(model_path))
+        self.data = mujoco.MjData(self.model)
+        self.cameras = {c.name: c for c in cameras}
+        self.intrinsics = {c.name: c.intrinsics() for c in cameras}
+        self._cam_id = {}
+        for c in cameras:
+            cid = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_CAMERA, c.name)
+            if cid < 0:
+                raise ValueError(f"model {model_path} has no camera {c.name!r}")
+            self._cam_id[c.name] = cid
+            self.model.cam_fovy[cid] = c.fovy_deg
+            if c.roll_deg:  # turn the image about the optical axis (camera z)
+                roll = np.zeros(4)
+                mujoco.mju_axisAngle2Quat(roll, np.array([0.0, 0.0, 1.0]), np.radians(c.roll_deg))
+                mujoco.mju_mulQuat(self.model.cam_quat[cid], self.model.cam_quat[cid].copy(), roll)
+        # MuJoCo's near plane is a fraction of the model extent (11 m for the room):
+        # at the default it would clip a wrist camera's own jaw.
+        self.model.vis.map.znear = config.near_clip_m / max(float(self.model.stat.extent), 1e-6)
+        need_w = max((c.width for c in cameras), default=1)
+        need_h = max((c.height for c in cameras), default=1)
+        self.model.vis.global_.offwidth = max(int(self.model.vis.global_.offwidth), need_w)
+        self.model.vis.global_.offheight = max(int(self.model.vis.global_.offheight), need_h)
+        self.shadows = config.shadows
+        self._renderers: dict[tuple[int, int], Any] = {}
+        self._scene_option = mujoco.MjvOption()
+        self._scene_option.sitegroup[:] = 0  # markers such as grip sites are not part of a camera image
+        self._maps = {n: distortion_maps(i) for n, i in self.intrinsics.items() if i.distorted}
+        mujoco.mj_forward(self.model, self.data)
+
+    def forward(self) -> None:
+        """Kinematics only: body, site and camera poses from qpos (no physics step)."""
+        self.mujoco.mj_forward(self.model, self.data)
+
+    def render(self, name: str) -> np.ndarray:
+        """(H, W, 3) uint8 RGB image of camera ``name`` at the current pose."""
+        cam = self.cameras[name]
+        key = (cam.width, cam.height)
+        if key not in self._renderers:
+            self._renderers[key] = self.mujoco.Renderer(self.model, cam.height, cam.width)
+        renderer = self._renderers[key]
+        renderer.update_scene(self.data, self._cam_id[name], self._scene_option)
+        flags = renderer.scene.flags
+        flags[self.mujoco.mjtRndFlag.mjRND_SHADOW] = int(self.shadows)
+        flags[self.mujoco.mjtRndFlag.mjRND_REFLECTION] = int(self.shadows)
+        image = renderer.render()
+        if name in self._maps:
+            import cv2
+
+            image = cv2.remap(image, *self._maps[name], interpolation=cv2.INTER_LINEAR)
+        return image
+
+    def close(self) -> None:
+        for r in self._renderers.values():
+            r.close()
+        self._renderers.clear()
+
+
+class FrameSchedule:
+    """When each camera renders next. A late camera renders once and skips the
+    frames it missed (counted as dropped); frames are never queued."""
+
+    def __init__(self, cameras: Sequence[CameraSettings], start_ns: int) -> None:
+        self.period = {c.name: c.period_ns for c in cameras}
+        self.next_due = {c.name: start_ns for c in cameras}
+        self.dropped = dict.fromkeys(self.period, 0)
+
+    def due(self, now_ns: int) -> list[str]:
+        """Cameras due now, most overdue (relative to its period) first."""
+        late = [(now_ns - t) / self.period[n] for n, t in self.next_due.items() if now_ns >= t]
+        names = [n for n, t in self.next_due.items() if now_ns >= t]
+        return [n for _, n in sorted(zip(late, names), key=lambda p: -p[0])]
+
+    def rendered(self, name: str, now_ns: int) -> None:
+        period = self.period[name]
+        missed = (now_ns - self.next_due[name]) // period
+        self.dropped[name] += int(missed)
+        self.next_due[name] += (missed + 1) * period
+
+
+class RendererNode:
+    """The renderer's state handling and output, driven by the node's event loop."""
+
+    def __init__(self, io: NodeIO, config: RendererConfig, rig: CameraRig, profile: Any, window: Any = None) -> None:
+        self.io = io
+        self.config = config
+        self.rig = rig
+        self.profile = profile
+        self.mapping = JointStateMapping(qpos_addresses(rig.model), joint_groups(profile, config))
+        self.pose = PoseState(self.mapping)
+        self.watch = {name: PublisherWatch(name) for name in STATE_INPUTS}
+        self.window_factory = window
+        self.window: Any = None
+        self.window_state = "off" if window is None else "waiting"
+        self.schedule = FrameSchedule(list(rig.cameras.values()), io.clock())
+        self.frames = dict.fromkeys(rig.cameras, 0)
+        self.render_ms = dict.fromkeys(rig.cameras, 0.0)
+        self._applied_version = -1
+        self._second_source_warned: set[str] = set()
+        self._view_period_ns = int(1e9 / config.render_rate_hz)
+        self._next_view_ns = 0
+
+    # ---------------------------------------------------------------- inputs
+    def on_input(self, event: Mapping[str, Any]) -> None:
+        source = event["id"]
+        kind = STATE_INPUTS.get(source)
+        if kind is None:
+            return
+        msg = self.io.decode(event, kind)
+        if msg is None:
+            return
+        warning = self.watch[source].observe(msg["stamp_ns"], event.get("metadata"))
+        if warning:
+            self.io.diag.error(warning)
+            self.io.log("warn", warning)
+        try:
+            groups = self._groups_from(source, msg)
+        except JointStateError as exc:
+            self.io.reject(f"input {source!r}: {exc}")
+            return
+        if groups:
+            self.pose.update(groups, msg["stamp_ns"])
+
+    def _uses(self, group: str, source: str) -> bool:
+        if self.config.sources[group] == source:
+            return True
+        if group not in self._second_source_warned:
+            self._second_source_warned.add(group)
+            text = f"{group} state arrives on {source!r} too; using {self.config.sources[group]!r} (sources.{group})"
+            self.io.diag.error(text)
+            self.io.log("warn", text)
+        return False
+
+    def _groups_from(self, source: str, msg: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+        m = self.mapping
+        base_names = self.config.model.base_joints
+        arms = ("left_arm", "right_arm")
+        out: dict[str, dict[str, float]] = {}
+        if source == "joint_states" and self._uses("arms", source):
+            out.update(m.check(msg["names"], msg["position"], allowed_groups=arms))
+        elif source == "lift" and self._uses("lift", source):
+            out.update(m.check([self.config.model.lift_joint], [self.profile.lift_height_to_joint(msg["height_m"])]))
+        elif source == "odom" and self._uses("base", source):
+            out.update(m.check(base_names, self._base_values(msg)))
+        elif source == "ground_truth":
+            names, values = msg["joint_names"], msg["joint_position"]
+            unknown = sorted(n for n in names if n not in m.addresses)
+            if unknown:
+                raise JointStateError(f"unknown joint names {unknown}")
+            if self._uses("arms", source):
+                keep = [i for i, n in enumerate(names) if m.group_of(n) in arms]
+                out.update(m.check([names[i] for i in keep], values[keep], allowed_groups=arms))
+            if self._uses("lift", source):
+                h = self.profile.lift_height_to_joint(msg["lift_height_m"])
+                out.update(m.check([self.config.model.lift_joint], [h]))
+            if self._uses("base", source):
+                out.update(m.check(base_names, self._base_values(msg)))
+        return out
+
+    def _base_values(self, msg: Mapping[str, Any]) -> list[float]:
+        return [msg["x"], msg["y"], msg["yaw"] + self.config.model.base_yaw_offset_rad]
+
+    # ---------------------------------------------------------------- output
+    def step(self, now_ns: int) -> None:
+        """Updates the pose if a new valid state came, refreshes the window and
+        renders the due cameras (at most ``max_renders_per_cycle``)."""
+        missing = self.pose.missing_groups()
+        if missing:
+            self.io.diag.set_status("warn", f"waiting for first valid state of {missing}")
+            return
+        if self.pose.version != self._applied_version:
+            self.pose.write(self.rig.data.qpos)
+            self.rig.forward()
+            self._applied_version = self.pose.version
+        self.io.diag.set_status("ok", f"rendering {sorted(self.rig.cameras)}; window {self.window_state}")
+        self._refresh_window(now_ns)
+        for name in self.schedule.due(now_ns)[: self.config.max_renders_per_cycle]:
+            self._render(name, now_ns)
+
+    def _refresh_window(self, now_ns: int) -> None:
+        if self.window_factory is None or self.window_state == "closed" or now_ns < self._next_view_ns:
+            return
+        self._next_view_ns = now_ns + self._view_period_ns
+        try:
+            if self.window is None:
+                self.window = self.window_factory(self.rig.model, self.rig.data)
+                self.window_state = "open"
+            if not self.window.is_running():
+                self._close_window("window closed by the user; cameras continue")
+                return
+            self.window.sync()
+        except Exception as exc:  # the window is optional: losing it must not stop the node
+            self._close_window(f"window failed ({exc}); cameras continue")
+
+    def _close_window(self, reason: str) -> None:
+        self.window_state = "closed"
+        self.io.log("info", reason)
+        try:
+            if self.window is not None:
+                self.window.close()
+        except Exception:
+            pass
+        self.window = None
+
+    def _render(self, name: str, now_ns: int) -> None:
+        t0 = time.perf_counter()
+        image = self.rig.render(name)
+        self.render_ms[name] = (time.perf_counter() - t0) * 1e3
+        self.schedule.rendered(name, now_ns)
+        intr = self.rig.intrinsics[name]
+        meta = image_metadata(
+            width=intr.width,
+            height=intr.height,
+            encoding="rgb8",
+            camera=name,
+            stamp_ns=self.pose.stamp_ns,
+            fx=intr.fx,
+            fy=intr.fy,
+            cx=intr.cx,
+            cy=intr.cy,
+        )
+        meta.update(
+            distortion_model=DISTORTION_MODEL,
+            distortion=list(intr.distortion),
+            frame_id=f"{name}_optical",
+            render_ns=int(self.io.clock()),
+            oldest_state_stamp_ns=self.pose.oldest_stamp_ns(),
+        )
+        self.io.send_raw(name, pa.array(np.ascontiguousarray(image).reshape(-1), type=pa.uint8()), meta)
+        self.frames[name] += 1
+
+    def publish_diagnostics(self, force: bool = False) -> None:
+        d = self.io.diag
+        d.dropped = sum(self.schedule.dropped.values())
+        d.details = {
+            "missing_groups": self.pose.missing_groups(),
+            "frames": dict(self.frames),
+            "dropped_frames": dict(self.schedule.dropped),
+            "render_ms": {k: round(v, 2) for k, v in self.render_ms.items()},
+            "window": self.window_state,
+            "second_publishers": [w.warning for w in self.watch.values() if w.warning],
+        }
+        self.io.publish_diagnostics(force)
+
+    def close(self) -> None:
+        if self.window is not None:
+            self._close_window("renderer stopping")
+        self.rig.close()
+
+
+def load_config(path: str | None) -> RendererConfig:
+    if path is None:
+        return renderer_config_from_dict(models.load_yaml("alohamini2/renderer.yaml"))
+    with open(path) as f:
+        return renderer_config_from_dict(yaml.safe_load(f) or {})
+
+
+def resolve_model(path: str) -> Path:
+    p = Path(path)
+    return p if p.is_absolute() or p.exists() else models.path(path)
+
+
+def passive_viewer(model: Any, data: Any) -> Any:
+    import mujoco.viewer
+
+    return mujoco.viewer.launch_passive(model, data, show_left_ui=False, show_right_ui=False)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="renderer", description=__doc__.splitlines()[0])
+    p.add_argument("--config", default=os.environ.get("RENDERER_CONFIG"))
+    p.add_argument("--model", default=os.environ.get("RENDERER_MODEL"))
+    p.add_argument("--viewer", choices=("auto", "on", "off"), default=os.environ.get("RENDERER_VIEWER"))
+    p.add_argument("--cameras", default=os.environ.get("RENDERER_CAMERAS"), help="comma-separated subset")
+    return p.parse_args(argv)
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    node: Any = None,
+    *,
+    clock: Callable[[], int] = time.time_ns,
+    window_factory: Callable[[Any, Any], Any] | None = None,
+) -> None:
+    args = parse_args(argv)
+    config = load_config(args.config)
+    window = wants_window(args.viewer or config.viewer, os.environ)
+    if not window:
+        os.environ.setdefault("MUJOCO_GL", "egl")  # before the first mujoco.Renderer
+    cameras = config.enabled_cameras
+    if args.cameras is not None:
+        chosen = [c.strip() for c in args.cameras.split(",") if c.strip()]
+        unknown = sorted(set(chosen) - set(config.cameras))
+        if unknown:
+            raise SystemExit(f"renderer: unknown cameras {unknown}; configured {sorted(config.cameras)}")
+        cameras = [config.cameras[c] for c in chosen]
+    rig = CameraRig(resolve_model(args.model or config.model.path), config, cameras)
+    node = make_node(node)
+    io = NodeIO(node, node_id("renderer"), clock=clock)
+    factory = (window_factory or passive_viewer) if window else None
+    app = RendererNode(io, config, rig, models.load_profile(), factory)
+    stopping = False
+    timeout_s = 2.0 / config.render_rate_hz
+    try:
+        while True:
+            batch = next_batch(node, timeout_s)
+            if batch is None:
+                break
+            for event in newest_per_input(batch, _LATEST_ONLY):
+                if event["type"] == "INPUT":
+                    app.on_input(event)
+                elif event["type"] == "STOP":
+                    stopping = True  # finish up: drain to the end of the stream, render no more
+            if not stopping:
+                app.step(clock())
+            app.publish_diagnostics()
+        app.publish_diagnostics(force=True)
+    finally:
+        app.close()
+
+
+if __name__ == "__main__":
+    main()
