@@ -1,0 +1,182 @@
+"""recorder: writes every input it receives into a run directory.
+
+Wire each topic to record as an input named ``<node>__<output>`` with
+``queue_policy: backpressure``, e.g.::
+
+    - id: recorder
+      path: ../nodes/recorder.py
+      inputs:
+        xr__controllers: {source: xr/controllers, queue_policy: backpressure}
+      outputs: [diagnostics]
+
+Environment (command-line flags of the same name override it):
+    TELEDORA_RUNS_DIR            where runs go (default ``runs``, relative to
+                                 the dataflow directory)
+    TELEDORA_RUN_DIR             exact run directory to create (optional)
+    TELEDORA_RECORD_FLUSH_S      flush interval in seconds (default 0.5)
+    TELEDORA_RECORD_FSYNC        1 to fsync at every flush (default 0)
+    TELEDORA_DATAFLOW            path of the dataflow YAML to store in the manifest
+
+The run directory path is printed when recording starts and when it ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import yaml
+
+from teledora.nodes.dora_io import NodeIO, make_node, next_batch, node_id
+from teledora.operators.recording_gaps import GapDetector
+from teledora.recording import RunWriter, TopicTypeError, dora_timestamp_ns, git_revision, new_run_dir, package_versions
+
+DEFAULT_FLUSH_S = 0.5
+COUNTER_METADATA_KEY = "seq"
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    env = os.environ
+    parser = argparse.ArgumentParser(prog="recorder", description="Record dora topics into a run directory.")
+    parser.add_argument("--runs-dir", default=env.get("TELEDORA_RUNS_DIR", "runs"))
+    parser.add_argument("--run-dir", default=env.get("TELEDORA_RUN_DIR") or None)
+    parser.add_argument("--flush-interval-s", type=float, default=float(env.get("TELEDORA_RECORD_FLUSH_S", DEFAULT_FLUSH_S)))
+    parser.add_argument("--fsync", action="store_true", default=env.get("TELEDORA_RECORD_FSYNC", "0") == "1")
+    parser.add_argument("--dataflow", default=env.get("TELEDORA_DATAFLOW") or None)
+    return parser.parse_args(list(argv) if argv is not None else [])
+
+
+def dataflow_source(explicit: str | None, descriptor: dict[str, Any] | None) -> tuple[str | None, str | None]:
+    """(path, YAML text) of the running dataflow.
+
+    Uses ``explicit`` when given, else the YAML file named on the command line
+    of the ``dora run`` that started this node, else the parsed descriptor
+    dora hands the node, dumped back to YAML.
+    """
+    candidates: list[Path] = []
+    if explicit:
+        candidates.append(Path(explicit))
+    parent = os.environ.get("DORA_RUN_PARENT_PID")
+    if parent and Path(f"/proc/{parent}/cmdline").exists():
+        try:
+            args = Path(f"/proc/{parent}/cmdline").read_bytes().split(b"\0")
+            cwd = Path(os.readlink(f"/proc/{parent}/cwd"))
+            for arg in args:
+                text = arg.decode(errors="replace")
+                if text.endswith((".yml", ".yaml")):
+                    candidates.append(cwd / text)
+        except OSError:
+            pass
+    for path in candidates:
+        if path.is_file():
+            return str(path.resolve()), path.read_text()
+    if descriptor:
+        return None, yaml.safe_dump(_prune_nulls(descriptor), sort_keys=False)
+    return None, None
+
+
+def _prune_nulls(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _prune_nulls(v) for k, v in obj.items() if v is not None}
+    if isinstance(obj, list):
+        return [_prune_nulls(v) for v in obj]
+    return obj
+
+
+def _descriptor(node: Any) -> dict[str, Any] | None:
+    try:
+        desc = node.dataflow_descriptor()
+    except Exception:  # MockNode or an old runtime: the manifest just lacks it
+        return None
+    return desc if isinstance(desc, dict) and desc else None
+
+
+def build_manifest(node: Any, me: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Provenance stored with the run: dataflow text, versions, git revision."""
+    descriptor = _descriptor(node)
+    path, text = dataflow_source(args.dataflow, descriptor)
+    inputs: dict[str, Any] = {}
+    for entry in (descriptor or {}).get("nodes", []) or []:
+        if entry.get("id") == me:
+            inputs = {k: (v.get("source") if isinstance(v, dict) else v) for k, v in (entry.get("inputs") or {}).items()}
+    cwd = os.getcwd()
+    try:
+        dataflow_id = str(node.dataflow_id())
+    except Exception:
+        dataflow_id = None
+    return {
+        "recorder": me,
+        "dataflow_id": dataflow_id,
+        "dataflow_path": path,
+        "dataflow_dir": cwd,
+        "dataflow_yaml": text,
+        "recorded_inputs": inputs,
+        "packages": package_versions(),
+        "python": sys.version.split()[0],
+        "git": git_revision(cwd),
+    }
+
+
+def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> Path:
+    args = parse_args(argv if argv is not None else sys.argv[1:])
+    me = node_id("recorder")
+    node = make_node(node)
+    io = NodeIO(node, me, clock=clock)
+    start_ns = clock()
+    if args.run_dir:
+        run_dir = Path(args.run_dir)
+        run_dir.mkdir(parents=True, exist_ok=False)
+    else:
+        run_dir = new_run_dir(args.runs_dir, dt.datetime.fromtimestamp(start_ns / 1e9))
+    writer = RunWriter(
+        run_dir, build_manifest(node, me, args), flush_interval_s=args.flush_interval_s, fsync=args.fsync, start_ns=start_ns
+    )
+    print(f"recording to {run_dir.resolve()}", flush=True)
+    gaps = GapDetector()
+    flushes = 0
+    while (batch := next_batch(node, args.flush_interval_s)) is not None:
+        for event in batch:
+            if event.get("type") != "INPUT":
+                continue
+            recv_ns = clock()
+            io.diag.received += 1
+            meta = event.get("metadata") or {}
+            try:
+                result = writer.append(event["id"], event["value"], meta, recv_ns)
+            except TopicTypeError as exc:
+                io.reject(str(exc))
+                continue
+            counter = meta.get(COUNTER_METADATA_KEY)
+            for gap in gaps.observe(result.topic, _event_time(meta, recv_ns), counter if isinstance(counter, int) else None):
+                io.log("warn", f"gap on {gap.topic}: {gap.kind}, {gap.duration_s:.3f} s, ~{gap.missing} missing")
+        now = clock()
+        if writer.flush_due(now):
+            writer.flush(now)
+            flushes += 1
+        io.diag.details = {
+            "run_dir": str(run_dir),
+            "messages": writer.messages,
+            "topics": len(writer.counts()),
+            "flushes": flushes,
+            "gaps": gaps.counts(),
+            "type_errors": sum(writer.type_errors.values()),
+        }
+        io.publish_diagnostics()
+    writer.manifest["gaps"] = gaps.counts()
+    writer.close(clock())
+    print(f"recording finished: {run_dir.resolve()} ({writer.messages} messages)", flush=True)
+    return run_dir
+
+
+def _event_time(meta: dict[str, Any], recv_ns: int) -> int:
+    stamp = dora_timestamp_ns(meta)
+    return recv_ns if stamp is None else stamp
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,516 @@
+"""Run directories: what the recorder writes and what replay and inspection read.
+
+A run directory ``runs/<YYYYmmdd-HHMMSS>/`` holds one Arrow IPC *stream* file
+per topic, ``<node>__<output>.arrow``, and a ``manifest.json``. Each row of a
+topic file is one dora message:
+
+==========  ==============  ==================================================
+column      type            meaning
+==========  ==============  ==================================================
+seq         uint64          arrival order at the recorder, global over topics
+dora_ns     int64 (null)    dora metadata ``timestamp`` (send time), in ns
+recv_ns     int64           host time the recorder received the message
+stamp_ns    int64 (null)    the message's own ``stamp_ns`` field, if any
+metadata    string          the dora metadata as JSON
+value       list<T>         the sent array; ``T`` is its Arrow type
+==========  ==============  ==================================================
+
+Rows are buffered and written as record batches; :meth:`RunWriter.flush`
+pushes them to the operating system, so a killed recorder loses at most the
+rows received since the last flush. A reader stops cleanly at a torn last
+batch.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import heapq
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+FORMAT_VERSION = 1
+MANIFEST_NAME = "manifest.json"
+TOPIC_SUFFIX = ".arrow"
+TOPIC_SEPARATOR = "__"
+RUN_DIR_TIME_FORMAT = "%Y%m%d-%H%M%S"
+_TOPIC_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+
+
+class RecordingError(Exception):
+    """Base class for run directory errors."""
+
+
+class TopicNameError(RecordingError):
+    """A topic name that cannot be a file name or has no ``node__output`` form."""
+
+
+class TopicTypeError(RecordingError):
+    """A message whose Arrow type differs from the type its topic started with."""
+
+
+class RunFormatError(RecordingError):
+    """A directory that is not a readable run directory."""
+
+
+# --------------------------------------------------------------------------- names
+
+
+def topic_name(node: str, output: str) -> str:
+    """The topic (and recorder input id) of ``node/output``: ``node__output``."""
+    topic = f"{node}{TOPIC_SEPARATOR}{output}"
+    check_topic_name(topic)
+    return topic
+
+
+def check_topic_name(topic: str) -> None:
+    """Raises :class:`TopicNameError` unless ``topic`` is a safe file stem."""
+    if not _TOPIC_NAME.match(topic or ""):
+        raise TopicNameError(f"topic {topic!r} must match {_TOPIC_NAME.pattern}")
+
+
+def split_topic(topic: str) -> tuple[str, str]:
+    """``"xr__controllers"`` -> ``("xr", "controllers")``."""
+    node, sep, output = topic.partition(TOPIC_SEPARATOR)
+    if not sep or not node or not output:
+        raise TopicNameError(f"topic {topic!r} is not of the form <node>{TOPIC_SEPARATOR}<output>")
+    return node, output
+
+
+def new_run_dir(runs_dir: str | os.PathLike[str], start: _dt.datetime) -> Path:
+    """Creates and returns ``runs_dir/<YYYYmmdd-HHMMSS>`` (``-2``, ``-3``… if taken)."""
+    base = Path(runs_dir)
+    base.mkdir(parents=True, exist_ok=True)
+    stem = start.strftime(RUN_DIR_TIME_FORMAT)
+    for k in range(1, 1000):
+        candidate = base / (stem if k == 1 else f"{stem}-{k}")
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            continue
+    raise RecordingError(f"no free run directory name for {stem} in {base}")
+
+
+# --------------------------------------------------------------------------- message fields
+
+
+def dora_timestamp_ns(metadata: Mapping[str, Any]) -> int | None:
+    """The dora metadata ``timestamp`` in ns since the epoch (None if absent).
+
+    dora hands it to Python as a timezone-aware ``datetime`` (µs resolution).
+    """
+    ts = metadata.get("timestamp")
+    if isinstance(ts, _dt.datetime):
+        if ts.tzinfo is None:
+            ts = ts.replace(tzinfo=_dt.timezone.utc)
+        return ((ts - _EPOCH) // _dt.timedelta(microseconds=1)) * 1000
+    if isinstance(ts, int) and not isinstance(ts, bool):
+        return ts
+    return None
+
+
+def message_stamp_ns(value: pa.Array, metadata: Mapping[str, Any]) -> int | None:
+    """The message's own ``stamp_ns``: the struct field of a contract message,
+    else a ``stamp_ns`` metadata entry (images), else None."""
+    if pa.types.is_struct(value.type) and len(value) >= 1:
+        idx = value.type.get_field_index("stamp_ns")
+        if idx >= 0 and pa.types.is_integer(value.type.field(idx).type):
+            stamp = value.field(idx)[0].as_py()
+            if stamp is not None:
+                return int(stamp)
+    stamp = metadata.get("stamp_ns")
+    if isinstance(stamp, int) and not isinstance(stamp, bool):
+        return stamp
+    return None
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, _dt.datetime):
+        return obj.isoformat()
+    if isinstance(obj, bytes):
+        return obj.hex()
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    return str(obj)
+
+
+def metadata_json(metadata: Mapping[str, Any]) -> str:
+    """The dora metadata as JSON (datetimes as ISO 8601 strings)."""
+    return json.dumps(dict(metadata), sort_keys=True, default=_json_default)
+
+
+def replay_metadata(metadata_text: str) -> dict[str, Any]:
+    """The metadata to send again on replay: the recorded one without dora's
+    own ``timestamp`` (dora stamps the new send)."""
+    meta = json.loads(metadata_text) if metadata_text else {}
+    meta.pop("timestamp", None)
+    return {k: v for k, v in meta.items() if v is not None and not isinstance(v, dict)}
+
+
+def value_digest(value: pa.Array) -> str:
+    """SHA-256 of a value's Arrow type and canonical IPC bytes (byte equality)."""
+    compact = pa.concat_arrays([value])  # fresh buffers: slices digest like copies
+    sink = pa.BufferOutputStream()
+    batch = pa.RecordBatch.from_arrays([compact], names=["value"])
+    with ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()
+
+
+def record_schema(value_type: pa.DataType, topic: str) -> pa.Schema:
+    """The schema of a topic file whose messages are arrays of ``value_type``."""
+    return pa.schema(
+        [
+            pa.field("seq", pa.uint64(), nullable=False),
+            pa.field("dora_ns", pa.int64()),
+            pa.field("recv_ns", pa.int64(), nullable=False),
+            pa.field("stamp_ns", pa.int64()),
+            pa.field("metadata", pa.string(), nullable=False),
+            pa.field("value", pa.list_(value_type), nullable=False),
+        ],
+        metadata={"teledora.topic": topic, "teledora.format": str(FORMAT_VERSION)},
+    )
+
+
+# --------------------------------------------------------------------------- writing
+
+
+class _TopicWriter:
+    """Buffers one topic's rows and appends them to its IPC stream file."""
+
+    def __init__(self, path: Path, topic: str, value_type: pa.DataType, fsync: bool) -> None:
+        self.topic = topic
+        self.value_type = value_type
+        self.schema = record_schema(value_type, topic)
+        self._fsync = fsync
+        self._file = open(path, "wb")
+        self._stream = ipc.new_stream(self._file, self.schema)
+        self._file.flush()
+        self._rows: dict[str, list[Any]] = {k: [] for k in ("seq", "dora_ns", "recv_ns", "stamp_ns", "metadata")}
+        self._values: list[pa.Array] = []
+        self.pending_bytes = 0
+        self.written = 0
+
+    def add(self, seq: int, dora_ns: int | None, recv_ns: int, stamp_ns: int | None, meta: str, value: pa.Array) -> None:
+        for key, item in zip(self._rows, (seq, dora_ns, recv_ns, stamp_ns, meta)):
+            self._rows[key].append(item)
+        self._values.append(value)
+        self.pending_bytes += value.nbytes + len(meta) + 32
+
+    @property
+    def pending(self) -> int:
+        return len(self._values)
+
+    def write_pending(self) -> int:
+        """Writes buffered rows as one record batch and flushes the file."""
+        n = len(self._values)
+        if n == 0:
+            return 0
+        lengths = [0]
+        for v in self._values:
+            lengths.append(lengths[-1] + len(v))
+        values = pa.concat_arrays(self._values) if n > 1 else self._values[0]
+        column = pa.ListArray.from_arrays(pa.array(lengths, type=pa.int32()), values, type=self.schema.field("value").type)
+        batch = pa.RecordBatch.from_arrays(
+            [
+                pa.array(self._rows["seq"], type=pa.uint64()),
+                pa.array(self._rows["dora_ns"], type=pa.int64()),
+                pa.array(self._rows["recv_ns"], type=pa.int64()),
+                pa.array(self._rows["stamp_ns"], type=pa.int64()),
+                pa.array(self._rows["metadata"], type=pa.string()),
+                column,
+            ],
+            schema=self.schema,
+        )
+        self._stream.write_batch(batch)
+        self._file.flush()
+        if self._fsync:
+            os.fsync(self._file.fileno())
+        for rows in self._rows.values():
+            rows.clear()
+        self._values.clear()
+        self.pending_bytes = 0
+        self.written += n
+        return n
+
+    def close(self) -> None:
+        self.write_pending()
+        self._stream.close()
+        self._file.close()
+
+
+@dataclass
+class AppendResult:
+    """What :meth:`RunWriter.append` did with one message."""
+
+    seq: int
+    topic: str
+    stamp_ns: int | None
+
+
+class RunWriter:
+    """Writes one run directory.
+
+    Args:
+        run_dir: An existing, empty directory (see :func:`new_run_dir`).
+        manifest: Fields stored in ``manifest.json`` (dataflow text, versions…).
+        flush_interval_s: Longest time rows stay buffered (bounds crash loss).
+        max_batch_bytes: A topic whose buffer grows past this is written at once.
+        fsync: Also ``fsync`` at each flush (survives power loss, costs latency).
+    """
+
+    def __init__(
+        self,
+        run_dir: str | os.PathLike[str],
+        manifest: Mapping[str, Any] | None = None,
+        *,
+        flush_interval_s: float = 0.5,
+        max_batch_bytes: int = 16 * 1024 * 1024,
+        fsync: bool = False,
+        start_ns: int,
+    ) -> None:
+        if flush_interval_s <= 0:
+            raise ValueError(f"flush_interval_s must be > 0, got {flush_interval_s}")
+        self.run_dir = Path(run_dir)
+        self.flush_interval_ns = int(flush_interval_s * 1e9)
+        self.max_batch_bytes = int(max_batch_bytes)
+        self.fsync = fsync
+        self._topics: dict[str, _TopicWriter] = {}
+        self._next_seq = 0
+        self._last_flush_ns = start_ns
+        self.type_errors: dict[str, int] = {}
+        self.manifest: dict[str, Any] = dict(manifest or {})
+        self.manifest.update(
+            {
+                "format": "teledora-run",
+                "format_version": FORMAT_VERSION,
+                "start_ns": int(start_ns),
+                "end_ns": None,
+                "complete": False,
+                "flush_interval_s": flush_interval_s,
+                "fsync": fsync,
+                "topics": {},
+            }
+        )
+        self._write_manifest()
+
+    @property
+    def messages(self) -> int:
+        """Messages accepted so far (flushed or buffered)."""
+        return self._next_seq
+
+    def counts(self) -> dict[str, int]:
+        """Per-topic message counts, flushed and buffered."""
+        return {t: w.written + w.pending for t, w in sorted(self._topics.items())}
+
+    def append(self, topic: str, value: pa.Array, metadata: Mapping[str, Any], recv_ns: int) -> AppendResult:
+        """Buffers one message; raises :class:`TopicTypeError` when its type
+        differs from the topic's first message (the message is not stored)."""
+        writer = self._topics.get(topic)
+        if writer is None:
+            check_topic_name(topic)
+            writer = _TopicWriter(self.run_dir / f"{topic}{TOPIC_SUFFIX}", topic, value.type, self.fsync)
+            self._topics[topic] = writer
+        elif value.type != writer.value_type:
+            self.type_errors[topic] = self.type_errors.get(topic, 0) + 1
+            raise TopicTypeError(f"topic {topic!r} carries {writer.value_type}, got {value.type}")
+        seq = self._next_seq
+        self._next_seq += 1
+        stamp = message_stamp_ns(value, metadata)
+        writer.add(seq, dora_timestamp_ns(metadata), recv_ns, stamp, metadata_json(metadata), value)
+        if writer.pending_bytes >= self.max_batch_bytes:
+            writer.write_pending()
+        return AppendResult(seq, topic, stamp)
+
+    def flush_due(self, now_ns: int) -> bool:
+        """True once ``flush_interval_s`` has passed since the last flush."""
+        return now_ns - self._last_flush_ns >= self.flush_interval_ns
+
+    def flush(self, now_ns: int) -> int:
+        """Writes every buffered row and refreshes the manifest; returns rows written."""
+        written = sum(w.write_pending() for w in self._topics.values())
+        self._last_flush_ns = now_ns
+        self._write_manifest()
+        return written
+
+    def close(self, end_ns: int) -> Path:
+        """Writes everything, marks the manifest complete and returns the run dir."""
+        for writer in self._topics.values():
+            writer.close()
+        self.manifest["end_ns"] = int(end_ns)
+        self.manifest["complete"] = True
+        self._write_manifest()
+        return self.run_dir
+
+    def _write_manifest(self) -> None:
+        self.manifest["topics"] = {
+            t: {"count": w.written, "type": str(w.value_type)} for t, w in sorted(self._topics.items())
+        }
+        self.manifest["type_errors"] = dict(self.type_errors)
+        write_manifest(self.run_dir, self.manifest)
+
+
+def write_manifest(run_dir: Path, manifest: Mapping[str, Any]) -> None:
+    """Atomically replaces ``run_dir/manifest.json``."""
+    tmp = run_dir / (MANIFEST_NAME + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True, default=_json_default))
+    os.replace(tmp, run_dir / MANIFEST_NAME)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@dataclass
+class RecordedMessage:
+    """One recorded dora message."""
+
+    seq: int
+    topic: str
+    dora_ns: int | None
+    recv_ns: int
+    stamp_ns: int | None
+    metadata: str
+    value: pa.Array
+
+    @property
+    def node(self) -> str:
+        return split_topic(self.topic)[0]
+
+    @property
+    def output(self) -> str:
+        return split_topic(self.topic)[1]
+
+
+@dataclass
+class TopicTable:
+    """A topic file read back: its rows, and whether its end was torn."""
+
+    topic: str
+    table: pa.Table
+    truncated: bool = False
+    value_type: pa.DataType | None = None
+    batches: int = 0
+
+
+@dataclass
+class RunReader:
+    """Reads a run directory (complete, or cut short by a crash)."""
+
+    run_dir: Path
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+    def __init__(self, run_dir: str | os.PathLike[str]) -> None:
+        self.run_dir = Path(run_dir)
+        if not self.run_dir.is_dir():
+            raise RunFormatError(f"{self.run_dir} is not a directory")
+        path = self.run_dir / MANIFEST_NAME
+        if path.exists():
+            try:
+                self.manifest = json.loads(path.read_text())
+            except json.JSONDecodeError as exc:
+                raise RunFormatError(f"{path}: unreadable manifest: {exc}") from exc
+        elif not any(self.run_dir.glob(f"*{TOPIC_SUFFIX}")):
+            raise RunFormatError(f"{self.run_dir} has neither {MANIFEST_NAME} nor *{TOPIC_SUFFIX} files")
+        else:
+            self.manifest = {}
+
+    @property
+    def topics(self) -> list[str]:
+        """Topic names, sorted."""
+        return sorted(p.name[: -len(TOPIC_SUFFIX)] for p in self.run_dir.glob(f"*{TOPIC_SUFFIX}"))
+
+    @property
+    def complete(self) -> bool:
+        """True when the recorder closed the run normally."""
+        return bool(self.manifest.get("complete"))
+
+    def read_topic(self, topic: str) -> TopicTable:
+        """All readable rows of one topic; stops at a torn final batch."""
+        check_topic_name(topic)
+        path = self.run_dir / f"{topic}{TOPIC_SUFFIX}"
+        if not path.exists():
+            raise RunFormatError(f"{self.run_dir} has no topic {topic!r}")
+        source = pa.memory_map(str(path), "r")
+        try:
+            reader = ipc.open_stream(source)
+        except (pa.ArrowInvalid, OSError):
+            return TopicTable(topic, _empty_table(), truncated=path.stat().st_size > 0)
+        batches: list[pa.RecordBatch] = []
+        truncated = False
+        while True:
+            try:
+                batches.append(reader.read_next_batch())
+            except StopIteration:
+                break
+            except (pa.ArrowInvalid, OSError):
+                truncated = True
+                break
+        table = pa.Table.from_batches(batches, schema=reader.schema)
+        value_type = reader.schema.field("value").type.value_type
+        return TopicTable(topic, table, truncated, value_type, len(batches))
+
+    def iter_topic(self, topic: str) -> Iterator[RecordedMessage]:
+        """The messages of one topic in recorded order."""
+        table = self.read_topic(topic).table
+        for batch in table.to_batches():
+            seqs = batch.column("seq").to_pylist()
+            dora = batch.column("dora_ns").to_pylist()
+            recv = batch.column("recv_ns").to_pylist()
+            stamps = batch.column("stamp_ns").to_pylist()
+            metas = batch.column("metadata").to_pylist()
+            values = batch.column("value")
+            for i, seq in enumerate(seqs):
+                yield RecordedMessage(seq, topic, dora[i], recv[i], stamps[i], metas[i], values[i].values)
+
+    def iter_messages(self, topics: Iterable[str] | None = None) -> Iterator[RecordedMessage]:
+        """Messages of ``topics`` (default all) merged in global ``seq`` order."""
+        chosen = self.topics if topics is None else list(topics)
+        return heapq.merge(*(self.iter_topic(t) for t in chosen), key=lambda m: m.seq)
+
+
+def _empty_table() -> pa.Table:
+    return record_schema(pa.null(), "").empty_table()
+
+
+# --------------------------------------------------------------------------- provenance
+
+PROVENANCE_PACKAGES = ("teledora", "dora-rs", "dora-rs-cli", "pyarrow", "numpy", "mujoco", "mink", "pyyaml")
+
+
+def package_versions(names: Iterable[str] = PROVENANCE_PACKAGES) -> dict[str, str | None]:
+    """Installed versions of ``names`` (None for a package that is absent)."""
+    from importlib import metadata as importlib_metadata
+
+    out: dict[str, str | None] = {}
+    for name in names:
+        try:
+            out[name] = importlib_metadata.version(name)
+        except importlib_metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def git_revision(cwd: str | os.PathLike[str]) -> dict[str, Any]:
+    """``{"commit": sha, "dirty": bool}`` of the checkout holding ``cwd``
+    (``commit`` None outside a git checkout or without git)."""
+    import subprocess
+
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5, check=True
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd, capture_output=True, text=True, timeout=5
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+    return {"commit": sha or None, "dirty": bool(status.strip())}
