@@ -1,0 +1,138 @@
+"""Collision proxy pairs: which capsule/box/plane proxies must stay apart, and
+how far apart they are.
+
+The IK's collision constraints and its post-step guard both work on the same
+list of geom id pairs, built here from named geom groups (``left_arm``,
+``body``, ...) and a list of group pairs. Pairs whose bodies are welded
+together or are parent and child are dropped (they touch by construction),
+the same filtering rule mink's collision limit applies.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import mujoco
+import numpy as np
+
+
+class CollisionPairError(ValueError):
+    """A collision group or pair names something the model does not have."""
+
+
+@dataclass(frozen=True)
+class ProxyDistance:
+    """Signed distance between two proxies (negative = penetration)."""
+
+    geom1: str
+    geom2: str
+    distance_m: float
+
+
+def _geom_id(model: mujoco.MjModel, name: str) -> int:
+    gid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, name)
+    if gid < 0:
+        raise CollisionPairError(f"collision proxy geom {name!r} is not in the model")
+    return int(gid)
+
+
+def _touching_by_construction(model: mujoco.MjModel, g1: int, g2: int) -> bool:
+    w1 = model.body_weldid[model.geom_bodyid[g1]]
+    w2 = model.body_weldid[model.geom_bodyid[g2]]
+    if w1 == w2:
+        return True
+    p1 = model.body_weldid[model.body_parentid[w1]]
+    p2 = model.body_weldid[model.body_parentid[w2]]
+    return bool(w1 == p2 or w2 == p1)
+
+
+class CollisionPairs:
+    """Geom id pairs between named groups of proxies.
+
+    Args:
+        model: MuJoCo model holding the proxy geoms.
+        groups: Group name -> proxy geom names.
+        pairs: Group-name pairs whose members must stay apart.
+
+    Raises:
+        CollisionPairError: unknown group or geom name, or no pair left.
+    """
+
+    def __init__(self, model: mujoco.MjModel, groups: Mapping[str, Sequence[str]], pairs: Sequence[Sequence[str]]) -> None:
+        self.model = model
+        ids: dict[str, list[int]] = {g: [_geom_id(model, n) for n in names] for g, names in groups.items()}
+        found: set[tuple[int, int]] = set()
+        self.group_pairs: list[tuple[list[str], list[str]]] = []
+        for pair in pairs:
+            if len(pair) != 2:
+                raise CollisionPairError(f"a collision pair names two groups, got {list(pair)}")
+            a, b = pair
+            for g in (a, b):
+                if g not in ids:
+                    raise CollisionPairError(f"collision pair names unknown group {g!r}; known: {sorted(ids)}")
+            self.group_pairs.append((list(groups[a]), list(groups[b])))
+            for g1, g2 in itertools.product(ids[a], ids[b]):
+                if g1 != g2 and not _touching_by_construction(model, g1, g2):
+                    found.add((min(g1, g2), max(g1, g2)))
+        if not found:
+            raise CollisionPairError("no collision pair left after removing proxies that touch by construction")
+        self.id_pairs: list[tuple[int, int]] = sorted(found)
+        self._fromto = np.empty(6)
+        ids_arr = np.array(self.id_pairs, dtype=int)
+        self._g1, self._g2 = ids_arr[:, 0], ids_arr[:, 1]
+        is_plane = model.geom_type == mujoco.mjtGeom.mjGEOM_PLANE
+        self._plane1, self._plane2 = is_plane[self._g1], is_plane[self._g2]
+        self._rsum = model.geom_rbound[self._g1] + model.geom_rbound[self._g2]
+
+    def __len__(self) -> int:
+        return len(self.id_pairs)
+
+    def distances(self, data: mujoco.MjData, distmax: float = 1.0) -> np.ndarray:
+        """Signed distance of every pair (capped at ``distmax``), kinematics already computed."""
+        out = np.empty(len(self.id_pairs))
+        for k, (g1, g2) in enumerate(self.id_pairs):
+            out[k] = mujoco.mj_geomDistance(self.model, data, g1, g2, distmax, self._fromto)
+        return out
+
+    def closest(self, data: mujoco.MjData, distmax: float = 1.0) -> ProxyDistance:
+        """The pair with the smallest signed distance."""
+        d = self.distances(data, distmax)
+        k = int(np.argmin(d))
+        g1, g2 = self.id_pairs[k]
+        name = lambda g: mujoco.mj_id2name(self.model, mujoco.mjtObj.mjOBJ_GEOM, g)  # noqa: E731
+        return ProxyDistance(name(g1), name(g2), float(d[k]))
+
+    def near(self, data: mujoco.MjData, distmax: float) -> np.ndarray:
+        """Indices of pairs that may be closer than ``distmax`` (bounding-sphere
+        and plane half-space test; never drops a pair that is that close)."""
+        xpos = data.geom_xpos
+        p1, p2 = xpos[self._g1], xpos[self._g2]
+        centre = np.linalg.norm(p1 - p2, axis=1) - self._rsum
+        # plane pairs: signed height of the other geom's centre above the plane
+        for plane_mask, plane_ids, other_pos in ((self._plane1, self._g1, p2), (self._plane2, self._g2, p1)):
+            if np.any(plane_mask):
+                normal = data.geom_xmat[plane_ids[plane_mask]][:, [2, 5, 8]]
+                height = np.einsum("ij,ij->i", normal, other_pos[plane_mask] - xpos[plane_ids[plane_mask]])
+                centre[plane_mask] = height - self._rsum[plane_mask]
+        return np.flatnonzero(centre <= distmax)
+
+    def distances_near(self, data: mujoco.MjData, distmax: float) -> np.ndarray:
+        """Like :meth:`distances` but pairs outside the broadphase read ``distmax``."""
+        out = np.full(len(self.id_pairs), distmax)
+        for k in self.near(data, distmax):
+            g1, g2 = self.id_pairs[k]
+            out[k] = mujoco.mj_geomDistance(self.model, data, g1, g2, distmax, self._fromto)
+        return out
+
+    def min_distance(self, data: mujoco.MjData, distmax: float = 1.0) -> float:
+        """Smallest signed distance over all pairs, capped at ``distmax``
+        (kinematics already computed)."""
+        best = distmax
+        for k in self.near(data, distmax):
+            g1, g2 = self.id_pairs[k]
+            d = mujoco.mj_geomDistance(self.model, data, g1, g2, best, self._fromto)
+            if d < best:
+                best = d
+        return float(best)

@@ -1,0 +1,159 @@
+"""The joint reference the arms are commanded to: speed-, acceleration- and
+bound-guarded, with a tick-local velocity feedforward.
+
+Each tick the IK proposes a configuration. The displacement from the current
+reference is scaled *uniformly* (every joint by the same factor, so the
+direction of motion in joint space is kept) until no joint exceeds its speed
+cap and, where possible, its acceleration cap; the result is clamped into the
+joint range pulled inward by one ulp (``nextafter``), so a reference is never
+exactly on a bound. The feedforward ``dq_ref`` is the displacement that was
+actually accepted divided by the tick length. The position actuators are then
+driven with ``q_ref + (kv/kp) * dq_ref``.
+
+Holds (and failed solves) keep the last reference and clear the feedforward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+
+class JointReferenceError(ValueError):
+    """Inconsistent joint reference set-up or a non-finite proposal."""
+
+
+@dataclass(frozen=True)
+class JointReferenceConfig:
+    """Caps applied to every arm joint (rad/s, rad/s²)."""
+
+    max_speed_rad_s: float
+    max_accel_rad_s2: float
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> "JointReferenceConfig":
+        try:
+            cfg = cls(float(data["max_speed_rad_s"]), float(data["max_accel_rad_s2"]))
+        except KeyError as exc:
+            raise JointReferenceError(f"joint_reference: missing key {exc}") from None
+        if not (cfg.max_speed_rad_s > 0 and cfg.max_accel_rad_s2 > 0):
+            raise JointReferenceError("joint_reference: caps must be > 0")
+        return cfg
+
+
+def uniform_scale(displacement: np.ndarray, limit: np.ndarray) -> float:
+    """Largest factor in [0, 1] with ``|s * displacement| <= limit`` for every joint."""
+    moving = np.abs(displacement) > 0
+    if not np.any(moving):
+        return 1.0
+    return float(min(1.0, np.min(limit[moving] / np.abs(displacement[moving]))))
+
+
+def acceleration_scale(velocity: np.ndarray, previous: np.ndarray, dv_max: np.ndarray, s_max: float) -> float:
+    """Largest s in [0, s_max] with ``|s*velocity - previous| <= dv_max`` per joint.
+
+    When no such s exists (the arm would have to brake harder than the cap
+    allows along this direction), the s that minimises the worst violation.
+    """
+    moving = velocity != 0.0  # a still joint's acceleration does not depend on s
+    velocity, previous, dv_max = velocity[moving], previous[moving], dv_max[moving]
+    a, b = (previous - dv_max) / velocity, (previous + dv_max) / velocity
+    lo = float(np.max(np.minimum(a, b), initial=0.0))
+    hi = float(np.min(np.maximum(a, b), initial=s_max))
+    hi = min(hi, s_max)
+    if lo <= hi:
+        return hi
+
+    def worst(s: float) -> float:
+        return float(np.max(np.abs(s * velocity - previous) - dv_max, initial=0.0))
+
+    a, b = 0.0, s_max  # the worst violation is convex in s: ternary search
+    for _ in range(60):
+        m1, m2 = a + (b - a) / 3.0, b - (b - a) / 3.0
+        if worst(m1) <= worst(m2):
+            b = m2
+        else:
+            a = m1
+    return 0.5 * (a + b)
+
+
+class JointReference:
+    """Guarded reference for a fixed, ordered set of joints.
+
+    Args:
+        names: Joint names (the order of every array here).
+        lower: Lower joint bounds (rad).
+        upper: Upper joint bounds (rad).
+        config: Speed and acceleration caps.
+    """
+
+    def __init__(self, names: list[str], lower: npt.ArrayLike, upper: npt.ArrayLike, config: JointReferenceConfig) -> None:
+        self.names = list(names)
+        self.lower = np.asarray(lower, dtype=float).copy()
+        self.upper = np.asarray(upper, dtype=float).copy()
+        n = len(self.names)
+        if self.lower.shape != (n,) or self.upper.shape != (n,):
+            raise JointReferenceError(f"expected {n} lower and upper bounds")
+        if np.any(self.lower >= self.upper):
+            raise JointReferenceError("every lower bound must be below its upper bound")
+        self.lower_inner = np.nextafter(self.lower, np.inf)
+        self.upper_inner = np.nextafter(self.upper, -np.inf)
+        self.max_speed = np.full(n, config.max_speed_rad_s)
+        self.max_accel = np.full(n, config.max_accel_rad_s2)
+        self._q = np.zeros(n)
+        self._dq = np.zeros(n)
+        self.initialized = False
+
+    @property
+    def q(self) -> np.ndarray:
+        """Current reference (copy)."""
+        return self._q.copy()
+
+    @property
+    def dq(self) -> np.ndarray:
+        """Current feedforward velocity (copy)."""
+        return self._dq.copy()
+
+    def clamp(self, q: npt.ArrayLike) -> np.ndarray:
+        """``q`` clamped into the inward-pulled bounds."""
+        return np.clip(np.asarray(q, dtype=float), self.lower_inner, self.upper_inner)
+
+    def reset(self, q: npt.ArrayLike) -> None:
+        """Starts the reference at ``q`` (clamped into bounds), feedforward zero."""
+        q = np.asarray(q, dtype=float)
+        if q.shape != self._q.shape or not np.all(np.isfinite(q)):
+            raise JointReferenceError(f"reset needs {len(self.names)} finite values")
+        self._q = self.clamp(q)
+        self._dq[:] = 0.0
+        self.initialized = True
+
+    def propose(self, q_candidate: npt.ArrayLike, dt: float) -> np.ndarray:
+        """The guarded configuration for ``q_candidate`` (state unchanged).
+
+        Raises:
+            JointReferenceError: not initialised, bad dt, or non-finite proposal.
+        """
+        if not self.initialized:
+            raise JointReferenceError("joint reference used before reset()")
+        if not dt > 0:
+            raise JointReferenceError(f"dt must be > 0, got {dt}")
+        q_candidate = np.asarray(q_candidate, dtype=float)
+        if q_candidate.shape != self._q.shape or not np.all(np.isfinite(q_candidate)):
+            raise JointReferenceError("proposal must hold one finite value per joint")
+        step = q_candidate - self._q
+        s = uniform_scale(step, self.max_speed * dt)
+        s = acceleration_scale(step / dt, self._dq, self.max_accel * dt, s)
+        return self.clamp(self._q + s * step)
+
+    def commit(self, q_new: npt.ArrayLike, dt: float) -> None:
+        """Accepts ``q_new`` as the reference; feedforward = accepted displacement / dt."""
+        q_new = self.clamp(q_new)
+        self._dq = (q_new - self._q) / dt
+        self._q = q_new
+
+    def hold(self) -> None:
+        """Keeps the last reference and clears the feedforward."""
+        self._dq[:] = 0.0
