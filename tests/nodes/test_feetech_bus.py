@@ -37,8 +37,9 @@ def test_ping_read_write(fake, bus):
 
 def test_sync_read_and_sync_write_seven_servos(fake, bus):
     bus.sync_write("Goal_Position", {i: 2048 + 10 * i for i in range(1, 8)})
-    assert [fake.servos[i].model.goal_position for i in range(1, 8)] == [2048 + 10 * i for i in range(1, 8)]
     state = bus.sync_read(range(1, 8), ["Present_Position", "Present_Velocity", "Present_Current"])
+    # the reply proves the servos have processed the (unanswered) SYNC_WRITE before it
+    assert [fake.servos[i].model.goal_position for i in range(1, 8)] == [2048 + 10 * i for i in range(1, 8)]
     assert sorted(state) == list(range(1, 8))
     assert all(0 <= s["Present_Position"] < 4096 for s in state.values())
 
