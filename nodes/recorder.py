@@ -16,6 +16,7 @@ Environment (command-line flags of the same name override it):
     TELEDORA_RECORD_FLUSH_S      flush interval in seconds (default 0.5)
     TELEDORA_RECORD_FSYNC        1 to fsync at every flush (default 0)
     TELEDORA_DATAFLOW            path of the dataflow YAML to store in the manifest
+    TELEDORA_REPLAY_OF           set by ``teledora replay``: the run being replayed
 
 The run directory path is printed when recording starts and when it ends.
 """
@@ -34,7 +35,7 @@ import yaml
 
 from teledora.nodes.dora_io import NodeIO, make_node, next_batch, node_id
 from teledora.operators.recording_gaps import GapDetector
-from teledora.recording import RunWriter, TopicTypeError, dora_timestamp_ns, git_revision, new_run_dir, package_versions
+from teledora.recording import MANIFEST_NAME, RunWriter, TopicTypeError, dora_timestamp_ns, git_revision, new_run_dir, package_versions
 
 DEFAULT_FLUSH_S = 0.5
 COUNTER_METADATA_KEY = "seq"
@@ -116,6 +117,7 @@ def build_manifest(node: Any, me: str, args: argparse.Namespace) -> dict[str, An
         "dataflow_dir": cwd,
         "dataflow_yaml": text,
         "recorded_inputs": inputs,
+        "replay_of": os.environ.get("TELEDORA_REPLAY_OF") or None,
         "packages": package_versions(),
         "python": sys.version.split()[0],
         "git": git_revision(cwd),
@@ -130,7 +132,9 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     start_ns = clock()
     if args.run_dir:
         run_dir = Path(args.run_dir)
-        run_dir.mkdir(parents=True, exist_ok=False)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        if (run_dir / MANIFEST_NAME).exists():
+            raise SystemExit(f"recorder: {run_dir} already holds a recording; refusing to overwrite it")
     else:
         run_dir = new_run_dir(args.runs_dir, dt.datetime.fromtimestamp(start_ns / 1e9))
     writer = RunWriter(

@@ -261,7 +261,7 @@ class RunWriter:
     """Writes one run directory.
 
     Args:
-        run_dir: An existing, empty directory (see :func:`new_run_dir`).
+        run_dir: Directory to write (created if missing; see :func:`new_run_dir`).
         manifest: Fields stored in ``manifest.json`` (dataflow text, versions…).
         flush_interval_s: Longest time rows stay buffered (bounds crash loss).
         max_batch_bytes: A topic whose buffer grows past this is written at once.
@@ -281,6 +281,7 @@ class RunWriter:
         if flush_interval_s <= 0:
             raise ValueError(f"flush_interval_s must be > 0, got {flush_interval_s}")
         self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
         self.flush_interval_ns = int(flush_interval_s * 1e9)
         self.max_batch_bytes = int(max_batch_bytes)
         self.fsync = fsync
@@ -428,6 +429,24 @@ class RunReader:
         """Topic names, sorted."""
         return sorted(p.name[: -len(TOPIC_SUFFIX)] for p in self.run_dir.glob(f"*{TOPIC_SUFFIX}"))
 
+    def sources(self) -> dict[str, tuple[str, str]]:
+        """Topic -> (node, output) it was recorded from: the recorder's input
+        wiring from the manifest where known, else the ``node__output`` name."""
+        wiring = self.manifest.get("recorded_inputs") or {}
+        out: dict[str, tuple[str, str]] = {}
+        for topic in self.topics:
+            source = wiring.get(topic)
+            if isinstance(source, str) and source.count("/") == 1:
+                node, output = source.split("/")
+                out[topic] = (node, output)
+            else:
+                out[topic] = split_topic(topic)
+        return out
+
+    def topics_of(self, node: str) -> dict[str, str]:
+        """Topic -> output id, for the recorded outputs of ``node``."""
+        return {t: o for t, (n, o) in self.sources().items() if n == node}
+
     @property
     def complete(self) -> bool:
         """True when the recorder closed the run normally."""
@@ -514,3 +533,55 @@ def git_revision(cwd: str | os.PathLike[str]) -> dict[str, Any]:
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
     return {"commit": sha or None, "dirty": bool(status.strip())}
+
+
+# --------------------------------------------------------------------------- replay timing
+
+
+def message_time_ns(msg: RecordedMessage) -> int:
+    """When a recorded message was sent: dora's timestamp, else arrival time."""
+    return msg.dora_ns if msg.dora_ns is not None else msg.recv_ns
+
+
+class ReplaySchedule:
+    """Maps recorded send times onto replay wall time.
+
+    Args:
+        run_t0_ns: Recorded time that maps to ``start_ns`` (the run's first message).
+        start_ns: Replay wall time of ``run_t0_ns``.
+        speed: 1.0 = original timing, 2.0 = twice as fast, 0 = no waiting.
+    """
+
+    def __init__(self, run_t0_ns: int, start_ns: int, speed: float) -> None:
+        if speed < 0:
+            raise ValueError(f"speed must be >= 0, got {speed}")
+        self.run_t0_ns = int(run_t0_ns)
+        self.start_ns = int(start_ns)
+        self.speed = float(speed)
+
+    def due_ns(self, recorded_ns: int) -> int:
+        """Wall time at which a message recorded at ``recorded_ns`` is sent."""
+        if self.speed == 0:
+            return self.start_ns
+        return self.start_ns + int((recorded_ns - self.run_t0_ns) / self.speed)
+
+    def shifted(self, by_ns: int) -> "ReplaySchedule":
+        """The same schedule, ``by_ns`` of replay wall time later (next loop)."""
+        return ReplaySchedule(self.run_t0_ns, self.start_ns + by_ns, self.speed)
+
+
+def run_time_span(reader: RunReader) -> tuple[int, int] | None:
+    """(first, last) send time over every topic of a run, or None if it is empty."""
+    first: int | None = None
+    last: int | None = None
+    for topic in reader.topics:
+        table = reader.read_topic(topic).table
+        if table.num_rows == 0:
+            continue
+        dora = table.column("dora_ns").to_pylist()
+        recv = table.column("recv_ns").to_pylist()
+        times = [d if d is not None else r for d, r in zip(dora, recv)]
+        lo, hi = min(times), max(times)
+        first = lo if first is None else min(first, lo)
+        last = hi if last is None else max(last, hi)
+    return None if first is None else (first, last)

@@ -1,0 +1,237 @@
+"""`teledora replay RUN`: re-run a recorded dataflow with some nodes replayed.
+
+The dataflow stored in the run's manifest is rewritten: each replaced node
+keeps its id and outputs but becomes a ``replayer`` that sends the recorded
+messages; every other node runs live, and a recorder in the graph records the
+replay into a new run directory (its manifest names the run it replays).
+Inputs fed by a replayer get ``queue_policy: backpressure`` so that nothing is
+dropped, even at ``--speed 0``. When every replayer has finished, the dataflow
+is stopped (Ctrl-C style) and the new run directory is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import datetime as dt
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from teledora.recording import RunFormatError, RunReader, new_run_dir
+
+TIMER_PREFIX = "dora/timer/"
+REPLAY_YAML = "replay.yml"
+_DONE = re.compile(r"replay (\S+) done:")
+
+
+class ReplayPlanError(ValueError):
+    """A replay that cannot be built from this run (unknown node, nothing recorded...)."""
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("replay", help="re-run a recording: replayed nodes stand in for recorded ones")
+    p.add_argument("run", type=Path, help="run directory (runs/<YYYYmmdd-HHMMSS>)")
+    p.add_argument("--replace", default=None, help="comma-separated node ids to replay (default: the source nodes)")
+    p.add_argument("--speed", type=float, default=1.0, help="1.0 original timing, 0 as fast as possible (default 1.0)")
+    p.add_argument("--loop", action="store_true", help="replay again from the start until stopped")
+    p.add_argument("--dataflow", type=Path, default=None, help="dataflow YAML to use instead of the recorded one")
+    p.add_argument("--runs-dir", type=Path, default=None, help="where the replay's own run goes (default: beside RUN)")
+    p.add_argument("--stop-after", default=None, help="stop the dataflow after this long anyway (e.g. 120s)")
+    p.add_argument("--grace-s", type=float, default=2.0, help="how long live nodes may finish after the replay ends")
+    p.add_argument("--dry-run", action="store_true", help="print the replay dataflow and exit")
+    p.set_defaults(func=_run)
+
+
+def _input_source(spec: Any) -> str | None:
+    if isinstance(spec, str):
+        return spec
+    if isinstance(spec, dict):
+        return spec.get("source")
+    return None
+
+
+def source_nodes(dataflow: dict[str, Any]) -> list[str]:
+    """Nodes whose inputs are only dora timers (or none): what replays by default."""
+    out = []
+    for entry in dataflow.get("nodes", []):
+        sources = [_input_source(s) or "" for s in (entry.get("inputs") or {}).values()]
+        if all(s.startswith(TIMER_PREFIX) for s in sources):
+            out.append(entry["id"])
+    return out
+
+
+def _absolute_path(path: str, dataflow_dir: Path) -> str:
+    if os.path.isabs(path):
+        return path
+    candidate = dataflow_dir / path
+    return str(candidate.resolve()) if candidate.exists() else path
+
+
+def build_replay_dataflow(
+    dataflow: dict[str, Any],
+    recorded_outputs: dict[str, set[str]],
+    replace: Iterable[str],
+    *,
+    run_dir: Path,
+    dataflow_dir: Path,
+    replayer_path: Path,
+    speed: float,
+    loop: bool,
+) -> tuple[dict[str, Any], list[str]]:
+    """The replay dataflow, plus warnings for the user.
+
+    Args:
+        dataflow: The recorded dataflow (parsed YAML).
+        recorded_outputs: node id -> outputs that have a topic in the run.
+        replace: Node ids to replay.
+        run_dir: The run being replayed (absolute).
+        dataflow_dir: Directory the recorded dataflow's relative paths start from.
+        replayer_path: The replayer node's script.
+    """
+    replace = list(dict.fromkeys(replace))
+    by_id = {entry.get("id"): entry for entry in dataflow.get("nodes", [])}
+    warnings: list[str] = []
+    for node in replace:
+        if node not in by_id:
+            raise ReplayPlanError(f"node {node!r} is not in the recorded dataflow (nodes: {', '.join(sorted(by_id))})")
+        if not recorded_outputs.get(node):
+            raise ReplayPlanError(f"the run holds no recorded output of node {node!r}: nothing to replay")
+    out = copy.deepcopy(dataflow)
+    nodes = []
+    for entry in out.get("nodes", []):
+        nid = entry.get("id")
+        if "path" in entry and isinstance(entry["path"], str):
+            entry["path"] = _absolute_path(entry["path"], dataflow_dir)
+        if nid in replace:
+            outputs = list(entry.get("outputs") or [])
+            for missing in sorted(set(outputs) - recorded_outputs[nid]):
+                warnings.append(f"{nid}/{missing} was not recorded: it stays silent in the replay")
+            args = ["--run", str(run_dir), "--node", nid, "--speed", f"{speed:g}"] + (["--loop"] if loop else [])
+            replacement: dict[str, Any] = {"id": nid, "path": str(replayer_path), "args": " ".join(args), "outputs": outputs}
+            if entry.get("output_types"):
+                replacement["output_types"] = entry["output_types"]
+            nodes.append(replacement)
+            continue
+        inputs = entry.get("inputs") or {}
+        for name, spec in list(inputs.items()):
+            source = _input_source(spec)
+            if source and source.split("/")[0] in replace:
+                new_spec = dict(spec) if isinstance(spec, dict) else {"source": source}
+                new_spec.pop("queue_size", None)
+                new_spec["queue_policy"] = "backpressure"
+                inputs[name] = new_spec
+        if str(entry.get("path", "")).endswith("recorder.py"):
+            env = dict(entry.get("env") or {})
+            env["TELEDORA_REPLAY_OF"] = str(run_dir)
+            entry["env"] = env
+        nodes.append(entry)
+    out["nodes"] = nodes
+    return out, warnings
+
+
+def plan_from_run(args: argparse.Namespace) -> tuple[dict[str, Any], list[str], list[str]]:
+    """(replay dataflow, replaced node ids, warnings) for the command's arguments."""
+    reader = RunReader(args.run)
+    run_dir = args.run.resolve()
+    if args.dataflow is not None:
+        text = args.dataflow.read_text()
+        dataflow_dir = args.dataflow.resolve().parent
+    else:
+        text = reader.manifest.get("dataflow_yaml")
+        if not text:
+            raise ReplayPlanError(f"{args.run} has no dataflow in its manifest: pass --dataflow FILE")
+        dataflow_dir = Path(reader.manifest.get("dataflow_dir") or ".")
+    dataflow = yaml.safe_load(text)
+    recorded: dict[str, set[str]] = {}
+    for node, output in reader.sources().values():
+        recorded.setdefault(node, set()).add(output)
+    if args.replace:
+        replace = [n.strip() for n in args.replace.split(",") if n.strip()]
+    else:
+        replace = [n for n in source_nodes(dataflow) if recorded.get(n)]
+        if not replace:
+            raise ReplayPlanError("no recorded source node to replay by default: name nodes with --replace")
+    from teledora.nodes import replayer
+
+    plan, warnings = build_replay_dataflow(
+        dataflow,
+        recorded,
+        replace,
+        run_dir=run_dir,
+        dataflow_dir=dataflow_dir,
+        replayer_path=Path(replayer.__file__).resolve(),
+        speed=args.speed,
+        loop=args.loop,
+    )
+    return plan, replace, warnings
+
+
+def dora_command(yaml_path: Path, stop_after: str | None) -> list[str]:
+    dora = Path(sys.executable).parent / "dora"
+    cmd = [str(dora) if dora.exists() else "dora", "run", str(yaml_path)]
+    if stop_after:
+        cmd += ["--stop-after", stop_after]
+    return cmd
+
+
+def run_until_replayed(cmd: list[str], env: dict[str, str], replayers: set[str], grace_s: float) -> int:
+    """Runs ``dora run``, echoing its output; once every replayer has said it is
+    done (and ``grace_s`` has passed) the dataflow is stopped with SIGINT."""
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    pending = set(replayers)
+    timer: threading.Timer | None = None
+    assert proc.stdout is not None
+    try:
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            match = _DONE.search(line)
+            if match and match.group(1) in pending:
+                pending.discard(match.group(1))
+                if not pending and timer is None:
+                    timer = threading.Timer(grace_s, lambda: proc.poll() is None and proc.send_signal(signal.SIGINT))
+                    timer.start()
+    except KeyboardInterrupt:  # the user stopped it: dora got the same Ctrl-C
+        pending.clear()
+    rc = proc.wait()
+    if timer is not None:
+        timer.cancel()
+    # a stop we asked for is a normal end of the replay
+    return 0 if (not pending and rc in (0, 1, -signal.SIGINT, 130)) else rc
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.speed < 0:
+        print("teledora replay: --speed must be >= 0", file=sys.stderr)
+        return 2
+    try:
+        plan, replace, warnings = plan_from_run(args)
+    except (ReplayPlanError, RunFormatError, OSError) as exc:
+        print(f"teledora replay: {exc}", file=sys.stderr)
+        return 2
+    for warning in warnings:
+        print(f"teledora replay: warning: {warning}", file=sys.stderr)
+    text = yaml.safe_dump(plan, sort_keys=False)
+    if args.dry_run:
+        print(text)
+        return 0
+    runs_dir = args.runs_dir or args.run.resolve().parent
+    out_dir = new_run_dir(runs_dir, dt.datetime.now())
+    yaml_path = out_dir / REPLAY_YAML
+    yaml_path.write_text(text)
+    env = dict(os.environ)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env["TELEDORA_RUN_DIR"] = str(out_dir.resolve())
+    env.setdefault("MUJOCO_GL", "egl")
+    cmd = dora_command(yaml_path, args.stop_after)
+    print(f"teledora replay: {', '.join(replace)} from {args.run} at speed {args.speed:g}; {' '.join(cmd)}", flush=True)
+    rc = run_until_replayed(cmd, env, set(replace) if not args.loop else set(), args.grace_s)
+    print(f"teledora replay: recording of the replay in {out_dir}", flush=True)
+    return rc
