@@ -86,7 +86,12 @@ class FeetechBus:
         self._fd = self._serial.fileno()
 
     def close(self) -> None:
+        """Waits for pending output (a final stop command) to leave, then closes."""
         if self._serial is not None:
+            try:
+                self._serial.flush()
+            except (OSError, serial.SerialException):
+                pass
             self._serial.close()
             self._serial = None
             self._fd = -1

@@ -27,6 +27,7 @@ import threading
 import time
 import tty
 from dataclasses import dataclass, field
+from typing import Callable
 
 from teledora.operators.sts_servo_model import POSITION_MODE, VELOCITY_MODE, ServoModelConfig, SimulatedServo
 
@@ -130,10 +131,13 @@ class FakeFeetechBus:
         baud_rate: When ``emulate_wire_time``, replies are delayed by the time the
             request and reply bytes take on a wire at this rate.
         emulate_wire_time: Delay replies by wire time (benchmarks).
+        clock: Time source in ns for the motors (default: the monotonic clock);
+            tests pass the node's fake clock so motion follows scripted time.
     """
 
     def __init__(self, servos: list[FakeServo], time_scale: float = 1.0, baud_rate: int = 1_000_000,
-                 emulate_wire_time: bool = False) -> None:
+                 emulate_wire_time: bool = False, clock: Callable[[], int] | None = None) -> None:
+        self._clock = clock or time.monotonic_ns
         self.servos = {s.servo_id: s for s in servos}
         self.time_scale = time_scale
         self.byte_time_s = 10.0 / baud_rate
@@ -148,7 +152,7 @@ class FakeFeetechBus:
         self.port = os.ttyname(self._slave)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._serve, name="fake-feetech-bus", daemon=True)
-        self._last = time.monotonic()
+        self._last = self._clock()
 
     def __enter__(self) -> "FakeFeetechBus":
         self._thread.start()
@@ -173,8 +177,8 @@ class FakeFeetechBus:
     def advance(self) -> None:
         """Steps every motor to now (called before each answer)."""
         with self.lock:
-            now = time.monotonic()
-            dt = (now - self._last) * self.time_scale
+            now = self._clock()
+            dt = (now - self._last) * 1e-9 * self.time_scale
             self._last = now
             while dt > 0:
                 h = min(dt, 0.002)
@@ -183,6 +187,16 @@ class FakeFeetechBus:
                 dt -= h
             for s in self.servos.values():
                 s.publish()
+
+    def wait_for(self, predicate: Callable[[], bool], timeout_s: float = 2.0) -> bool:
+        """Waits until ``predicate()`` holds (unanswered writes are processed asynchronously)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with self.lock:
+                if predicate():
+                    return True
+            time.sleep(0.001)
+        return False
 
     def writes_to(self, servo_id: int, address: int) -> list[bytes]:
         """Data written (WRITE or SYNC_WRITE) to ``address`` of ``servo_id``, oldest first."""

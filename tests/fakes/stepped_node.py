@@ -1,7 +1,8 @@
 """A dora MockNode that hands out one event at a time and moves a fake clock.
 
-``SteppedNode([(input_id, value, dt_s), ...])``: before each event is delivered
-the shared :class:`FakeClock` advances by its ``dt_s``, so node logic that reads
+``SteppedNode([(input_id, value, dt_s[, action]), ...])``: before each event is
+delivered the shared :class:`FakeClock` advances by its ``dt_s`` (and the
+optional ``action()`` runs, e.g. to inject a device fault), so node logic that reads
 ``clock()`` sees time pass exactly as scripted, without sleeping. ``drain()``
 returns nothing (the queue never holds a burst unless a test asks for one).
 """
@@ -27,14 +28,17 @@ class FakeClock:
 
 
 class SteppedNode(MockNode):
-    def __init__(self, script: list[tuple[str, Any, float]], clock: FakeClock, metadata: dict | None = None) -> None:
-        super().__init__([(i, v) for i, v, _ in script], metadata)
-        self._steps = [dt for _, _, dt in script]
+    def __init__(self, script: list[tuple], clock: FakeClock, metadata: dict | None = None) -> None:
+        super().__init__([(s[0], s[1]) for s in script], metadata)
+        self._steps = [(s[2], s[3] if len(s) > 3 else None) for s in script]
         self._clock = clock
 
     def next(self, timeout: float | None = None) -> dict[str, Any] | None:
         if self._steps:
-            self._clock.advance(self._steps.pop(0))
+            dt, action = self._steps.pop(0)
+            self._clock.advance(dt)
+            if action is not None:
+                action()
         return super().next(timeout)
 
     def __next__(self) -> dict[str, Any]:

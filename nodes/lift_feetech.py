@@ -1,0 +1,71 @@
+"""lift node, Feetech variant: the STS3095 lift servo (id 11, left bus), velocity mode.
+
+Same logic as the sim variant (:mod:`teledora.nodes.lift_node`): homing into
+the floor stop at start, then velocity commands with the driver's clamp, floor
+guard, soft limits and 1 s watchdog. Args: ``--config`` drive.yaml, ``--port``
+/ ``--baud-rate`` override the left bus.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any, Callable, Sequence
+
+from teledora.nodes.base_node import add_config_arg, load_drive_config, parse_args
+from teledora.nodes.dora_io import NodeIO, make_node, node_id
+from teledora.nodes.feetech_bus import FeetechBus, FeetechBusError
+from teledora.nodes.lift_node import LiftReading, run_lift
+from teledora.operators import feetech_protocol as fp
+
+_READ = ["Present_Position", "Present_Velocity", "Present_Current"]
+
+
+class FeetechLift:
+    """The lift servo on a Feetech bus."""
+
+    def __init__(self, bus: FeetechBus, servo_id: int) -> None:
+        self.bus = bus
+        self.id = servo_id
+
+    def connect(self) -> None:
+        self.bus.connect()
+        try:
+            self.bus.ping(self.id)
+        except FeetechBusError as exc:
+            raise FeetechBusError(f"lift servo {self.id} not found on {self.bus.port}: {exc}") from exc
+        self.bus.write(self.id, "Torque_Enable", 0)
+        self.bus.write(self.id, "Operating_Mode", fp.OPERATING_MODE_VELOCITY)
+
+    def read(self) -> LiftReading:
+        r = self.bus.sync_read([self.id], _READ)[self.id]
+        return LiftReading(r["Present_Position"], r["Present_Velocity"], r["Present_Current"])
+
+    def write_goal_velocity(self, raw: int) -> None:
+        if not self.bus.connected:
+            return
+        self.bus.write(self.id, "Goal_Velocity", int(raw))
+
+    def set_torque(self, enabled: bool) -> None:
+        self.bus.write(self.id, "Torque_Enable", 1 if enabled else 0)
+
+    def close(self) -> None:
+        self.bus.close()
+
+
+def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_config_arg(parser)
+    parser.add_argument("--port", default=None, help="serial port of the left bus (overrides drive.yaml)")
+    parser.add_argument("--baud-rate", type=int, default=None)
+    parser.add_argument("--timeout-s", type=float, default=None)
+    args = parse_args(parser, argv)
+    config = load_drive_config(args.config)
+    bus_cfg = config.buses["left"]
+    bus = FeetechBus(args.port or bus_cfg.port, args.baud_rate or bus_cfg.baud_rate, args.timeout_s or bus_cfg.timeout_s)
+    io = NodeIO(make_node(node), node_id("lift"), clock)
+    run_lift(io, FeetechLift(bus, config.lift.servo_id), config.lift, clock)
+
+
+if __name__ == "__main__":
+    main()
