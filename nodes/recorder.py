@@ -26,19 +26,50 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
+import subprocess
 import sys
 import time
+from importlib import metadata as importlib_metadata
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import yaml
 
 from teledora.nodes.dora_io import NodeIO, make_node, next_batch, node_id
 from teledora.operators.recording_gaps import GapDetector
-from teledora.recording import MANIFEST_NAME, RunWriter, TopicTypeError, dora_timestamp_ns, git_revision, new_run_dir, package_versions
+from teledora.recording import MANIFEST_NAME, RunWriter, TopicTypeError, dora_timestamp_ns, new_run_dir
 
 DEFAULT_FLUSH_S = 0.5
 COUNTER_METADATA_KEY = "seq"
+
+
+PROVENANCE_PACKAGES = ("teledora", "dora-rs", "dora-rs-cli", "pyarrow", "numpy", "mujoco", "mink", "pyyaml")
+
+
+def package_versions(names: Iterable[str] = PROVENANCE_PACKAGES) -> dict[str, str | None]:
+    """Installed versions of ``names`` (None for a package that is absent)."""
+    out: dict[str, str | None] = {}
+    for name in names:
+        try:
+            out[name] = importlib_metadata.version(name)
+        except importlib_metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def git_revision(cwd: str | os.PathLike[str]) -> dict[str, Any]:
+    """``{"commit": sha, "dirty": bool}`` of the checkout holding ``cwd``
+    (``commit`` None outside a git checkout or without git)."""
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5, check=True
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd, capture_output=True, text=True, timeout=5
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+    return {"commit": sha or None, "dirty": bool(status.strip())}
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

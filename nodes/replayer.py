@@ -27,7 +27,8 @@ from typing import Any, Callable, Sequence
 import pyarrow as pa
 
 from teledora.nodes.dora_io import make_node, node_id
-from teledora.recording import ReplaySchedule, RunReader, message_time_ns, replay_metadata, run_time_span
+from teledora.operators.replay_schedule import ReplaySchedule
+from teledora.recording import RunReader, message_time_ns, replay_metadata, run_time_span
 
 PROGRESS_PERIOD_NS = 1_000_000_000
 DONE_MARKER = "done:"

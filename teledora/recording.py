@@ -500,74 +500,12 @@ def _empty_table() -> pa.Table:
     return record_schema(pa.null(), "").empty_table()
 
 
-# --------------------------------------------------------------------------- provenance
-
-PROVENANCE_PACKAGES = ("teledora", "dora-rs", "dora-rs-cli", "pyarrow", "numpy", "mujoco", "mink", "pyyaml")
-
-
-def package_versions(names: Iterable[str] = PROVENANCE_PACKAGES) -> dict[str, str | None]:
-    """Installed versions of ``names`` (None for a package that is absent)."""
-    from importlib import metadata as importlib_metadata
-
-    out: dict[str, str | None] = {}
-    for name in names:
-        try:
-            out[name] = importlib_metadata.version(name)
-        except importlib_metadata.PackageNotFoundError:
-            out[name] = None
-    return out
-
-
-def git_revision(cwd: str | os.PathLike[str]) -> dict[str, Any]:
-    """``{"commit": sha, "dirty": bool}`` of the checkout holding ``cwd``
-    (``commit`` None outside a git checkout or without git)."""
-    import subprocess
-
-    try:
-        sha = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5, check=True
-        ).stdout.strip()
-        status = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd, capture_output=True, text=True, timeout=5
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "dirty": None}
-    return {"commit": sha or None, "dirty": bool(status.strip())}
-
-
 # --------------------------------------------------------------------------- replay timing
 
 
 def message_time_ns(msg: RecordedMessage) -> int:
     """When a recorded message was sent: dora's timestamp, else arrival time."""
     return msg.dora_ns if msg.dora_ns is not None else msg.recv_ns
-
-
-class ReplaySchedule:
-    """Maps recorded send times onto replay wall time.
-
-    Args:
-        run_t0_ns: Recorded time that maps to ``start_ns`` (the run's first message).
-        start_ns: Replay wall time of ``run_t0_ns``.
-        speed: 1.0 = original timing, 2.0 = twice as fast, 0 = no waiting.
-    """
-
-    def __init__(self, run_t0_ns: int, start_ns: int, speed: float) -> None:
-        if speed < 0:
-            raise ValueError(f"speed must be >= 0, got {speed}")
-        self.run_t0_ns = int(run_t0_ns)
-        self.start_ns = int(start_ns)
-        self.speed = float(speed)
-
-    def due_ns(self, recorded_ns: int) -> int:
-        """Wall time at which a message recorded at ``recorded_ns`` is sent."""
-        if self.speed == 0:
-            return self.start_ns
-        return self.start_ns + int((recorded_ns - self.run_t0_ns) / self.speed)
-
-    def shifted(self, by_ns: int) -> "ReplaySchedule":
-        """The same schedule, ``by_ns`` of replay wall time later (next loop)."""
-        return ReplaySchedule(self.run_t0_ns, self.start_ns + by_ns, self.speed)
 
 
 def run_time_span(reader: RunReader) -> tuple[int, int] | None:
