@@ -103,8 +103,13 @@ class CameraRig:
         self.model.vis.map.znear = config.near_clip_m / max(float(self.model.stat.extent), 1e-6)
         need_w = max((c.width for c in cameras), default=1)
         need_h = max((c.height for c in cameras), default=1)
-        self.model.vis.global_.offwidth = max(int(self.model.vis.global_.offwidth), need_w)
-        self.model.vis.global_.offheight = max(int(self.model.vis.global_.offheight), need_h)
+        # The offscreen buffer is blitted whole on every read: size it to the largest
+        # camera, not to the model's default. Without shadows, skip the shadow map.
+        self.model.vis.global_.offwidth = need_w
+        self.model.vis.global_.offheight = need_h
+        self.model.vis.quality.offsamples = config.multisamples
+        if not config.shadows:
+            self.model.vis.quality.shadowsize = 0
         self.shadows = config.shadows
         self._renderers: dict[tuple[int, int], Any] = {}
         self._scene_option = mujoco.MjvOption()
@@ -326,10 +331,11 @@ class RendererNode:
         }
         self.io.publish_diagnostics(force)
 
-    def close(self) -> None:
+    def close(self, close_rig: bool = True) -> None:
         if self.window is not None:
             self._close_window("renderer stopping")
-        self.rig.close()
+        if close_rig:
+            self.rig.close()
 
 
 def load_config(path: str | None) -> RendererConfig:
@@ -365,7 +371,10 @@ def main(
     *,
     clock: Callable[[], int] = time.time_ns,
     window_factory: Callable[[Any, Any], Any] | None = None,
+    rig: CameraRig | None = None,
 ) -> None:
+    """Runs the node. Tests inject ``node``, ``clock``, ``window_factory`` and a
+    prebuilt ``rig`` (which the caller then owns and closes)."""
     args = parse_args(argv)
     config = load_config(args.config)
     window = wants_window(args.viewer or config.viewer, os.environ)
@@ -378,7 +387,9 @@ def main(
         if unknown:
             raise SystemExit(f"renderer: unknown cameras {unknown}; configured {sorted(config.cameras)}")
         cameras = [config.cameras[c] for c in chosen]
-    rig = CameraRig(resolve_model(args.model or config.model.path), config, cameras)
+    owns_rig = rig is None
+    if rig is None:
+        rig = CameraRig(resolve_model(args.model or config.model.path), config, cameras)
     node = make_node(node)
     io = NodeIO(node, node_id("renderer"), clock=clock)
     factory = (window_factory or passive_viewer) if window else None
@@ -400,7 +411,7 @@ def main(
             app.publish_diagnostics()
         app.publish_diagnostics(force=True)
     finally:
-        app.close()
+        app.close(close_rig=owns_rig)
 
 
 if __name__ == "__main__":

@@ -146,6 +146,7 @@ class RendererConfig:
     render_rate_hz: float
     viewer: str
     shadows: bool
+    multisamples: int
     near_clip_m: float
     max_renders_per_cycle: int
     sources: dict[str, str]
@@ -231,6 +232,9 @@ def renderer_config_from_dict(data: Mapping[str, Any]) -> RendererConfig:
     defaults = data.get("camera_defaults") or {}
     cams_data = data.get("cameras") or {}
     cameras = {name: camera_settings_from_dict(name, cams_data[name], defaults) for name in cams_data}
+    multisamples = int(data.get("multisamples", 0))
+    if multisamples < 0:
+        raise CameraConfigError(f"multisamples must be >= 0, got {multisamples}")
     max_renders = int(data.get("max_renders_per_cycle", 1))
     if max_renders < 1:
         raise CameraConfigError(f"max_renders_per_cycle must be >= 1, got {max_renders}")
@@ -239,6 +243,7 @@ def renderer_config_from_dict(data: Mapping[str, Any]) -> RendererConfig:
         viewer=viewer,
         shadows=bool(data.get("shadows", False)),
         near_clip_m=_positive(data.get("near_clip_m", 0.01), "near_clip_m"),
+        multisamples=multisamples,
         max_renders_per_cycle=max_renders,
         sources=sources,
         model=model,

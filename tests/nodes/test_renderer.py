@@ -1,0 +1,335 @@
+"""renderer node under a paced MockNode: what the cameras see, when it refuses
+to show anything, rejection rules, window loss, and that it is read-only."""
+
+from __future__ import annotations
+
+import json
+import os
+
+os.environ.setdefault("MUJOCO_GL", "egl")  # offscreen (Mesa EGL) before the first mujoco.Renderer
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import yaml
+from dora.testing import MockNode
+
+from teledora import models
+from teledora.nodes import renderer
+from teledora.operators.messages import decode, decode_image, encode
+
+PROFILE = models.load_profile()
+ARM_NAMES = list(PROFILE.arm_joint_names)
+CAMERAS = ("chest", "top_front", "top_back", "left_wrist", "right_wrist")
+W, H = 96, 72
+
+
+class PacedNode(MockNode):
+    """One event per wake-up (like a daemon delivering at input rate), and the
+    metadata of every output kept."""
+
+    def __init__(self, events):
+        super().__init__(events)
+        self.sent: list[tuple[str, object, dict]] = []
+
+    def drain(self):
+        return []
+
+    def send_output(self, output_id, data, metadata=None):
+        super().send_output(output_id, data, metadata)
+        self.sent.append((output_id, data, dict(metadata or {})))
+
+    def images(self, camera: str) -> list[np.ndarray]:
+        return [decode_image(v, m).copy() for o, v, m in self.sent if o == camera]
+
+    def diagnostics(self) -> dict:
+        return decode("Diagnostics", self.outputs["diagnostics"][-1])
+
+
+@pytest.fixture()
+def config_path(tmp_path: Path) -> str:
+    data = models.load_yaml("alohamini2/renderer.yaml")
+    data["camera_defaults"].update(width=W, height=H)
+    for cam in data["cameras"].values():
+        cam.update(enabled=True, rate_hz=1000.0)  # due at every step: one frame per cycle
+    data["max_renders_per_cycle"] = 5
+    path = tmp_path / "renderer.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+def arms(stamp: int = 1, overrides: dict | None = None, names=None, positions=None) -> pa.Array:
+    q = PROFILE.home_q()
+    q.update(overrides or {})
+    names = names if names is not None else list(q)
+    positions = positions if positions is not None else [q[n] for n in names]
+    return encode("JointState", {"stamp_ns": stamp, "names": names, "position": positions, "velocity": [], "effort": []})
+
+
+def lift(height_m: float, stamp: int = 1) -> pa.Array:
+    return encode("LiftState", {"stamp_ns": stamp, "height_m": height_m, "velocity_m_s": 0.0, "homed": True})
+
+
+def odom(x: float = 0.0, yaw: float = 0.0, stamp: int = 1) -> pa.Array:
+    return encode(
+        "Odometry",
+        {"stamp_ns": stamp, "frame_id": "odom", "child_frame_id": "base_link", "x": x, "y": 0.0, "yaw": yaw,
+         "vx": 0.0, "vy": 0.0, "wz": 0.0},
+    )
+
+
+def ground_truth(stamp: int = 1, lift_height_m: float = 0.3) -> pa.Array:
+    q = PROFILE.home_q()
+    return encode(
+        "GroundTruth",
+        {"stamp_ns": stamp, "frame_id": "world", "x": 0.0, "y": 0.0, "yaw": 0.0, "vx": 0.0, "vy": 0.0, "wz": 0.0,
+         "lift_height_m": lift_height_m, "joint_names": list(q), "joint_position": list(q.values()),
+         "joint_velocity": [0.0] * len(q)},
+    )
+
+
+def event(input_id: str, value, metadata: dict | None = None) -> dict:
+    return {"type": "INPUT", "id": input_id, "value": value, "metadata": metadata or {}}
+
+
+TICK = ("tick", pa.array([0], type=pa.uint64()))
+
+
+_RIGS: dict[tuple[str, ...], renderer.CameraRig] = {}
+
+
+def shared_rig(config_path: str, cameras: tuple[str, ...]) -> renderer.CameraRig:
+    """One offscreen rig per camera set for the whole module (creating a GL
+    context costs far more than the frames these tests render)."""
+    if cameras not in _RIGS:
+        config = renderer.load_config(config_path)
+        _RIGS[cameras] = renderer.CameraRig(
+            models.path(config.model.path), config, [config.cameras[c] for c in cameras]
+        )
+    return _RIGS[cameras]
+
+
+def run(config_path: str, events, cameras=CAMERAS, window_factory=None, viewer="off") -> PacedNode:
+    node = PacedNode(list(events))
+    clock = itertools.count(start=10**9, step=20_000_000)
+    renderer.main(
+        ["--config", config_path, "--viewer", viewer, "--cameras", ",".join(cameras)],
+        node=node,
+        clock=lambda: next(clock),
+        window_factory=window_factory,
+        rig=shared_rig(config_path, tuple(cameras)),
+    )
+    return node
+
+
+def teardown_module() -> None:
+    for rig in _RIGS.values():
+        rig.close()
+    _RIGS.clear()
+
+
+def full_state(height_m: float = 0.3, overrides: dict | None = None):
+    return [("joint_states", arms(overrides=overrides)), ("lift", lift(height_m)), ("odom", odom())]
+
+
+def changed_fraction(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.mean(np.any(np.abs(a.astype(int) - b.astype(int)) > 8, axis=2)))
+
+
+# ------------------------------------------------------------------ image content
+
+
+def test_images_carry_size_and_intrinsics(config_path):
+    node = run(config_path, full_state() + [TICK], cameras=("chest",))
+    # the pose is complete at the odom message: one frame then, one at the tick
+    assert len([s for s in node.sent if s[0] == "chest"]) == 2
+    _, value, meta = next(s for s in node.sent if s[0] == "chest")
+    img = decode_image(value, meta)
+    assert img.shape == (H, W, 3) and img.dtype == np.uint8
+    assert meta["camera"] == "chest" and meta["encoding"] == "rgb8"
+    assert meta["fy"] == pytest.approx((H / 2) / np.tan(np.radians(65.0 / 2)))
+    assert meta["distortion"] == [0.0] * 5 and meta["stamp_ns"] == 1
+    assert img.std() > 5  # a scene, not a blank frame
+
+
+def test_wrist_camera_sees_its_own_jaw(config_path):
+    open_ = run(config_path, full_state(overrides={"left_gripper": 0.0}) + [TICK], cameras=("left_wrist", "right_wrist"))
+    shut = run(config_path, full_state(overrides={"left_gripper": 0.7}) + [TICK], cameras=("left_wrist", "right_wrist"))
+    left_open, left_shut = open_.images("left_wrist")[0], shut.images("left_wrist")[0]
+    # only the moving jaw differs between the two states, so a change means the jaw is in view
+    assert changed_fraction(left_open, left_shut) > 0.02
+    assert changed_fraction(open_.images("right_wrist")[0], shut.images("right_wrist")[0]) == 0.0
+    # the jaws are light grey, the floor is darker: the lower image half holds jaw-coloured pixels
+    lower = left_open[H // 2 :].astype(int)
+    jaw_like = (lower.min(axis=2) > 170) & (lower.max(axis=2) - lower.min(axis=2) < 25)
+    assert jaw_like.mean() > 0.03
+
+
+def test_wrist_view_of_the_jaw_is_fixed_while_the_arm_moves(config_path):
+    a = run(config_path, full_state() + [TICK], cameras=("left_wrist",)).images("left_wrist")[0]
+    b = run(config_path, full_state(overrides={"left_shoulder_pan": 0.5}) + [TICK], cameras=("left_wrist",))
+    b = b.images("left_wrist")[0]
+    lower = a[H // 2 :].astype(int)
+    jaw = (lower.min(axis=2) > 170) & (lower.max(axis=2) - lower.min(axis=2) < 25)
+    assert changed_fraction(a, b) > 0.05  # the room moved in view
+    assert np.abs(a[H // 2 :][jaw].astype(int) - b[H // 2 :][jaw].astype(int)).max() < 40  # the jaw did not
+
+
+def test_chest_camera_moves_with_the_lift_and_a_top_camera_does_not(config_path):
+    low = run(config_path, full_state(height_m=0.1) + [TICK], cameras=("chest", "top_back"))
+    high = run(config_path, full_state(height_m=0.5) + [TICK], cameras=("chest", "top_back"))
+    assert changed_fraction(low.images("chest")[0], high.images("chest")[0]) > 0.05
+    assert changed_fraction(low.images("top_back")[0], high.images("top_back")[0]) == 0.0
+
+
+def test_base_odometry_moves_every_camera(config_path):
+    here = run(config_path, full_state() + [TICK], cameras=("top_back",))
+    turned = run(config_path, [("joint_states", arms()), ("lift", lift(0.3)), ("odom", odom(yaw=1.2)), TICK],
+                 cameras=("top_back",))
+    assert changed_fraction(here.images("top_back")[0], turned.images("top_back")[0]) > 0.05
+
+
+# ------------------------------------------------------------------ waiting and rejection
+
+
+def test_nothing_is_shown_until_every_group_has_a_valid_state(config_path):
+    node = run(config_path, [("joint_states", arms()), ("lift", lift(0.3)), TICK, TICK], cameras=("chest",))
+    assert "chest" not in node.outputs
+    diag = node.diagnostics()
+    assert diag["level"] == "warn" and "base" in diag["message"]
+    assert json.loads(diag["details_json"])["missing_groups"] == ["base"]
+
+
+def test_invalid_joint_states_are_rejected_whole_and_the_last_pose_held(config_path):
+    bad_names = ARM_NAMES[:-1] + ["left_elbow_typo"]
+    events = full_state(overrides={"left_gripper": 0.0}) + [TICK]
+    events += [
+        ("joint_states", arms(names=bad_names, positions=[0.7] * 14)),
+        TICK,
+        ("joint_states", arms(names=ARM_NAMES[:-1], positions=[0.7] * 13)),
+        TICK,
+        ("joint_states", pa.array([{"bogus": 1}])),
+        TICK,
+    ]
+    node = run(config_path, events, cameras=("left_wrist",))
+    frames = node.images("left_wrist")
+    assert len(frames) == 8  # a frame per wake-up once the pose is complete, rejected or not
+    assert all(changed_fraction(frames[0], f) == 0.0 for f in frames[1:])
+    diag = node.diagnostics()
+    assert diag["rejected"] == 3
+    reasons = " ".join(str(log) for log in node.logs)
+    assert "unknown joint names" in reasons and "incomplete" in reasons
+
+
+def test_non_finite_and_duplicate_states_never_reach_the_pose(config_path):
+    q = PROFILE.home_q()
+    names = list(q)
+    nan_msg = pa.array(
+        [{"stamp_ns": 5, "names": names, "position": [float("nan")] + [0.0] * 13, "velocity": [], "effort": []}],
+        type=arms().type,
+    )
+    dup_msg = pa.array(
+        [{"stamp_ns": 6, "names": names[:-1] + [names[0]], "position": [0.0] * 14, "velocity": [], "effort": []}],
+        type=arms().type,
+    )
+    inf_lift = pa.array([{"stamp_ns": 7, "height_m": float("inf"), "velocity_m_s": 0.0, "homed": True}],
+                        type=lift(0.0).type)
+    node = run(config_path, full_state() + [TICK, ("joint_states", nan_msg), TICK, ("joint_states", dup_msg),
+                                            ("lift", inf_lift), TICK], cameras=("chest",))
+    frames = node.images("chest")
+    assert len(frames) == 7 and all(changed_fraction(frames[0], f) == 0.0 for f in frames)
+    assert node.diagnostics()["rejected"] == 3
+
+
+def test_ground_truth_can_be_the_only_source(config_path, tmp_path):
+    data = yaml.safe_load(Path(config_path).read_text())
+    data["sources"] = {"arms": "ground_truth", "lift": "ground_truth", "base": "ground_truth"}
+    path = tmp_path / "gt.yaml"
+    path.write_text(yaml.safe_dump(data))
+    node = run(str(path), [("ground_truth", ground_truth()), TICK], cameras=("chest",))
+    assert len(node.images("chest")) == 2
+
+
+def test_a_second_source_for_a_group_is_reported_not_mixed(config_path):
+    node = run(config_path, full_state(height_m=0.1) + [("ground_truth", ground_truth(lift_height_m=0.5)), TICK],
+               cameras=("top_back", "chest"))
+    reference = run(config_path, full_state(height_m=0.1) + [TICK], cameras=("top_back", "chest"))
+    assert changed_fraction(node.images("chest")[0], reference.images("chest")[0]) == 0.0
+    assert "using 'lift'" in node.diagnostics()["last_error"] or "using 'odom'" in node.diagnostics()["last_error"]
+
+
+def test_a_second_publisher_on_joint_states_is_reported(config_path):
+    events = [event("joint_states", arms(stamp=1), {"publisher": "sim"}), ("lift", lift(0.3)), ("odom", odom()),
+              event("joint_states", arms(stamp=2), {"publisher": "arms_hw"}), TICK]
+    node = run(config_path, events, cameras=("chest",))
+    details = json.loads(node.diagnostics()["details_json"])
+    assert any("second publisher on joint_states" in w for w in details["second_publishers"])
+
+
+# ------------------------------------------------------------------ read-only guarantee and window
+
+
+def test_outputs_are_only_images_and_diagnostics(config_path):
+    events = full_state() + [TICK] * 3 + [("joint_states", arms(names=["x"], positions=[1.0])), TICK]
+    node = run(config_path, events)
+    assert set(node.outputs) <= set(CAMERAS) | {"diagnostics"}
+    assert set(node.outputs) >= set(CAMERAS)
+    assert set(renderer.OUTPUTS) == set(CAMERAS) | {"diagnostics"}
+
+
+class FakeWindow:
+    def __init__(self, open_for: int):
+        self.open_for = open_for
+        self.syncs = 0
+        self.closed = False
+
+    def is_running(self) -> bool:
+        return self.syncs < self.open_for
+
+    def sync(self) -> None:
+        self.syncs += 1
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_closing_the_window_ends_only_the_window(config_path):
+    windows: list[FakeWindow] = []
+
+    def factory(model, data):
+        windows.append(FakeWindow(open_for=2))
+        return windows[-1]
+
+    node = run(config_path, full_state() + [TICK] * 8, cameras=("chest",), window_factory=factory, viewer="on")
+    assert len(windows) == 1 and windows[0].closed and windows[0].syncs == 2
+    assert len(node.images("chest")) == 9  # cameras kept going after the window closed
+    assert json.loads(node.diagnostics()["details_json"])["window"] == "closed"
+
+
+def test_a_crashing_window_is_contained(config_path):
+    def factory(model, data):
+        raise RuntimeError("no GL context for the window")
+
+    node = run(config_path, full_state() + [TICK] * 3, cameras=("chest",), window_factory=factory, viewer="on")
+    assert len(node.images("chest")) == 4
+
+
+def test_window_opens_only_after_a_valid_state(config_path):
+    opened: list[int] = []
+
+    def factory(model, data):
+        opened.append(1)
+        return FakeWindow(open_for=100)
+
+    run(config_path, [("joint_states", arms()), TICK, TICK], cameras=("chest",), window_factory=factory, viewer="on")
+    assert opened == []
+
+
+def test_window_mode_follows_the_display():
+    assert renderer.wants_window("auto", {"DISPLAY": ":0"})
+    assert not renderer.wants_window("auto", {})
+    assert not renderer.wants_window("off", {"DISPLAY": ":0"})
+    assert renderer.wants_window("on", {})
