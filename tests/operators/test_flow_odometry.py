@@ -49,10 +49,10 @@ def test_pose_is_a_valid_message():
 def test_spin_in_place_error_small_with_offset_and_large_without():
     bench = _bench()
     flow_cfg, sim_cfg, ekf_cfg = bench.load_configs()
-    drive = bench.spin_drive(rate_rad_s=0.8, duration_s=8.0)
+    drive = bench.spin_drive(rate_rad_s=0.8, duration_s=4.0)
     truth = FlowModel(flow_cfg)
-    with_offset = bench.run_drive(drive, truth, FlowModel(flow_cfg), sim_cfg, ekf_cfg, truth_hz=200.0)
-    without = bench.run_drive(drive, truth, FlowModel(flow_cfg.without_offset()), sim_cfg, ekf_cfg, truth_hz=200.0)
+    with_offset = bench.run_drive(drive, truth, FlowModel(flow_cfg), sim_cfg, ekf_cfg, truth_hz=100.0)
+    without = bench.run_drive(drive, truth, FlowModel(flow_cfg.without_offset()), sim_cfg, ekf_cfg, truth_hz=100.0)
     assert with_offset.max_error_m < 0.02
     r = np.hypot(*flow_cfg.offset_m[:2])
     # forgetting the mount turns the spin into a circle of the offset's radius
@@ -64,6 +64,6 @@ def test_straight_drive_tracks_distance():
     bench = _bench()
     flow_cfg, sim_cfg, ekf_cfg = bench.load_configs()
     drive = bench.straight_drive(speed_m_s=0.1, distance_m=1.0)
-    res = bench.run_drive(drive, FlowModel(flow_cfg), FlowModel(flow_cfg), sim_cfg, ekf_cfg, truth_hz=200.0)
+    res = bench.run_drive(drive, FlowModel(flow_cfg), FlowModel(flow_cfg), sim_cfg, ekf_cfg, truth_hz=100.0)
     assert res.path_length_m == pytest.approx(1.0, rel=0.01)
     assert res.final_error_m < 0.03
