@@ -55,7 +55,8 @@ class HardwareConfig:
     baudrate: int = 115200
     read_timeout_s: float = 1.0
     stop_settle_s: float = 0.15
-    max_buffered_bytes: int = 6000
+    reset_settle_s: float = 2.0
+    max_buffered_bytes: int = 3000
     max_restarts: int = 5
     min_samples_per_revolution: int = 50
 

@@ -134,6 +134,8 @@ class FakeRplidarA1:
         self._sample_index = 0
         self._master, self._slave = os.openpty()
         tty.setraw(self._slave)
+        os.set_blocking(self._master, False)
+        self._out = bytearray()
         self.port = os.ttyname(self._slave)
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -163,16 +165,19 @@ class FakeRplidarA1:
         return self._streaming
 
     def _write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view and not self._stop.is_set():
+        """Queues bytes for the line; ``_flush_out`` moves them as the pty accepts them."""
+        self._out += data
+
+    def _flush_out(self) -> None:
+        while self._out and not self._stop.is_set():
             try:
-                n = os.write(self._master, view)
-            except BlockingIOError:
-                time.sleep(0.001)
-                continue
-            except OSError:
+                n = os.write(self._master, self._out[:4096])
+            except (BlockingIOError, InterruptedError):
                 return
-            view = view[n:]
+            except OSError:
+                self._out.clear()
+                return
+            del self._out[:n]
 
     def _handle(self, buf: bytearray) -> None:
         """Consumes complete requests from ``buf``."""
@@ -190,10 +195,12 @@ class FakeRplidarA1:
             self.requests.append(cmd)
             if self.silent:
                 continue
-            if cmd == 0x25:  # STOP: no answer
+            if cmd == 0x25:  # STOP: no answer; samples not yet on the line are never sent
                 self._streaming = False
+                self._out.clear()
             elif cmd == 0x40:  # RESET: reboot banner
                 self._streaming = False
+                self._out.clear()
                 self._write(RESET_BANNER)
             elif self._streaming:
                 continue  # the device ignores other requests while it streams
@@ -234,15 +241,18 @@ class FakeRplidarA1:
         owed = 0.0
         while not self._stop.is_set():
             try:
-                ready, _, _ = select.select([self._master], [], [], 0.005)
+                ready, _, _ = select.select([self._master], [self._master] if self._out else [], [], 0.005)
             except (OSError, ValueError):
                 return
             if ready:
                 try:
                     buf += os.read(self._master, 4096)
+                except BlockingIOError:
+                    pass
                 except OSError:
                     return
                 self._handle(buf)
+            self._flush_out()
             now = time.monotonic()
             if self._streaming and not self.silent:
                 if self.burst_revolutions:
