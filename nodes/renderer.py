@@ -356,6 +356,17 @@ def passive_viewer(model: Any, data: Any) -> Any:
     return mujoco.viewer.launch_passive(model, data, show_left_ui=False, show_right_ui=False)
 
 
+def chosen_cameras(config: RendererConfig, names: str | None) -> list[CameraSettings]:
+    """The configured cameras to render: the enabled ones, or the ``--cameras`` list."""
+    if names is None:
+        return config.enabled_cameras
+    chosen = [c.strip() for c in names.split(",") if c.strip()]
+    unknown = sorted(set(chosen) - set(config.cameras))
+    if unknown:
+        raise ValueError(f"unknown cameras {unknown}; configured {sorted(config.cameras)}")
+    return [config.cameras[c] for c in chosen]
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="renderer", description=__doc__.splitlines()[0])
     p.add_argument("--config", default=os.environ.get("RENDERER_CONFIG"))
@@ -376,24 +387,27 @@ def main(
     """Runs the node. Tests inject ``node``, ``clock``, ``window_factory`` and a
     prebuilt ``rig`` (which the caller then owns and closes)."""
     args = parse_args(argv)
-    config = load_config(args.config)
-    window = wants_window(args.viewer or config.viewer, os.environ)
-    if not window:
-        os.environ.setdefault("MUJOCO_GL", "egl")  # before the first mujoco.Renderer
-    cameras = config.enabled_cameras
-    if args.cameras is not None:
-        chosen = [c.strip() for c in args.cameras.split(",") if c.strip()]
-        unknown = sorted(set(chosen) - set(config.cameras))
-        if unknown:
-            raise SystemExit(f"renderer: unknown cameras {unknown}; configured {sorted(config.cameras)}")
-        cameras = [config.cameras[c] for c in chosen]
-    owns_rig = rig is None
-    if rig is None:
-        rig = CameraRig(resolve_model(args.model or config.model.path), config, cameras)
+    # Connect to dora before anything can fail: under dora 1.1.0 a node that exits
+    # before connecting aborts the start of the whole dataflow.
     node = make_node(node)
     io = NodeIO(node, node_id("renderer"), clock=clock)
-    factory = (window_factory or passive_viewer) if window else None
-    app = RendererNode(io, config, rig, models.load_profile(), factory)
+    owns_rig = rig is None
+    try:
+        config = load_config(args.config)
+        window = wants_window(args.viewer or config.viewer, os.environ)
+        if not window:
+            os.environ.setdefault("MUJOCO_GL", "egl")  # before the first mujoco.Renderer
+        if rig is None:
+            rig = CameraRig(resolve_model(args.model or config.model.path), config, chosen_cameras(config, args.cameras))
+        factory = (window_factory or passive_viewer) if window else None
+        app = RendererNode(io, config, rig, models.load_profile(), factory)
+    except (ValueError, OSError, RuntimeError, yaml.YAMLError) as exc:
+        reason = f"renderer could not start: {exc}"
+        io.diag.set_status("error", reason)
+        io.diag.error(reason)
+        io.log("error", reason)
+        io.publish_diagnostics(force=True)
+        raise SystemExit(reason) from exc
     stopping = False
     timeout_s = 2.0 / config.render_rate_hz
     try:

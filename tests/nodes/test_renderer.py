@@ -333,3 +333,80 @@ def test_window_mode_follows_the_display():
     assert not renderer.wants_window("auto", {})
     assert not renderer.wants_window("off", {"DISPLAY": ":0"})
     assert renderer.wants_window("on", {})
+
+
+def test_a_renderer_that_cannot_start_says_why_after_connecting(tmp_path):
+    node = PacedNode(full_state())
+    with pytest.raises(SystemExit, match="could not start"):
+        renderer.main(["--model", str(tmp_path / "missing.xml"), "--viewer", "off"], node=node)
+    diag = node.diagnostics()
+    assert diag["level"] == "error" and "missing.xml" in diag["message"]
+    assert set(node.outputs) == {"diagnostics"}
+
+
+_SOURCE = '''
+import numpy as np
+from dora import Node
+from teledora import models
+from teledora.operators.messages import encode
+names = list(models.load_profile().arm_joint_names)
+node = Node()
+sent = 0
+for event in node:
+    if event["type"] == "INPUT" and event["id"] == "tick":
+        msg = {"stamp_ns": sent + 1, "names": names, "position": np.zeros(14), "velocity": [], "effort": []}
+        node.send_output("joint_states", encode("JointState", msg), {})
+        sent += 1
+        if sent >= 40:
+            break
+'''
+
+_SINK = '''
+import os
+from dora import Node
+node = Node()
+count = 0
+while (event := node.next()) is not None:
+    if event["type"] == "INPUT" and event["id"] == "joint_states":
+        count += 1
+with open(os.environ["SINK_OUT"], "w") as f:
+    f.write(str(count))
+'''
+
+
+@pytest.mark.dataflow
+def test_a_crashed_renderer_changes_nothing_else_in_the_dataflow(tmp_path):
+    """Under `dora run`: the renderer fails (its model is missing) while a
+    producer feeds both it and another consumer; that consumer still gets every
+    message and the producer finishes normally."""
+    import shutil
+    import subprocess
+    import sys
+
+    bin_dir = Path(sys.executable).parent
+    dora = shutil.which("dora", path=str(bin_dir)) or shutil.which("dora")
+    if dora is None:
+        pytest.skip("the dora CLI is not installed next to this Python")
+    repo = Path(__file__).resolve().parents[2]
+    (tmp_path / "source.py").write_text(_SOURCE)
+    (tmp_path / "sink.py").write_text(_SINK)
+    count_file = tmp_path / "count.txt"
+    flow = {
+        "nodes": [
+            {"id": "source", "path": "source.py", "inputs": {"tick": "dora/timer/millis/10"},
+             "outputs": ["joint_states"]},
+            {"id": "renderer", "path": str(repo / "nodes" / "renderer.py"),
+             "args": f"--model {tmp_path / 'missing.xml'} --viewer off",
+             "inputs": {"joint_states": "source/joint_states", "tick": "dora/timer/millis/50"},
+             "outputs": list(renderer.OUTPUTS)},
+            {"id": "sink", "path": "sink.py", "env": {"SINK_OUT": str(count_file)},
+             "inputs": {"joint_states": {"source": "source/joint_states", "queue_policy": "backpressure"}}},
+        ]
+    }
+    (tmp_path / "flow.yml").write_text(yaml.safe_dump(flow))
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", MUJOCO_GL="egl")
+    proc = subprocess.run([dora, "run", "flow.yml"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    log = proc.stdout + proc.stderr
+    assert "renderer could not start" in log
+    assert count_file.exists(), log[-3000:]
+    assert count_file.read_text() == "40"
