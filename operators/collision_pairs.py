@@ -83,8 +83,17 @@ class CollisionPairs:
         ids_arr = np.array(self.id_pairs, dtype=int)
         self._g1, self._g2 = ids_arr[:, 0], ids_arr[:, 1]
         is_plane = model.geom_type == mujoco.mjtGeom.mjGEOM_PLANE
-        self._plane1, self._plane2 = is_plane[self._g1], is_plane[self._g2]
-        self._rsum = model.geom_rbound[self._g1] + model.geom_rbound[self._g2]
+        plane1, plane2 = is_plane[self._g1], is_plane[self._g2]
+        rbound = model.geom_rbound
+        bounded = (rbound[self._g1] > 0) & (rbound[self._g2] > 0)
+        self._sphere_idx = np.flatnonzero(bounded)
+        self._sphere_rsum = (rbound[self._g1] + rbound[self._g2])[bounded]
+        plane_idx = np.flatnonzero((plane1 | plane2) & ~bounded)
+        self._plane_idx = plane_idx
+        self._plane_geom = np.where(plane1[plane_idx], self._g1[plane_idx], self._g2[plane_idx])
+        self._plane_other = np.where(plane1[plane_idx], self._g2[plane_idx], self._g1[plane_idx])
+        self._plane_rother = rbound[self._plane_other]
+        self._always_idx = np.flatnonzero(~bounded & ~(plane1 | plane2))
 
     def __len__(self) -> int:
         return len(self.id_pairs)
@@ -108,15 +117,16 @@ class CollisionPairs:
         """Indices of pairs that may be closer than ``distmax`` (bounding-sphere
         and plane half-space test; never drops a pair that is that close)."""
         xpos = data.geom_xpos
-        p1, p2 = xpos[self._g1], xpos[self._g2]
-        centre = np.linalg.norm(p1 - p2, axis=1) - self._rsum
-        # plane pairs: signed height of the other geom's centre above the plane
-        for plane_mask, plane_ids, other_pos in ((self._plane1, self._g1, p2), (self._plane2, self._g2, p1)):
-            if np.any(plane_mask):
-                normal = data.geom_xmat[plane_ids[plane_mask]][:, [2, 5, 8]]
-                height = np.einsum("ij,ij->i", normal, other_pos[plane_mask] - xpos[plane_ids[plane_mask]])
-                centre[plane_mask] = height - self._rsum[plane_mask]
-        return np.flatnonzero(centre <= distmax)
+        keep = [self._always_idx]
+        if self._sphere_idx.size:
+            diff = xpos[self._g1[self._sphere_idx]] - xpos[self._g2[self._sphere_idx]]
+            bound = self._sphere_rsum + distmax
+            keep.append(self._sphere_idx[np.einsum("ij,ij->i", diff, diff) <= bound * bound])
+        if self._plane_idx.size:
+            normal = data.geom_xmat[self._plane_geom][:, [2, 5, 8]]
+            height = np.einsum("ij,ij->i", normal, xpos[self._plane_other] - xpos[self._plane_geom])
+            keep.append(self._plane_idx[height <= distmax + self._plane_rother])
+        return np.concatenate(keep)
 
     def distances_near(self, data: mujoco.MjData, distmax: float) -> np.ndarray:
         """Like :meth:`distances` but pairs outside the broadphase read ``distmax``."""

@@ -67,17 +67,15 @@ def acceleration_scale(velocity: np.ndarray, previous: np.ndarray, dv_max: np.nd
     if lo <= hi:
         return hi
 
-    def worst(s: float) -> float:
-        return float(np.max(np.abs(s * velocity - previous) - dv_max, initial=0.0))
-
-    a, b = 0.0, s_max  # the worst violation is convex in s: ternary search
-    for _ in range(60):
-        m1, m2 = a + (b - a) / 3.0, b - (b - a) / 3.0
-        if worst(m1) <= worst(m2):
-            b = m2
-        else:
-            a = m1
-    return 0.5 * (a + b)
+    # the worst violation is convex and piecewise linear in s: two grid passes
+    a, b = 0.0, s_max
+    for _ in range(2):
+        grid = np.linspace(a, b, 101)
+        worst = np.max(np.abs(np.outer(grid, velocity) - previous) - dv_max, axis=1)
+        k = int(np.argmin(worst))
+        step = (b - a) / 100.0
+        a, b = max(0.0, grid[k] - step), min(s_max, grid[k] + step)
+    return float(grid[k])
 
 
 class JointReference:

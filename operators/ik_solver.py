@@ -1,0 +1,413 @@
+"""Bimanual differential IK: one mink QP for both arms, solved with DAQP.
+
+One tick: frame tasks pull both grip sites towards their targets (position
+cost 12, orientation cost 2, Levenberg–Marquardt damping 0.1), a posture task
+pulls towards the home posture, a Tikhonov term regularises the Hessian. The
+QP runs over the full model tangent space; base, lift and grippers (and any
+held arm) are frozen with equality constraints. Inequalities: joint range
+(configuration limit), arm speed caps, and collision-avoidance rows between
+the capsule/box/plane proxies — mink's formulation, whose bound on the
+displacement is ``gain * (d - d_min) / dt``. The QP step is then passed
+through the :class:`JointReference` guard (uniform speed scaling,
+acceleration cap, inward bounds) and an exact collision guard (the step is
+shortened until every proxy pair stays above ``guard_distance_m``), and the
+result becomes the solver's own reference configuration.
+
+The numbers come from ``models/alohamini2/ik.yaml``; nothing is hard-coded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import mink
+import mujoco
+import numpy as np
+import numpy.typing as npt
+
+from teledora.operators.collision_pairs import CollisionPairs
+from teledora.operators.joint_reference import JointReference, JointReferenceConfig
+from teledora.operators.robot_profile import RobotProfile
+from teledora.operators.rotations import matrix_to_quat_xyzw, quat_normalize, xyzw_to_wxyz
+
+SIDES = ("left", "right")
+
+
+class IkConfigError(ValueError):
+    """The IK configuration is missing a key or holds an invalid value."""
+
+
+class IkSolveError(RuntimeError):
+    """The QP found no solution (or a non-finite one); nothing was changed."""
+
+
+def _req(data: Mapping[str, Any], key: str, where: str) -> Any:
+    if key not in data:
+        raise IkConfigError(f"{where}: missing key {key!r}")
+    return data[key]
+
+
+@dataclass(frozen=True)
+class SolverConfig:
+    model: str
+    add_floor: bool
+    qp_solver: str
+    control_period_s: float
+    position_cost: float
+    orientation_cost: float
+    lm_damping: float
+    posture_cost: float
+    regularization: float
+    configuration_limit_gain: float
+    arm_max_speed_rad_s: float
+    frozen_joints: tuple[str, ...]
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> "SolverConfig":
+        w = "solver"
+        cfg = cls(
+            model=str(_req(data, "model", w)),
+            add_floor=bool(_req(data, "add_floor", w)),
+            qp_solver=str(_req(data, "qp_solver", w)),
+            control_period_s=float(_req(data, "control_period_s", w)),
+            position_cost=float(_req(data, "position_cost", w)),
+            orientation_cost=float(_req(data, "orientation_cost", w)),
+            lm_damping=float(_req(data, "lm_damping", w)),
+            posture_cost=float(_req(data, "posture_cost", w)),
+            regularization=float(_req(data, "regularization", w)),
+            configuration_limit_gain=float(_req(data, "configuration_limit_gain", w)),
+            arm_max_speed_rad_s=float(_req(data, "arm_max_speed_rad_s", w)),
+            frozen_joints=tuple(_req(data, "frozen_joints", w)),
+        )
+        if not cfg.control_period_s > 0 or not cfg.arm_max_speed_rad_s > 0:
+            raise IkConfigError("solver: control_period_s and arm_max_speed_rad_s must be > 0")
+        if not 0 < cfg.configuration_limit_gain <= 1:
+            raise IkConfigError("solver: configuration_limit_gain must be in (0, 1]")
+        if min(cfg.position_cost, cfg.orientation_cost, cfg.lm_damping, cfg.posture_cost, cfg.regularization) < 0:
+            raise IkConfigError("solver: costs and damping must be >= 0")
+        return cfg
+
+
+@dataclass(frozen=True)
+class CollisionConfig:
+    enabled: bool
+    gain: float
+    minimum_distance_m: float
+    detection_distance_m: float
+    guard_distance_m: float | None
+    groups: dict[str, tuple[str, ...]]
+    pairs: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> "CollisionConfig":
+        w = "collision"
+        guard = _req(data, "guard_distance_m", w)
+        cfg = cls(
+            enabled=bool(_req(data, "enabled", w)),
+            gain=float(_req(data, "gain", w)),
+            minimum_distance_m=float(_req(data, "minimum_distance_m", w)),
+            detection_distance_m=float(_req(data, "detection_distance_m", w)),
+            guard_distance_m=None if guard is None else float(guard),
+            groups={k: tuple(v) for k, v in _req(data, "groups", w).items()},
+            pairs=tuple(tuple(p) for p in _req(data, "pairs", w)),
+        )
+        if not 0 < cfg.gain <= 1:
+            raise IkConfigError("collision: gain must be in (0, 1]")
+        if cfg.detection_distance_m <= cfg.minimum_distance_m:
+            raise IkConfigError("collision: detection_distance_m must exceed minimum_distance_m")
+        return cfg
+
+
+@dataclass(frozen=True)
+class IkSettings:
+    """The solver-side sections of ik.yaml."""
+
+    solver: SolverConfig
+    collision: CollisionConfig
+    joint_reference: JointReferenceConfig
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> "IkSettings":
+        return cls(
+            SolverConfig.from_mapping(_req(data, "solver", "ik")),
+            CollisionConfig.from_mapping(_req(data, "collision", "ik")),
+            JointReferenceConfig.from_mapping(_req(data, "joint_reference", "ik")),
+        )
+
+
+def build_ik_model(model_path: Path, add_floor: bool) -> mujoco.MjModel:
+    """The robot model for IK, with a ``floor`` plane proxy at z = 0 when asked."""
+    spec = mujoco.MjSpec.from_file(str(model_path))
+    if add_floor:
+        floor = spec.worldbody.add_geom()
+        floor.name = "floor"
+        floor.type = mujoco.mjtGeom.mjGEOM_PLANE
+        floor.size = [0.0, 0.0, 0.05]
+        floor.contype = 1
+        floor.conaffinity = 1
+        floor.group = 3
+    return spec.compile()
+
+
+@dataclass(frozen=True)
+class GripTarget:
+    """A grip-site target in base_link: position (m) and orientation (x, y, z, w)."""
+
+    position: np.ndarray
+    orientation: np.ndarray
+
+    @classmethod
+    def of(cls, position: npt.ArrayLike, orientation_xyzw: npt.ArrayLike) -> "GripTarget":
+        return cls(np.asarray(position, dtype=float).copy(), quat_normalize(orientation_xyzw))
+
+    def se3(self) -> mink.SE3:
+        return mink.SE3.from_rotation_and_translation(mink.SO3(xyzw_to_wxyz(self.orientation)), self.position)
+
+
+@dataclass
+class TickResult:
+    """What one IK tick did."""
+
+    status: str  # "ok", "hold" (no active arm) or "failed" (QP error; nothing changed)
+    q: np.ndarray  # arm joint reference after the tick (arm_joint_names order)
+    dq: np.ndarray  # feedforward velocity (zero on hold/failure)
+    active: dict[str, bool] = field(default_factory=dict)
+    step_fraction: float = 1.0  # < 1 when the collision guard shortened the step
+    min_distance_m: float = float("inf")  # smallest proxy distance seen by the guard (capped near the guard distance)
+    error: str = ""
+
+
+class BimanualIk:
+    """Both arms' IK on one QP, integrating its own reference configuration.
+
+    Args:
+        model: MuJoCo model (use :func:`build_ik_model`).
+        profile: Robot profile (joint names, grip sites, home posture).
+        settings: Solver, collision and joint-reference settings.
+    """
+
+    def __init__(self, model: mujoco.MjModel, profile: RobotProfile, settings: IkSettings) -> None:
+        self.model = model
+        self.profile = profile
+        self.settings = settings
+        s, c = settings.solver, settings.collision
+        self.dt = s.control_period_s
+        self.configuration = mink.Configuration(model)
+        self.arm_joint_names: list[str] = [j for side in SIDES for j in profile.arms[side].joints]
+        self._jid = {n: self._joint_id(n) for n in self.arm_joint_names}
+        self._qadr = np.array([model.jnt_qposadr[self._jid[n]] for n in self.arm_joint_names])
+        self._dofadr = {n: int(model.jnt_dofadr[self._jid[n]]) for n in self.arm_joint_names}
+        self._side_dofs = {side: [self._dofadr[j] for j in profile.arms[side].joints] for side in SIDES}
+        self._frozen_dofs = [int(model.jnt_dofadr[self._joint_id(n)]) for n in s.frozen_joints]
+        self._lift_adr = int(model.jnt_qposadr[self._joint_id(profile.lift_joint)])
+        self._gripper_adr = {side: int(model.jnt_qposadr[self._joint_id(profile.arms[side].gripper)]) for side in SIDES}
+
+        self.frame_tasks = {
+            side: mink.FrameTask(
+                profile.arms[side].grip_site, "site",
+                position_cost=s.position_cost, orientation_cost=s.orientation_cost, lm_damping=s.lm_damping,
+            )
+            for side in SIDES
+        }
+        self.posture_task = mink.PostureTask(model, cost=s.posture_cost)
+        q0 = self.configuration.q.copy()
+        q0[self._lift_adr] = profile.lift_height_to_joint(profile.lift_travel_mm / 2000.0)
+        for name, value in profile.home_q().items():
+            if name in self._jid:
+                q0[model.jnt_qposadr[self._jid[name]]] = value
+        self.configuration.update(q0)
+        self.posture_task.set_target(q0)
+
+        self.limits: list[mink.Limit] = [
+            mink.ConfigurationLimit(model, gain=s.configuration_limit_gain),
+            mink.VelocityLimit(model, {n: s.arm_max_speed_rad_s for n in self.arm_joint_names}),
+        ]
+        self.collision_pairs: CollisionPairs | None = None
+        if c.enabled:
+            self.collision_pairs = CollisionPairs(model, c.groups, c.pairs)
+            self.collision_limit = mink.CollisionAvoidanceLimit(
+                model,
+                [(list(a), list(b)) for a, b in self.collision_pairs.group_pairs],
+                gain=c.gain,
+                minimum_distance_from_collisions=c.minimum_distance_m,
+                collision_detection_distance=c.detection_distance_m,
+            )
+            self.limits.append(self.collision_limit)
+        self._freezers: dict[tuple[bool, bool], mink.DofFreezingTask] = {}
+
+        lower = np.array([model.jnt_range[self._jid[n]][0] for n in self.arm_joint_names])
+        upper = np.array([model.jnt_range[self._jid[n]][1] for n in self.arm_joint_names])
+        self.reference = JointReference(self.arm_joint_names, lower, upper, settings.joint_reference)
+        self.reference.reset(self.arm_q())
+        self.solves = 0
+        self.failures = 0
+        self.guard_shortened = 0
+
+    # -- model access ---------------------------------------------------------
+
+    def _joint_id(self, name: str) -> int:
+        jid = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_JOINT, name)
+        if jid < 0:
+            raise IkConfigError(f"joint {name!r} is not in the IK model")
+        return int(jid)
+
+    def arm_q(self) -> np.ndarray:
+        """The 12 arm joint values of the reference configuration (arm_joint_names order)."""
+        return self.configuration.q[self._qadr].copy()
+
+    def _set_q(self, arm_q: np.ndarray) -> None:
+        q = self.configuration.q.copy()
+        q[self._qadr] = arm_q
+        self.configuration.update(q)
+
+    def reset(self, arm_q: Mapping[str, float] | npt.ArrayLike, lift_joint: float | None = None) -> None:
+        """Re-initialises the reference (e.g. from the first valid joint state)."""
+        if isinstance(arm_q, Mapping):
+            values = np.array([float(arm_q[n]) for n in self.arm_joint_names])
+        else:
+            values = np.asarray(arm_q, dtype=float)
+        if values.shape != (len(self.arm_joint_names),) or not np.all(np.isfinite(values)):
+            raise IkConfigError(f"reset needs {len(self.arm_joint_names)} finite arm joint values")
+        q = self.configuration.q.copy()
+        if lift_joint is not None:
+            q[self._lift_adr] = float(lift_joint)
+        q[self._qadr] = self.reference.clamp(values)
+        self.configuration.update(q)
+        self.reference.reset(self.arm_q())
+
+    def set_lift(self, lift_joint: float) -> None:
+        """Moves the (frozen) lift joint of the reference configuration."""
+        lo, hi = self.model.jnt_range[self._joint_id(self.profile.lift_joint)]
+        q = self.configuration.q.copy()
+        q[self._lift_adr] = float(np.clip(lift_joint, lo, hi))
+        self.configuration.update(q)
+
+    def set_posture_target(self, arm_q: npt.ArrayLike) -> None:
+        """Moves the posture attractor (arm joints only; others keep their value)."""
+        target = self.posture_task.target_q.copy() if self.posture_task.target_q is not None else self.configuration.q.copy()
+        target[self._qadr] = np.asarray(arm_q, dtype=float)
+        self.posture_task.set_target(target)
+
+    def grip_pose(self, side: str) -> GripTarget:
+        """The grip site's current pose in base_link."""
+        sid = self.model.site(self.profile.arms[side].grip_site).id
+        data = self.configuration.data
+        return GripTarget(data.site_xpos[sid].copy(), matrix_to_quat_xyzw(data.site_xmat[sid].reshape(3, 3)))
+
+    def min_proxy_distance(self, distmax: float = 1.0) -> float:
+        """Smallest signed proxy distance of the reference configuration, capped at
+        ``distmax`` (inf without collisions)."""
+        if self.collision_pairs is None:
+            return float("inf")
+        return self.collision_pairs.min_distance(self.configuration.data, distmax)
+
+    # -- one tick -------------------------------------------------------------
+
+    def _freezer(self, active: tuple[bool, bool]) -> mink.DofFreezingTask:
+        if active not in self._freezers:
+            dofs = list(self._frozen_dofs)
+            for side, on in zip(SIDES, active):
+                if not on:
+                    dofs += self._side_dofs[side]
+            self._freezers[active] = mink.DofFreezingTask(self.model, dof_indices=sorted(set(dofs)))
+        return self._freezers[active]
+
+    def solve_velocity(self, targets: Mapping[str, GripTarget | None]) -> np.ndarray:
+        """The QP velocity (nv) for this tick; arms with a None target are frozen.
+
+        Raises:
+            IkSolveError: the QP failed or returned non-finite values.
+        """
+        active = tuple(targets.get(side) is not None for side in SIDES)
+        tasks: list[mink.Task] = [self.posture_task]
+        for side in SIDES:
+            target = targets.get(side)
+            if target is not None:
+                self.frame_tasks[side].set_target(target.se3())
+                tasks.append(self.frame_tasks[side])
+        try:
+            v = mink.solve_ik(
+                self.configuration, tasks, self.dt, self.settings.solver.qp_solver,
+                damping=self.settings.solver.regularization, limits=self.limits,
+                constraints=[self._freezer(active)],
+            )
+        except (mink.NoSolutionFound, ValueError) as exc:
+            raise IkSolveError(f"QP failed: {exc}") from None
+        if not np.all(np.isfinite(v)):
+            raise IkSolveError("QP returned non-finite velocities")
+        return v
+
+    def _guard(self, q_from: np.ndarray, q_to: np.ndarray) -> tuple[np.ndarray, float, float]:
+        """Shortens the step q_from → q_to until no proxy pair ends closer than
+        the guard distance unless it is moving apart. Leaves the configuration
+        at the returned q. Returns (q, fraction of the step kept, min distance)."""
+        pairs, guard = self.collision_pairs, self.settings.collision.guard_distance_m
+        self._set_q(q_to)
+        if pairs is None:
+            return q_to, 1.0, float("inf")
+        if guard is None:
+            return q_to, 1.0, float("nan")
+        # only pairs that may end within the guard distance are measured
+        data, distmax = self.configuration.data, guard + 1e-6
+        d_to = pairs.distances_near(data, distmax)
+        if d_to.min() >= guard:
+            return q_to, 1.0, float(d_to.min())
+        self._set_q(q_from)
+        d_from = pairs.distances_near(data, distmax)
+
+        def safe(d: np.ndarray) -> bool:
+            return bool(np.all((d >= guard) | (d >= d_from)))
+
+        if safe(d_to):
+            self._set_q(q_to)
+            return q_to, 1.0, float(d_to.min())
+        lo, hi = 0.0, 1.0
+        for _ in range(12):
+            mid = 0.5 * (lo + hi)
+            self._set_q(q_from + mid * (q_to - q_from))
+            if safe(pairs.distances_near(data, distmax)):
+                lo = mid
+            else:
+                hi = mid
+        q = q_from + lo * (q_to - q_from)
+        self._set_q(q)
+        return q, lo, float(pairs.distances_near(data, distmax).min())
+
+    def tick(self, targets: Mapping[str, GripTarget | None]) -> TickResult:
+        """Solves, integrates, guards and commits one control period.
+
+        A failed QP or a hold changes nothing but clears the feedforward.
+        """
+        active = {side: targets.get(side) is not None for side in SIDES}
+        q_prev = self.reference.q
+        if not any(active.values()):
+            self.reference.hold()
+            return TickResult("hold", q_prev, self.reference.dq, active, 1.0, self.min_proxy_distance())
+        try:
+            v = self.solve_velocity(targets)
+        except IkSolveError as exc:
+            self.failures += 1
+            self.reference.hold()
+            self._set_q(q_prev)
+            return TickResult("failed", q_prev, self.reference.dq, active, 0.0, self.min_proxy_distance(), str(exc))
+        self.solves += 1
+        q_full = self.configuration.integrate(v, self.dt)
+        q_proposed = self.reference.propose(q_full[self._qadr], self.dt)
+        q_safe, fraction, dmin = self._guard(q_prev, q_proposed)
+        if fraction < 1.0:
+            self.guard_shortened += 1
+        self.reference.commit(q_safe, self.dt)
+        if not np.array_equal(self.reference.q, q_safe):
+            self._set_q(self.reference.q)
+        return TickResult("ok", self.reference.q, self.reference.dq, active, fraction, dmin)
+
+    def gripper_range(self, side: str) -> tuple[float, float]:
+        lo, hi = self.model.jnt_range[self._joint_id(self.profile.arms[side].gripper)]
+        return float(lo), float(hi)
+
+    def joint_index(self, names: Sequence[str]) -> np.ndarray:
+        """Positions of ``names`` in arm_joint_names."""
+        pos = {n: i for i, n in enumerate(self.arm_joint_names)}
+        return np.array([pos[n] for n in names])
