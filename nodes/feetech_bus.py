@@ -124,8 +124,8 @@ class FeetechBus:
                     got[pkt.servo_id] = pkt
                     if pkt.code:
                         self.stats.status_errors[pkt.servo_id] = self.stats.status_errors.get(pkt.servo_id, 0) + 1
-            if len(got) == len(expected):
-                break
+            if len(got) == len(expected) or corrupt:
+                break  # a corrupt reply: retry at once rather than wait out the deadline
             left = deadline - time.monotonic()
             if left <= 0:
                 break

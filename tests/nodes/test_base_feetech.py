@@ -29,7 +29,7 @@ def wheels():
 
 def run(script, clock, fake):
     node = SteppedNode(script, clock)
-    base_feetech.main(["--port", fake.port, "--timeout-s", "0.05"], node=node, clock=clock)
+    base_feetech.main(["--port", fake.port, "--timeout-s", "0.2"], node=node, clock=clock)
     return node
 
 
@@ -78,7 +78,7 @@ def test_silent_servo_stops_the_base_with_a_clear_error():
         script += [("tick", TICK, 0.01) for _ in range(5)]
         node = SteppedNode(script, clock)
         with pytest.raises(ServoTimeoutError, match="servo id 9"):
-            base_feetech.main(["--port", fake.port, "--timeout-s", "0.02"], node=node, clock=clock)
+            base_feetech.main(["--port", fake.port, "--timeout-s", "0.1"], node=node, clock=clock)
         assert fake.wait_for(lambda: fake.servos[8].model.goal_velocity == 0 and fake.servos[10].model.goal_velocity == 0)
         assert _goal(fake.writes_to(8, 46)[-1]) == 0 and _goal(fake.writes_to(10, 46)[-1]) == 0
     diag = node.outputs_decoded("diagnostics", "Diagnostics")[-1]
@@ -90,4 +90,4 @@ def test_missing_wheel_at_start_is_reported():
     with FakeFeetechBus([FakeServo(8), FakeServo(10)], clock=clock) as fake:
         node = SteppedNode([("tick", TICK, 0.01)], clock)
         with pytest.raises(Exception, match="wheel servo 9 not found"):
-            base_feetech.main(["--port", fake.port, "--timeout-s", "0.02"], node=node, clock=clock)
+            base_feetech.main(["--port", fake.port, "--timeout-s", "0.1"], node=node, clock=clock)

@@ -20,7 +20,7 @@ def fake():
 
 @pytest.fixture
 def bus(fake):
-    b = FeetechBus(fake.port, timeout_s=0.05)
+    b = FeetechBus(fake.port, timeout_s=0.2)
     b.connect()
     yield b
     b.close()

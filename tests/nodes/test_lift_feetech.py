@@ -38,7 +38,7 @@ def test_homing_finds_the_floor_then_lifts_and_stops():
     script += [("tick", TICK, 0.05) for _ in range(30)]
     with FakeFeetechBus([servo], clock=clock) as fake:
         node = SteppedNode(script, clock)
-        lift_feetech.main(["--port", fake.port, "--timeout-s", "0.05"], node=node, clock=clock)
+        lift_feetech.main(["--port", fake.port, "--timeout-s", "0.2"], node=node, clock=clock)
         assert fake.wait_for(lambda: servo.model.goal_velocity == 0)
         torque = [d[0] for d in fake.writes_to(11, 40)]
         assert servo.registers[33] == 1  # velocity mode
