@@ -1,0 +1,272 @@
+"""`teledora eval odometry RUN`: how good is a pose estimate, against motion capture.
+
+Reads two topics of a recorded run (default ``ekf/pose`` against
+``mocap/pose``), pairs them by their ``stamp_ns`` (both on the host clock),
+optionally estimates the remaining time offset, aligns the estimate onto the
+truth as asked, and reports APE (RMSE, mean, max), yaw error, RPE per metre,
+drift as a percentage of the distance travelled and the fraction of the
+estimate that found truth. Writes ``<out>/odometry.json`` and
+``<out>/odometry.png`` (trajectories overlaid, errors over time).
+
+Planar topics (fields ``x``, ``y``, ``yaw``: PoseEstimate, Odometry,
+GroundTruth) and spatial ones (``position``, ``orientation``, optional
+``tracking_valid``: MocapPose) are both understood. The math lives in
+:mod:`teledora.operators.odometry_evaluation`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+
+from teledora.operators.odometry_evaluation import (
+    EvaluationConfig,
+    EvaluationError,
+    EvaluationResult,
+    evaluate_odometry,
+)
+from teledora.operators.trajectory_alignment import ALIGNMENTS
+from teledora.operators.trajectory_association import ASSOCIATION_METHODS, Trajectory
+from teledora.recording import RecordingError, RunReader
+
+PROGRESS_EVERY_ROWS = 20_000
+
+
+class EvalInputError(Exception):
+    """The recording cannot provide the requested trajectory."""
+
+
+@dataclass
+class TopicTrajectory:
+    """A trajectory read from one topic, with what was left out and why."""
+
+    topic: str
+    trajectory: Trajectory
+    rows: int
+    invalid: int
+    non_finite: int
+    duplicates: int
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "rows": self.rows,
+            "used": len(self.trajectory),
+            "tracking_invalid": self.invalid,
+            "non_finite": self.non_finite,
+            "duplicate_stamps": self.duplicates,
+        }
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("eval", help="evaluate a recorded run (odometry vs motion capture)")
+    sub = p.add_subparsers(dest="eval_command", metavar="WHAT")
+    p.set_defaults(func=lambda _args: (p.print_help(), 2)[1])
+    o = sub.add_parser("odometry", help="pose estimate vs ground truth: APE, yaw, RPE/m, drift")
+    o.add_argument("run", type=Path, help="run directory (runs/<stamp>/)")
+    o.add_argument("--estimate", default="ekf/pose", help="estimate topic node/output (default ekf/pose)")
+    o.add_argument("--truth", default="mocap/pose", help="truth topic node/output (default mocap/pose)")
+    o.add_argument("--association", choices=ASSOCIATION_METHODS, default="interpolate",
+                   help="pair by interpolating truth (default) or by the nearest truth sample")
+    o.add_argument("--max-diff", type=float, default=0.02, metavar="S",
+                   help="association tolerance in seconds (default 0.02)")
+    lag = o.add_mutually_exclusive_group()
+    lag.add_argument("--lag", type=float, default=0.0, metavar="S",
+                     help="known estimate lag in seconds: an estimate stamped t is compared with truth at t - lag")
+    lag.add_argument("--estimate-lag", action="store_true", help="search the lag that minimises the aligned APE")
+    o.add_argument("--max-lag", type=float, default=0.5, metavar="S", help="lag search range ± seconds (default 0.5)")
+    o.add_argument("--align", choices=ALIGNMENTS, default="se2",
+                   help="alignment of the estimate onto truth (default se2; sim3 hides scale errors)")
+    o.add_argument("--dims", type=int, choices=(2, 3), default=2, help="planar (2, default) or spatial (3) errors")
+    o.add_argument("--rpe-delta", type=float, default=1.0, metavar="M", help="RPE window in metres (default 1.0)")
+    o.add_argument("--out", type=Path, default=None, help="output directory (default RUN/eval)")
+    o.add_argument("--no-plot", action="store_true", help="skip the PNG")
+    o.add_argument("--quiet", action="store_true", help="no progress messages")
+    o.set_defaults(func=_run_odometry)
+
+
+def _topic(reader: RunReader, source: str) -> str:
+    node, sep, output = source.partition("/")
+    if not sep or not node or not output:
+        raise EvalInputError(f"topic {source!r} must be written node/output, e.g. ekf/pose")
+    for topic, (n, o) in reader.sources().items():
+        if (n, o) == (node, output):
+            return topic
+    raise EvalInputError(f"{reader.run_dir} has no recording of {source}; recorded: "
+                         f"{sorted(f'{n}/{o}' for n, o in reader.sources().values())}")
+
+
+def _column(struct: pa.StructArray, name: str) -> pa.Array | None:
+    idx = struct.type.get_field_index(name)
+    return struct.field(idx) if idx >= 0 else None
+
+
+def _fixed_list(arr: pa.Array, width: int, name: str) -> np.ndarray:
+    lengths = arr.value_lengths().to_numpy(zero_copy_only=False)
+    if np.any(lengths != width):
+        raise EvalInputError(f"field {name!r} must hold {width} numbers per message")
+    return arr.flatten().to_numpy(zero_copy_only=False).astype(float).reshape(-1, width)
+
+
+def read_trajectory(reader: RunReader, source: str, say: Callable[[str], None]) -> TopicTrajectory:
+    """The trajectory recorded on ``source`` (node/output), stamped by ``stamp_ns``.
+
+    Tracking-invalid, non-finite and repeated-stamp rows are left out and counted.
+    """
+    topic = _topic(reader, source)
+    table = reader.read_topic(topic).table
+    rows = table.num_rows
+    if rows == 0:
+        raise EvalInputError(f"{source}: topic {topic!r} has no messages")
+    stamps_all: list[np.ndarray] = []
+    pos_all: list[np.ndarray] = []
+    quat_all: list[np.ndarray] = []
+    valid_all: list[np.ndarray] = []
+    done = 0
+    next_report = PROGRESS_EVERY_ROWS
+    for batch in table.to_batches():
+        values = batch.column("value")
+        if not pa.types.is_struct(values.type.value_type):
+            raise EvalInputError(f"{source}: messages are {values.type.value_type}, not pose structs")
+        msgs = values.flatten()
+        if len(msgs) != batch.num_rows:
+            raise EvalInputError(f"{source}: expected one pose per message")
+        stamp_col = batch.column("stamp_ns")
+        if stamp_col.null_count:
+            raise EvalInputError(f"{source}: {stamp_col.null_count} messages carry no stamp_ns")
+        stamps_all.append(stamp_col.to_numpy(zero_copy_only=False).astype(np.int64))
+        x, y, yaw = _column(msgs, "x"), _column(msgs, "y"), _column(msgs, "yaw")
+        position, orientation = _column(msgs, "position"), _column(msgs, "orientation")
+        if x is not None and y is not None and yaw is not None:
+            n = len(msgs)
+            yaw_np = yaw.to_numpy(zero_copy_only=False).astype(float)
+            pos_all.append(np.column_stack([x.to_numpy(zero_copy_only=False), y.to_numpy(zero_copy_only=False), np.zeros(n)]))
+            quat_all.append(np.column_stack([np.zeros(n), np.zeros(n), np.sin(yaw_np / 2), np.cos(yaw_np / 2)]))
+        elif position is not None and orientation is not None:
+            pos_all.append(_fixed_list(position, 3, "position"))
+            quat_all.append(_fixed_list(orientation, 4, "orientation"))
+        else:
+            raise EvalInputError(f"{source}: messages have neither x/y/yaw nor position/orientation fields")
+        valid = _column(msgs, "tracking_valid")
+        valid_all.append(np.ones(len(msgs), bool) if valid is None else valid.to_numpy(zero_copy_only=False).astype(bool))
+        done += batch.num_rows
+        if done >= next_report:
+            say(f"read {done}/{rows} messages of {topic} ({100 * done / rows:.0f}%)")
+            next_report += PROGRESS_EVERY_ROWS
+    stamps = np.concatenate(stamps_all)
+    pos, quat, valid = np.concatenate(pos_all), np.concatenate(quat_all), np.concatenate(valid_all)
+    finite = np.all(np.isfinite(pos), axis=1) & np.all(np.isfinite(quat), axis=1)
+    finite &= np.linalg.norm(quat, axis=1) > 1e-9
+    keep = valid & finite
+    order = np.argsort(stamps[keep], kind="stable")
+    s, p, q = stamps[keep][order], pos[keep][order], quat[keep][order]
+    unique = np.concatenate([[True], np.diff(s) > 0]) if len(s) else np.zeros(0, bool)
+    if len(s) == 0:
+        raise EvalInputError(f"{source}: no valid, finite pose among {rows} messages")
+    traj = Trajectory(s[unique], p[unique], q[unique])
+    return TopicTrajectory(topic, traj, rows, int(np.count_nonzero(~valid)),
+                           int(np.count_nonzero(valid & ~finite)), int(np.count_nonzero(~unique)))
+
+
+def plot(result: EvaluationResult, truth: Trajectory, path: Path, title: str) -> None:
+    """Trajectories overlaid (top) and position / yaw error over time (bottom)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    est = result.aligned_estimate
+    t0 = est.stamps_ns[0]
+    t = (est.stamps_ns - t0) / 1e9
+    fig, (ax_xy, ax_err) = plt.subplots(2, 1, figsize=(8, 10), gridspec_kw={"height_ratios": [3, 2]})
+    ax_xy.plot(truth.positions[:, 0], truth.positions[:, 1], "-", color="0.3", lw=1.5, label="truth")
+    ax_xy.plot(est.positions[:, 0], est.positions[:, 1], "-", color="tab:orange", lw=1.0,
+               label=f"estimate ({result.transform.method} aligned)")
+    ax_xy.plot(truth.positions[0, 0], truth.positions[0, 1], "o", color="0.3", label="truth start")
+    ax_xy.set_aspect("equal", adjustable="datalim")
+    ax_xy.set_xlabel("x (m)")
+    ax_xy.set_ylabel("y (m)")
+    ax_xy.legend(loc="best")
+    ax_xy.set_title(title)
+    ax_err.plot(t, result.position_errors * 100.0, color="tab:red", lw=1.0, label="position error")
+    ax_err.set_xlabel("time (s)")
+    ax_err.set_ylabel("position error (cm)", color="tab:red")
+    ax_yaw = ax_err.twinx()
+    ax_yaw.plot(t, np.degrees(result.yaw_errors), color="tab:blue", lw=0.8, label="yaw error")
+    ax_yaw.set_ylabel("yaw error (deg)", color="tab:blue")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _fmt(v: float, scale: float = 1.0, unit: str = "") -> str:
+    return "n/a" if v is None else f"{v * scale:.4g}{unit}"
+
+
+def print_summary(summary: dict[str, Any], out: Any = None) -> None:
+    out = out or sys.stdout
+    a, ape, yaw, rpe, d = (summary[k] for k in ("association", "ape_m", "yaw_error_rad", "rpe", "drift"))
+    print(f"estimate {summary['estimate']['topic']} vs truth {summary['truth']['topic']}", file=out)
+    print(f"  associated {a['associated_samples']}/{a['estimate_samples']} ({a['fraction_associated']:.1%}), "
+          f"{a['method']} within {a['max_diff_s'] * 1e3:g} ms, lag {a['lag_s'] * 1e3:.2f} ms"
+          f"{' (estimated)' if a['lag_estimated'] else ''}", file=out)
+    print(f"  alignment {summary['alignment']['method']}, {summary['dims']}D errors", file=out)
+    print(f"  APE      rmse {_fmt(ape['rmse'], 1, ' m')}  mean {_fmt(ape['mean'], 1, ' m')}  "
+          f"max {_fmt(ape['max'], 1, ' m')}", file=out)
+    print(f"  yaw      rmse {_fmt(yaw['rmse'], 180 / math.pi, ' deg')}  max {_fmt(yaw['max'], 180 / math.pi, ' deg')}",
+          file=out)
+    print(f"  RPE/m    mean {_fmt(rpe['translation_m_per_m']['mean'], 100, ' %')} over {rpe['delta_m']:g} m, "
+          f"yaw {_fmt(rpe['yaw_rad_per_m']['mean'], 180 / math.pi, ' deg/m')}", file=out)
+    print(f"  drift    {_fmt(d['percent_of_distance'], 1, ' %')} of {_fmt(d['path_length_m'], 1, ' m')} "
+          f"(final error {_fmt(d['final_error_m'], 1, ' m')})", file=out)
+
+
+def _json_safe(value: Any) -> Any:
+    """NaN and infinities become null: the summary stays strict JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def _run_odometry(args: argparse.Namespace) -> int:
+    say = (lambda _m: None) if args.quiet else (lambda m: print(f"[eval] {m}", file=sys.stderr, flush=True))
+    try:
+        reader = RunReader(args.run)
+        say(f"reading {args.estimate} and {args.truth} from {args.run}")
+        est = read_trajectory(reader, args.estimate, say)
+        truth = read_trajectory(reader, args.truth, say)
+        config = EvaluationConfig(
+            association=args.association, max_diff_s=args.max_diff, lag_s=args.lag, estimate_lag=args.estimate_lag,
+            max_lag_s=args.max_lag, alignment=args.align, dims=args.dims, rpe_delta_m=args.rpe_delta,
+        )
+        say(f"evaluating {len(est.trajectory)} estimate samples against {len(truth.trajectory)} truth samples")
+        result = evaluate_odometry(est.trajectory, truth.trajectory, config, progress=say)
+    except (EvalInputError, EvaluationError, RecordingError) as exc:
+        print(f"teledora eval odometry: {exc}", file=sys.stderr)
+        return 2
+    summary = _json_safe({"run": str(args.run), "estimate": est.report(), "truth": truth.report(), **result.summary()})
+    out = args.out or (args.run / "eval")
+    out.mkdir(parents=True, exist_ok=True)
+    json_path = out / "odometry.json"
+    json_path.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+    print_summary(summary)
+    print(f"  wrote {json_path}")
+    if not args.no_plot:
+        say("plotting")
+        png = out / "odometry.png"
+        title = f"{args.estimate} vs {args.truth}: APE rmse {_fmt(summary['ape_m']['rmse'], 1, ' m')} ({args.align})"
+        plot(result, truth.trajectory, png, title)
+        print(f"  wrote {png}")
+    return 0
