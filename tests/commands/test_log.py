@@ -1,0 +1,126 @@
+"""`teledora log info` and `teledora log export --format mcap`."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from mcap.reader import make_reader
+
+from teledora.cli import build_parser
+from teledora.commands import log
+from teledora.operators.messages import encode, image_metadata
+from teledora.recording import RunReader, RunWriter
+
+T0 = 1_800_000_000_000_000_000
+MS = 1_000_000
+
+
+def lift(i: int) -> pa.StructArray:
+    return encode("LiftState", {"stamp_ns": T0 + i * 20 * MS, "height_m": 0.01 * i, "velocity_m_s": 0.0, "homed": True})
+
+
+def scan() -> pa.StructArray:
+    n = 4
+    return encode(
+        "LaserScan",
+        {
+            "stamp_ns": T0, "frame_id": "lidar_front", "angle_min": 0.0, "angle_max": 1.5, "angle_increment": 0.5,
+            "time_increment": 0.0, "scan_time": 0.1, "range_min": 0.15, "range_max": 12.0,
+            "ranges": [1.0, float("inf"), 2.0, 3.0], "intensities": [0.0] * n,
+        },
+    )
+
+
+IMG = np.arange(4 * 3 * 3, dtype=np.uint8)
+
+
+def write_run(path, close: bool = True) -> RunReader:
+    w = RunWriter(path, {"dataflow_path": "sim.yml", "git": {"commit": "abc123", "dirty": False}}, start_ns=T0)
+    for i in range(30):  # 50 Hz, then a 1 s silence before the last one
+        t = T0 + i * 20 * MS + (1000 * MS if i == 29 else 0)
+        w.append("lift__state", lift(i), {"seq": i + (3 if i >= 10 else 0)}, recv_ns=t)
+    meta = image_metadata(width=4, height=3, encoding="rgb8", camera="chest", stamp_ns=T0 + 5, fx=1, fy=1, cx=2, cy=1.5)
+    w.append("renderer__chest", pa.array(IMG), meta, recv_ns=T0 + 7)
+    w.append("lidar_front__scan", scan(), {}, recv_ns=T0 + 9)
+    w.append("raw__blob", pa.array([1.5, float("nan")]), {}, recv_ns=T0 + 11)
+    if close:
+        w.close(T0 + 2000 * MS)
+    else:
+        w.flush(T0 + 1)
+    return RunReader(path)
+
+
+def test_summary_counts_rates_and_gaps(tmp_path):
+    s = log.summarize(write_run(tmp_path / "r"))
+    assert s["complete"] and s["messages"] == 33 and s["seq_missing"] == 0
+    assert s["duration_s"] == pytest.approx(2.0)
+    lift_stats = s["topics"]["lift__state"]
+    assert lift_stats["count"] == 30 and lift_stats["stamped"] == 30
+    assert lift_stats["rate_hz"] == pytest.approx(29 / 1.58)
+    assert lift_stats["gaps"] == {"stall": 1, "counter": 1, "backwards": 0}
+    assert [g["kind"] for g in s["gaps"]] == ["counter", "stall"]
+    assert s["topics"]["renderer__chest"]["count"] == 1 and s["topics"]["renderer__chest"]["rate_hz"] is None
+
+
+def test_info_text_flags_incomplete_runs(tmp_path, capsys):
+    write_run(tmp_path / "r", close=False)
+    args = build_parser().parse_args(["log", "info", str(tmp_path / "r")])
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert "INCOMPLETE" in out and "lift__state" in out and "git        abc123" in out
+    assert "lift__state: stall" in out
+
+
+def test_info_json(tmp_path, capsys):
+    write_run(tmp_path / "r")
+    args = build_parser().parse_args(["log", "info", str(tmp_path / "r"), "--json"])
+    assert args.func(args) == 0
+    assert json.loads(capsys.readouterr().out)["topics"]["lidar_front__scan"]["count"] == 1
+
+
+def test_info_on_a_non_run_fails_cleanly(tmp_path, capsys):
+    args = build_parser().parse_args(["log", "info", str(tmp_path)])
+    assert args.func(args) == 2
+    assert "teledora log:" in capsys.readouterr().err
+
+
+def read_mcap(path):
+    with open(path, "rb") as f:
+        reader = make_reader(f)
+        return [(s.name, json.loads(s.data), c.topic, m.log_time, m.publish_time, json.loads(m.data)) for s, c, m in reader.iter_messages()]
+
+
+def test_export_mcap_channels_schemas_and_payloads(tmp_path, capsys):
+    write_run(tmp_path / "r")
+    out = tmp_path / "r.mcap"
+    args = build_parser().parse_args(["log", "export", str(tmp_path / "r"), "--format", "mcap", "-o", str(out)])
+    assert args.func(args) == 0
+    assert "33 messages on 4 channels" in capsys.readouterr().out
+    rows = read_mcap(out)
+    assert len(rows) == 33
+    by_topic = {}
+    for name, schema, topic, log_time, publish_time, body in rows:
+        by_topic.setdefault(topic, []).append((name, schema, log_time, body))
+    assert sorted(by_topic) == ["/lidar_front/scan", "/lift/state", "/raw/blob", "/renderer/chest"]
+    name, schema, log_time, body = by_topic["/lift/state"][3]
+    assert name == "teledora.msgs.LiftState" and schema["properties"]["height_m"]["type"] == ["number", "null"]
+    assert body["height_m"] == pytest.approx(0.03) and log_time == T0 + 60 * MS
+    name, schema, _, body = by_topic["/renderer/chest"][0]
+    assert name == "foxglove.RawImage" and body["encoding"] == "rgb8" and body["step"] == 12
+    assert body["frame_id"] == "chest" and body["timestamp"] == {"sec": (T0 + 5) // 10**9, "nsec": (T0 + 5) % 10**9}
+    assert base64.b64decode(body["data"]) == IMG.tobytes()
+    assert by_topic["/lidar_front/scan"][0][3]["ranges"] == [1.0, None, 2.0, 3.0]
+    assert by_topic["/raw/blob"][0][3] == {"data": [1.5, None]}
+
+
+def test_export_subset_and_unknown_topic(tmp_path, capsys):
+    write_run(tmp_path / "r")
+    out = tmp_path / "s.mcap"
+    assert log.export_mcap(RunReader(tmp_path / "r"), out, ["renderer__chest"]) == {"renderer__chest": 1}
+    args = build_parser().parse_args(["log", "export", str(tmp_path / "r"), "--topics", "nope"])
+    assert args.func(args) == 2
+    assert "no such topics" in capsys.readouterr().err
