@@ -23,6 +23,8 @@ independently of teledora's flow model, so the two check each other.
 from __future__ import annotations
 
 import math
+import os
+import select
 import socket
 import threading
 import time
@@ -41,12 +43,17 @@ class _Sender:
         self.fake = fake
 
     def write(self, buf: bytes) -> None:
-        if self.fake.peer is not None and not self.fake.silent:
+        if self.fake.silent:
+            return
+        if self.fake.master_fd is not None:
+            os.write(self.fake.master_fd, bytes(buf))
+        elif self.fake.peer is not None:
             self.fake.sock.sendto(bytes(buf), self.fake.peer)
 
 
 class FakeArduPilot:
-    """Fake autopilot bound to 127.0.0.1 on a free UDP port (``.port``).
+    """Fake autopilot bound to 127.0.0.1 on a free UDP port (``.port``), or behind a
+    pseudo-terminal (``serial=True``: open ``.device`` like a USB serial port).
 
     Args:
         flow_pos_frd: FLOW_POS_X/Y/Z (m, FRD body axes).
@@ -59,7 +66,7 @@ class FakeArduPilot:
 
     def __init__(self, flow_pos_frd: tuple[float, float, float] = (0.08, -0.05, -0.05), has_gps_origin: bool = False,
                  heartbeat_period_s: float = 0.1, boot_clock_ns: Callable[[], int] | None = None,
-                 timesync_period_s: float = 0.2, report_delay_ms: int = 0) -> None:
+                 timesync_period_s: float = 0.2, report_delay_ms: int = 0, serial: bool = False) -> None:
         self.report_delay_ms = report_delay_ms
         self.flow_pos_frd = flow_pos_frd
         self.heartbeat_period_s = heartbeat_period_s
@@ -72,6 +79,12 @@ class FakeArduPilot:
         self.sock.settimeout(0.005)
         self.port = self.sock.getsockname()[1]
         self.peer: tuple[str, int] | None = None
+        self.master_fd: int | None = None
+        self.device = ""
+        if serial:
+            self.master_fd, slave_fd = os.openpty()
+            self.device = os.ttyname(slave_fd)
+            self._slave_fd = slave_fd  # kept open so the master never sees a hang-up
         self.silent = False
         self.mav = mavlink.MAVLink(_Sender(self), srcSystem=1, srcComponent=1)
         self.mav.robust_parsing = True
@@ -106,6 +119,9 @@ class FakeArduPilot:
         self._stop.set()
         self._thread.join(timeout=2.0)
         self.sock.close()
+        if self.master_fd is not None:
+            os.close(self.master_fd)
+            os.close(self._slave_fd)
 
     def __enter__(self) -> "FakeArduPilot":
         return self.start()
@@ -123,12 +139,19 @@ class FakeArduPilot:
             self._last_flow_us = None
 
     # -- loop ------------------------------------------------------------------------------
+    def _receive(self) -> tuple[bytes, tuple[str, int] | None]:
+        if self.master_fd is not None:
+            ready, _, _ = select.select([self.master_fd], [], [], 0.005)
+            return (os.read(self.master_fd, 4096), ("pty", 0)) if ready else (b"", None)
+        try:
+            return self.sock.recvfrom(4096)
+        except (socket.timeout, BlockingIOError):
+            return b"", None
+
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                data, addr = self.sock.recvfrom(4096)
-            except (socket.timeout, BlockingIOError):
-                data, addr = b"", None
+                data, addr = self._receive()
             except OSError:
                 return
             with self.lock:

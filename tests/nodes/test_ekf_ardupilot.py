@@ -271,3 +271,19 @@ def test_node_main_publishes_poses_and_diagnostics(fake, tmp_path):
     diag = decode("Diagnostics", node.outputs["diagnostics"][-1])
     assert diag["rejected"] == 1 and "OpticalFlow" in diag["last_error"]
     assert '"link_state": "streaming"' in diag["details_json"]
+
+
+def test_serial_link_over_a_pty():
+    """The same bridge over a serial device (pyserial on a pseudo-terminal)."""
+    with FakeArduPilot(heartbeat_period_s=0.05, serial=True) as f:
+        cfg = BridgeConfig(connection=f.device, baud=115200, **FAST)
+        bridge = ArduPilotBridge(cfg, ArduPilotLink(cfg.connection, cfg.baud))
+        poses: list = []
+        try:
+            assert wait_until(bridge, lambda: streaming(bridge)() and len(poses) > 0, poses)
+            for k in range(3):
+                assert bridge.on_flow(flow_msg(k * 20_000_000, 0.0, 1.0))
+            assert wait_until(bridge, lambda: f.received["OPTICAL_FLOW"] == 3)
+            assert bridge.link.local_address() is None
+        finally:
+            bridge.close()
