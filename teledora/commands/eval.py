@@ -176,6 +176,15 @@ def read_trajectory(reader: RunReader, source: str, say: Callable[[str], None]) 
                            int(np.count_nonzero(valid & ~finite)), int(np.count_nonzero(~unique)))
 
 
+def _broken_at_gaps(stamps_ns: np.ndarray, *columns: np.ndarray) -> list[np.ndarray]:
+    """Columns with NaN inserted where samples are missing, so plots show dropouts as gaps."""
+    if len(stamps_ns) < 3:
+        return [np.asarray(c, dtype=float) for c in columns]
+    dt = np.diff(stamps_ns)
+    gaps = np.nonzero(dt > 3 * np.median(dt))[0] + 1
+    return [np.insert(np.asarray(c, dtype=float), gaps, np.nan) for c in columns]
+
+
 def plot(result: EvaluationResult, truth: Trajectory, path: Path, title: str) -> None:
     """Trajectories overlaid (top) and position / yaw error over time (bottom)."""
     import matplotlib
@@ -187,8 +196,10 @@ def plot(result: EvaluationResult, truth: Trajectory, path: Path, title: str) ->
     t0 = est.stamps_ns[0]
     t = (est.stamps_ns - t0) / 1e9
     fig, (ax_xy, ax_err) = plt.subplots(2, 1, figsize=(8, 10), gridspec_kw={"height_ratios": [3, 2]})
-    ax_xy.plot(truth.positions[:, 0], truth.positions[:, 1], "-", color="0.3", lw=1.5, label="truth")
-    ax_xy.plot(est.positions[:, 0], est.positions[:, 1], "-", color="tab:orange", lw=1.0,
+    ax_xy.plot(*_broken_at_gaps(truth.stamps_ns, truth.positions[:, 0], truth.positions[:, 1]), "-", color="0.3",
+               lw=1.5, label="truth")
+    ax_xy.plot(*_broken_at_gaps(est.stamps_ns, est.positions[:, 0], est.positions[:, 1]), "-", color="tab:orange",
+               lw=1.0,
                label=f"estimate ({result.transform.method} aligned)")
     ax_xy.plot(truth.positions[0, 0], truth.positions[0, 1], "o", color="0.3", label="truth start")
     ax_xy.set_aspect("equal", adjustable="datalim")
@@ -196,11 +207,13 @@ def plot(result: EvaluationResult, truth: Trajectory, path: Path, title: str) ->
     ax_xy.set_ylabel("y (m)")
     ax_xy.legend(loc="best")
     ax_xy.set_title(title)
-    ax_err.plot(t, result.position_errors * 100.0, color="tab:red", lw=1.0, label="position error")
+    t, err_cm, yaw_deg = _broken_at_gaps(est.stamps_ns, t, result.position_errors * 100.0,
+                                         np.degrees(result.yaw_errors))
+    ax_err.plot(t, err_cm, color="tab:red", lw=1.0, label="position error")
     ax_err.set_xlabel("time (s)")
     ax_err.set_ylabel("position error (cm)", color="tab:red")
     ax_yaw = ax_err.twinx()
-    ax_yaw.plot(t, np.degrees(result.yaw_errors), color="tab:blue", lw=0.8, label="yaw error")
+    ax_yaw.plot(t, yaw_deg, color="tab:blue", lw=0.8, label="yaw error")
     ax_yaw.set_ylabel("yaw error (deg)", color="tab:blue")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
