@@ -51,6 +51,7 @@ from teledora.operators.joint_state_mapping import (
     qpos_addresses,
 )
 from teledora.operators.messages import image_metadata
+from teledora.operators.urdf_import import CAMERA_HOUSING_GROUP
 
 OUTPUTS = CAMERA_NAMES + ("diagnostics",)
 STATE_INPUTS = {"joint_states": "JointState", "lift": "LiftState", "odom": "Odometry", "ground_truth": "GroundTruth"}
@@ -114,6 +115,7 @@ class CameraRig:
         self._renderers: dict[tuple[int, int], Any] = {}
         self._scene_option = mujoco.MjvOption()
         self._scene_option.sitegroup[:] = 0  # markers such as grip sites are not part of a camera image
+        self._scene_option.geomgroup[CAMERA_HOUSING_GROUP] = 0  # nor is the camera's own case
         self._maps = {n: distortion_maps(i) for n, i in self.intrinsics.items() if i.distorted}
         mujoco.mj_forward(self.model, self.data)
 
