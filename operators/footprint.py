@@ -32,6 +32,11 @@ class Footprint:
             raise FootprintError("padding_m must be >= 0")
         self.vertices = v.copy()
         self.padding_m = float(padding_m)
+        nxt = np.roll(v, -1, axis=0)
+        self._ax, self._ay = v[:, 0][None, :], v[:, 1][None, :]
+        self._bx, self._by = nxt[:, 0][None, :], nxt[:, 1][None, :]
+        self._centre = v.mean(axis=0)
+        self._reach = float(np.max(np.hypot(*(v - self._centre).T))) + self.padding_m + 1e-9
 
     @classmethod
     def rectangle(cls, x_min: float, x_max: float, y_min: float, y_max: float, padding_m: float = 0.0) -> "Footprint":
@@ -43,30 +48,22 @@ class Footprint:
         px = np.asarray(x, dtype=np.float64)
         py = np.asarray(y, dtype=np.float64)
         inside = np.zeros(px.shape, dtype=bool)
-        finite = np.isfinite(px) & np.isfinite(py)
-        if not np.any(finite):
+        with np.errstate(invalid="ignore"):
+            # Cheap reject first: almost every return lies far outside the robot.
+            near = np.hypot(px - self._centre[0], py - self._centre[1]) <= self._reach
+        if not np.any(near):
             return inside
-        fx, fy = px[finite], py[finite]
-        v = self.vertices
-        a = v
-        b = np.roll(v, -1, axis=0)
-        hit = np.zeros(fx.shape, dtype=bool)
-        for (ax, ay), (bx, by) in zip(a, b):  # even-odd rule, one edge at a time
-            crosses = (ay > fy) != (by > fy)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                x_cross = ax + (fy - ay) * (bx - ax) / (by - ay)
-            hit ^= crosses & (fx < x_cross)
+        fx, fy = px[near][:, None], py[near][:, None]
+        ax, ay, bx, by = self._ax, self._ay, self._bx, self._by
+        crosses = (ay > fy) != (by > fy)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            x_cross = ax + (fy - ay) * (bx - ax) / (by - ay)
+        hit = (np.count_nonzero(crosses & (fx < x_cross), axis=1) % 2) == 1  # even-odd rule
         if self.padding_m > 0:
-            hit |= self._edge_distance(fx, fy) <= self.padding_m
-        inside[finite] = hit
-        return inside
-
-    def _edge_distance(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        v = self.vertices
-        best = np.full(x.shape, np.inf)
-        for (ax, ay), (bx, by) in zip(v, np.roll(v, -1, axis=0)):
             ex, ey = bx - ax, by - ay
-            length2 = ex * ex + ey * ey
-            t = np.clip(((x - ax) * ex + (y - ay) * ey) / length2, 0.0, 1.0) if length2 > 0 else 0.0
-            best = np.minimum(best, np.hypot(x - (ax + t * ex), y - (ay + t * ey)))
-        return best
+            length2 = np.where(ex * ex + ey * ey > 0, ex * ex + ey * ey, 1.0)
+            t = np.clip(((fx - ax) * ex + (fy - ay) * ey) / length2, 0.0, 1.0)
+            dist = np.hypot(fx - (ax + t * ex), fy - (ay + t * ey)).min(axis=1)
+            hit |= dist <= self.padding_m
+        inside[near] = hit
+        return inside

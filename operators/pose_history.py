@@ -46,6 +46,7 @@ class PoseHistory:
         self.max_extrapolation_ns = int(max_extrapolation_s * 1e9)
         self._poses: deque[PlanarPose] = deque()
         self.out_of_order = 0
+        self._arrays: tuple[np.ndarray, ...] | None = None  # cached columns, rebuilt after add()
 
     def __len__(self) -> int:
         return len(self._poses)
@@ -62,7 +63,16 @@ class PoseHistory:
         self._poses.append(pose)
         while self._poses and pose.stamp_ns - self._poses[0].stamp_ns > self.max_age_ns:
             self._poses.popleft()
+        self._arrays = None
         return True
+
+    def _columns(self) -> tuple[np.ndarray, ...]:
+        if self._arrays is None:
+            n = len(self._poses)
+            cols = np.array([(p.stamp_ns, p.x, p.y, p.yaw) for p in self._poses], dtype=np.float64).reshape(n, 4)
+            stamps = np.fromiter((p.stamp_ns for p in self._poses), dtype=np.int64, count=n)
+            self._arrays = (stamps, cols[:, 1].copy(), cols[:, 2].copy(), np.unwrap(cols[:, 3]))
+        return self._arrays
 
     def covers(self, stamp_ns: int) -> bool:
         """True when ``stamp_ns`` can be answered (within the extrapolation margin)."""
@@ -90,10 +100,7 @@ class PoseHistory:
                 f"[{self._poses[0].stamp_ns}, {self._poses[-1].stamp_ns}] ns "
                 f"(+/- {self.max_extrapolation_ns * 1e-9:.3f} s)"
             )
-        stamps = np.fromiter((p.stamp_ns for p in self._poses), dtype=np.int64, count=len(self._poses))
-        xs = np.fromiter((p.x for p in self._poses), dtype=np.float64, count=len(self._poses))
-        ys = np.fromiter((p.y for p in self._poses), dtype=np.float64, count=len(self._poses))
-        yaws = np.unwrap(np.fromiter((p.yaw for p in self._poses), dtype=np.float64, count=len(self._poses)))
+        stamps, xs, ys, yaws = self._columns()
         rel = (t - stamps[0]).astype(np.float64)
         srel = (stamps - stamps[0]).astype(np.float64)
         x = np.interp(rel, srel, xs)
