@@ -21,15 +21,14 @@ from typing import Any
 
 from teledora.operators.mocap_frames import MocapFrameTransform
 from teledora.operators.natnet_clock import MotiveClockMapper
+from teledora.operators.natnet_frame import FrameOfData, parse_frame_of_data
 from teledora.operators.natnet_protocol import (
-    FrameOfData,
     MessageId,
     NatNetProtocolError,
     NatNetVersionError,
     ServerInfo,
     check_version,
     parse_echo_response,
-    parse_frame_of_data,
     parse_model_def,
     parse_server_info,
     split_packet,

@@ -11,14 +11,8 @@ Messages handled here:
   u16 data port, u8 is_multicast, u8[4] multicast group address.
 * ``MODEL_DEF`` (5): data descriptions; only rigid-body descriptions are read
   (name, id, parent id, pivot offset), the others are skipped with their size.
-* ``FRAME_OF_DATA`` (7): frame number, marker sets, legacy markers, rigid
-  bodies (id, position, quaternion x y z w, mean marker error, params bit 0 =
-  tracking valid), skeletons, assets (4.1+), labeled markers, force plates,
-  devices, then the suffix: SMPTE timecode, timestamp (f64 s), three u64
-  high-resolution stamps (camera mid-exposure, data received, transmit),
-  the precision timestamp (4.1+), i16 params and an optional i32
-  end-of-data tag. From NatNet 4.1 every
-  section count is followed by its size in bytes, which is checked.
+* ``FRAME_OF_DATA`` (7): parsed and built in :mod:`teledora.operators.natnet_frame`,
+  on the helpers defined here (bounds-checked reader, 4.1+ section sizes).
 * ``ECHO_REQUEST`` (12) / ``ECHO_RESPONSE`` (13): u64 client stamp, echoed back
   with the server's u64 high-resolution clock, used to map Motive's clock onto
   the host clock.
@@ -30,10 +24,8 @@ ever read past the end of a buffer.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import IntEnum
-
-import numpy as np
 
 
 class NatNetProtocolError(ValueError):
@@ -76,14 +68,10 @@ HEADER = struct.Struct("<HH")
 MAX_PAYLOAD_BYTES = 65503  # largest UDP payload minus the NatNet header
 _SENDER = struct.Struct(f"<{NAME_LENGTH}s4B4B")
 _SERVER_TAIL = struct.Struct("<QHB4B")
-_RIGID_BODY = struct.Struct("<i3f4ffh")
-_LABELED_MARKER = struct.Struct("<i3ffhf")
-_SUFFIX_30 = struct.Struct("<IIdQQQ")
-_PRECISION = struct.Struct("<II")
-_END_OF_DATA = struct.Struct("<i")  # optional end-of-data tag after the frame params
 _DESCRIPTION_RIGID_BODY = 1
 
 Version = tuple[int, int, int, int]
+"""A NatNet or application version (major, minor, build, revision)."""
 
 
 @dataclass(frozen=True)
@@ -107,46 +95,6 @@ class ServerInfo:
     multicast_group: str
 
 
-@dataclass(frozen=True)
-class RigidBodySample:
-    """One rigid body in one frame, in Motive's frame and units (m)."""
-
-    id: int
-    position: tuple[float, float, float]
-    orientation_xyzw: tuple[float, float, float, float]
-    mean_error_m: float
-    tracking_valid: bool
-
-
-@dataclass(frozen=True)
-class LabeledMarker:
-    """A labeled marker (only carried so the fake can send realistic frames)."""
-
-    id: int
-    position: tuple[float, float, float]
-    size_m: float
-    params: int = 0
-    residual_m: float = 0.0
-
-
-@dataclass(frozen=True)
-class FrameOfData:
-    """The fields of a FRAME_OF_DATA packet that teledora uses."""
-
-    frame_number: int
-    rigid_bodies: tuple[RigidBodySample, ...]
-    timestamp_s: float = 0.0
-    stamp_camera_mid_exposure: int = 0
-    stamp_data_received: int = 0
-    stamp_transmit: int = 0
-    timecode: int = 0
-    timecode_sub: int = 0
-    precision_timestamp_s: int = 0
-    precision_timestamp_frac: int = 0
-    is_recording: bool = False
-    tracked_models_changed: bool = False
-    labeled_markers: tuple[LabeledMarker, ...] = field(default=())
-
 
 @dataclass(frozen=True)
 class RigidBodyDescription:
@@ -158,7 +106,7 @@ class RigidBodyDescription:
     pivot_offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
 
-class _Reader:
+class PayloadReader:
     """Bounds-checked cursor over a payload."""
 
     def __init__(self, data: bytes, where: str) -> None:
@@ -238,7 +186,7 @@ def _pack_sender(name: str, app_version: Version, natnet_version: Version) -> by
     return _SENDER.pack(raw, *app_version, *natnet_version)
 
 
-def _unpack_sender(reader: _Reader) -> tuple[str, Version, Version]:
+def _unpack_sender(reader: PayloadReader) -> tuple[str, Version, Version]:
     fields = reader.unpack(_SENDER, "sender")
     name = fields[0].split(b"\0", 1)[0].decode("utf-8", errors="replace")
     return name, tuple(fields[1:5]), tuple(fields[5:9])  # type: ignore[return-value]
@@ -256,7 +204,7 @@ def parse_connect(payload: bytes) -> tuple[str, Version]:
     """
     if len(payload) < _SENDER.size:
         return payload.split(b"\0", 1)[0].decode("utf-8", errors="replace"), (0, 0, 0, 0)
-    name, _, natnet = _unpack_sender(_Reader(payload, "CONNECT"))
+    name, _, natnet = _unpack_sender(PayloadReader(payload, "CONNECT"))
     return name, natnet
 
 
@@ -271,7 +219,7 @@ def build_server_info(info: ServerInfo) -> bytes:
 
 def parse_server_info(payload: bytes) -> ServerInfo:
     """Decodes a SERVER_INFO payload."""
-    reader = _Reader(payload, "SERVER_INFO")
+    reader = PayloadReader(payload, "SERVER_INFO")
     name, app_version, natnet_version = _unpack_sender(reader)
     freq, port, multicast, *group = reader.unpack(_SERVER_TAIL, "connection info")
     if freq <= 0:
@@ -285,7 +233,7 @@ def build_echo_request(client_stamp: int) -> bytes:
 
 
 def parse_echo_request(payload: bytes) -> int:
-    return _Reader(payload, "ECHO_REQUEST").unpack(struct.Struct("<Q"), "client stamp")[0]
+    return PayloadReader(payload, "ECHO_REQUEST").unpack(struct.Struct("<Q"), "client stamp")[0]
 
 
 def build_echo_response(client_stamp: int, server_stamp: int) -> bytes:
@@ -295,10 +243,11 @@ def build_echo_response(client_stamp: int, server_stamp: int) -> bytes:
 
 def parse_echo_response(payload: bytes) -> tuple[int, int]:
     """(echoed client stamp, server high-resolution stamp)."""
-    return _Reader(payload, "ECHO_RESPONSE").unpack(struct.Struct("<QQ"), "echo stamps")  # type: ignore[return-value]
+    return PayloadReader(payload, "ECHO_RESPONSE").unpack(struct.Struct("<QQ"), "echo stamps")  # type: ignore[return-value]
 
 
-def _section_size(reader: _Reader, version: Version, what: str) -> int | None:
+def read_section_size(reader: PayloadReader, version: Version, what: str) -> int | None:
+    """Reads a 4.1+ section byte size (None for older versions) and checks it fits."""
     if not has_section_sizes(version):
         return None
     size = reader.i32(f"{what} byte size")
@@ -307,171 +256,14 @@ def _section_size(reader: _Reader, version: Version, what: str) -> int | None:
     return size
 
 
-def _check_section(reader: _Reader, start: int, size: int | None, what: str) -> None:
+def check_section_size(reader: PayloadReader, start: int, size: int | None, what: str) -> None:
+    """Raises unless the section that began at ``start`` used exactly its declared size."""
     if size is not None and reader.offset - start != size:
         raise NatNetProtocolError(
             f"{reader.where}: {what} declared {size} bytes but its content took {reader.offset - start}"
         )
 
 
-def _skip_channels(reader: _Reader, what: str) -> None:
-    for _ in range(reader.count(f"{what} channel count", 4)):
-        frames = reader.count(f"{what} channel frame count", 4)
-        reader.take(4 * frames, f"{what} channel values")
-
-
-def _parse_rigid_body(reader: _Reader) -> RigidBodySample:
-    rid, px, py, pz, qx, qy, qz, qw, err, params = reader.unpack(_RIGID_BODY, "rigid body")
-    return RigidBodySample(rid, (px, py, pz), (qx, qy, qz, qw), err, bool(params & 0x01))
-
-
-def parse_frame_of_data(payload: bytes, version: Version) -> FrameOfData:
-    """Decodes a FRAME_OF_DATA payload sent by a server speaking ``version``.
-
-    Raises:
-        NatNetVersionError: unsupported version.
-        NatNetTruncatedError: the payload ends inside a section.
-        NatNetProtocolError: a section's declared size disagrees with its content.
-    """
-    check_version(version)
-    r = _Reader(payload, "FRAME_OF_DATA")
-    frame_number = r.i32("frame number")
-
-    n = r.count("marker set count", 5)
-    size = _section_size(r, version, "marker sets")
-    start = r.offset
-    for _ in range(n):
-        r.cstring("marker set name")
-        r.take(12 * r.count("marker count", 12), "marker positions")
-    _check_section(r, start, size, "marker sets")
-
-    n = r.count("legacy marker count", 12)
-    size = _section_size(r, version, "legacy markers")
-    start = r.offset
-    r.take(12 * n, "legacy markers")
-    _check_section(r, start, size, "legacy markers")
-
-    n = r.count("rigid body count", _RIGID_BODY.size)
-    size = _section_size(r, version, "rigid bodies")
-    start = r.offset
-    bodies = tuple(_parse_rigid_body(r) for _ in range(n))
-    _check_section(r, start, size, "rigid bodies")
-
-    n = r.count("skeleton count", 8)
-    size = _section_size(r, version, "skeletons")
-    start = r.offset
-    for _ in range(n):
-        r.i32("skeleton id")
-        r.take(_RIGID_BODY.size * r.count("skeleton bone count", _RIGID_BODY.size), "skeleton bones")
-    _check_section(r, start, size, "skeletons")
-
-    if has_section_sizes(version):
-        n = r.count("asset count", 12)
-        size = _section_size(r, version, "assets")
-        start = r.offset
-        for _ in range(n):
-            r.i32("asset id")
-            r.take(_RIGID_BODY.size * r.count("asset rigid body count", _RIGID_BODY.size), "asset rigid bodies")
-            r.take(_LABELED_MARKER.size * r.count("asset marker count", _LABELED_MARKER.size), "asset markers")
-        _check_section(r, start, size, "assets")
-
-    n = r.count("labeled marker count", _LABELED_MARKER.size)
-    size = _section_size(r, version, "labeled markers")
-    start = r.offset
-    markers = []
-    for _ in range(n):
-        mid, x, y, z, msize, params, residual = r.unpack(_LABELED_MARKER, "labeled marker")
-        markers.append(LabeledMarker(mid, (x, y, z), msize, params, residual))
-    _check_section(r, start, size, "labeled markers")
-
-    for what in ("force plate", "device"):
-        n = r.count(f"{what} count", 8)
-        size = _section_size(r, version, f"{what}s")
-        start = r.offset
-        for _ in range(n):
-            r.i32(f"{what} id")
-            _skip_channels(r, what)
-        _check_section(r, start, size, f"{what}s")
-
-    timecode, timecode_sub, timestamp, mid_exposure, received, transmit = r.unpack(_SUFFIX_30, "frame suffix")
-    precision_s = precision_frac = 0
-    if has_section_sizes(version):
-        precision_s, precision_frac = r.unpack(_PRECISION, "precision timestamp")
-    params = struct.unpack("<h", r.take(2, "frame params"))[0]
-    if r.remaining() > _END_OF_DATA.size:
-        raise NatNetProtocolError(
-            f"FRAME_OF_DATA: {r.remaining()} unread bytes after the frame suffix (layout/version mismatch?)"
-        )
-    if not np.isfinite(timestamp):
-        raise NatNetProtocolError("FRAME_OF_DATA: timestamp is not finite")
-    return FrameOfData(
-        frame_number=frame_number,
-        rigid_bodies=bodies,
-        timestamp_s=timestamp,
-        stamp_camera_mid_exposure=mid_exposure,
-        stamp_data_received=received,
-        stamp_transmit=transmit,
-        timecode=timecode,
-        timecode_sub=timecode_sub,
-        precision_timestamp_s=precision_s,
-        precision_timestamp_frac=precision_frac,
-        is_recording=bool(params & 0x01),
-        tracked_models_changed=bool(params & 0x02),
-        labeled_markers=tuple(markers),
-    )
-
-
-def _section(count: int, body: bytes, version: Version) -> bytes:
-    head = struct.pack("<i", count)
-    if has_section_sizes(version):
-        head += struct.pack("<i", len(body))
-    return head + body
-
-
-def build_frame_of_data(frame: FrameOfData, version: Version, marker_sets: dict[str, list] | None = None) -> bytes:
-    """Encodes ``frame`` as a complete FRAME_OF_DATA packet in ``version``'s layout.
-
-    Args:
-        frame: The frame content.
-        version: NatNet version of the layout to write.
-        marker_sets: Optional named marker sets ({name: [(x, y, z), ...]}).
-    """
-    check_version(version)
-    sets = marker_sets or {}
-    set_body = b"".join(
-        name.encode("utf-8") + b"\0" + struct.pack("<i", len(pts)) + b"".join(struct.pack("<3f", *p) for p in pts)
-        for name, pts in sets.items()
-    )
-    bodies = b"".join(
-        _RIGID_BODY.pack(b.id, *b.position, *b.orientation_xyzw, b.mean_error_m, 0x01 if b.tracking_valid else 0)
-        for b in frame.rigid_bodies
-    )
-    markers = b"".join(
-        _LABELED_MARKER.pack(m.id, *m.position, m.size_m, m.params, m.residual_m) for m in frame.labeled_markers
-    )
-    payload = struct.pack("<i", frame.frame_number)
-    payload += _section(len(sets), set_body, version)
-    payload += _section(0, b"", version)  # legacy markers
-    payload += _section(len(frame.rigid_bodies), bodies, version)
-    payload += _section(0, b"", version)  # skeletons
-    if has_section_sizes(version):
-        payload += _section(0, b"", version)  # assets
-    payload += _section(len(frame.labeled_markers), markers, version)
-    payload += _section(0, b"", version)  # force plates
-    payload += _section(0, b"", version)  # devices
-    payload += _SUFFIX_30.pack(
-        frame.timecode,
-        frame.timecode_sub,
-        frame.timestamp_s,
-        frame.stamp_camera_mid_exposure,
-        frame.stamp_data_received,
-        frame.stamp_transmit,
-    )
-    if has_section_sizes(version):
-        payload += _PRECISION.pack(frame.precision_timestamp_s, frame.precision_timestamp_frac)
-    params = (0x01 if frame.is_recording else 0) | (0x02 if frame.tracked_models_changed else 0)
-    payload += struct.pack("<h", params) + _END_OF_DATA.pack(0)
-    return build_packet(MessageId.FRAME_OF_DATA, payload)
 
 
 def build_model_def(bodies: list[RigidBodyDescription], version: Version) -> bytes:
@@ -495,11 +287,11 @@ def parse_model_def(payload: bytes, version: Version) -> list[RigidBodyDescripti
     the scan (the bodies read so far are returned).
     """
     check_version(version)
-    r = _Reader(payload, "MODEL_DEF")
+    r = PayloadReader(payload, "MODEL_DEF")
     out: list[RigidBodyDescription] = []
     for _ in range(r.count("description count", 4)):
         kind = r.i32("description type")
-        size = _section_size(r, version, "description")
+        size = read_section_size(r, version, "description")
         start = r.offset
         if kind != _DESCRIPTION_RIGID_BODY:
             if size is None:

@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
+from teledora.operators import natnet_frame as nf
 from teledora.operators import natnet_protocol as nn
 
 
@@ -141,7 +142,7 @@ class FakeMotive:
 
     def send_frame(
         self,
-        bodies: Sequence[nn.RigidBodySample],
+        bodies: Sequence[nf.RigidBodySample],
         frame_number: int | None = None,
         tracked_models_changed: bool = False,
     ) -> SentFrame:
@@ -149,7 +150,7 @@ class FakeMotive:
         self._frame_number = self._frame_number + 1 if frame_number is None else frame_number
         now = self.clock()
         exposure = now - self.latency_ns
-        frame = nn.FrameOfData(
+        frame = nf.FrameOfData(
             frame_number=self._frame_number,
             rigid_bodies=tuple(bodies),
             timestamp_s=(exposure - self.clock_origin_ns) / 1e9,
@@ -158,7 +159,7 @@ class FakeMotive:
             stamp_transmit=self.ticks(now),
             tracked_models_changed=tracked_models_changed,
         )
-        self.send_raw(nn.build_frame_of_data(frame, self.frame_version))
+        self.send_raw(nf.build_frame_of_data(frame, self.frame_version))
         valid = all(b.tracking_valid for b in bodies)
         sent = SentFrame(self._frame_number, exposure, valid)
         self.sent.append(sent)
@@ -186,7 +187,7 @@ class FakeMotive:
                 self._frame_number += 1
                 continue
             ok = i not in invalid
-            body = nn.RigidBodySample(
+            body = nf.RigidBodySample(
                 body_id, tuple(position) if ok else (0.0, 0.0, 0.0), tuple(quat) if ok else (0.0, 0.0, 0.0, 1.0),
                 0.00025 if ok else 0.0, ok,
             )

@@ -15,6 +15,7 @@ import yaml
 from dora.testing import MockNode
 
 from teledora.nodes import mocap_natnet
+from teledora.operators import natnet_frame as nf
 from teledora.operators import natnet_protocol as nn
 from teledora.operators.messages import decode
 from teledora.operators.mocap_frames import MocapFrameTransform
@@ -124,7 +125,7 @@ def test_truncated_and_corrupted_packets_are_counted_not_fatal(tmp_path):
 
     def script(f: FakeMotive):
         sent = f.stream(poses[:2], body_id=3)
-        good = nn.build_frame_of_data(nn.FrameOfData(100, ()), (4, 1, 0, 0))
+        good = nf.build_frame_of_data(nf.FrameOfData(100, ()), (4, 1, 0, 0))
         f.send_raw(good[: len(good) - 9])  # truncated
         bad = bytearray(good)
         bad[4 + 20] = 0xFF  # corrupted rigid-body count

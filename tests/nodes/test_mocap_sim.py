@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from teledora.nodes import mocap_sim
-from teledora.operators.messages import decode, encode
+from teledora.operators.messages import encode
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fakes.stepped_node import FakeClock, SteppedNode  # noqa: E402

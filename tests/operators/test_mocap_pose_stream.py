@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from teledora.operators import natnet_frame as nf
 from teledora.operators import natnet_protocol as nn
 from teledora.operators.messages import encode
 from teledora.operators.mocap_frames import MocapFrameTransform
@@ -23,10 +24,10 @@ def server_info(version=V41) -> bytes:
 
 def frame(number: int, valid: bool = True, body_id: int = 3, exposure_ns: int = 0, version=V41) -> bytes:
     ticks = exposure_ns * FREQ // 1_000_000_000
-    body = nn.RigidBodySample(body_id, (1.0, 0.2, -2.0), (0.0, 0.0, 0.0, 1.0) if valid else (0.0, 0.0, 0.0, 0.0),
+    body = nf.RigidBodySample(body_id, (1.0, 0.2, -2.0), (0.0, 0.0, 0.0, 1.0) if valid else (0.0, 0.0, 0.0, 0.0),
                               0.0003, valid)
-    return nn.build_frame_of_data(
-        nn.FrameOfData(number, (body,), stamp_camera_mid_exposure=ticks, stamp_transmit=ticks + 40_000), version
+    return nf.build_frame_of_data(
+        nf.FrameOfData(number, (body,), stamp_camera_mid_exposure=ticks, stamp_transmit=ticks + 40_000), version
     )
 
 

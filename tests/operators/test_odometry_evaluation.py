@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from teledora.operators.odometry_evaluation import EvaluationConfig, EvaluationError, evaluate_odometry
 from teledora.operators.trajectory_association import Trajectory
-from trajectory_cases import SPEED_M_S, arc, line, lissajous, rotated, stamps
+from trajectory_cases import arc, line, lissajous, rotated, stamps
 
 
 def test_offset_none_vs_se2():
