@@ -81,3 +81,23 @@ def test_dropouts_reported_with_zero_quality(tmp_path):
     assert decode("OpticalFlow", node.outputs["flow"][0])["quality"] == 0
     details = json.loads(decode("Diagnostics", node.outputs["diagnostics"][-1])["details_json"])
     assert details["dropouts"] == 1 and details["seed"] == 3
+
+
+def test_image_mode_measures_flow_from_rendered_floor(tmp_path):
+    path, cfg = quiet_config(tmp_path)
+    inputs = []
+    x = 0.0
+    for k in range(1, 8):
+        x += 0.1 * 0.02
+        inputs.append(("ground_truth", ground_truth(k * 20_000_000, vx=0.1, x=x)))
+        inputs.append(("tick", pa.array([k])))
+    node = MockNode(inputs)
+    flow_sim.main(["--config", str(path), "--image"], node=node, clock=lambda: 1)
+    flows = [decode("OpticalFlow", v) for v in node.outputs["flow"]]
+    assert len(flows) == 6  # the first frame has nothing to compare with
+    model = FlowModel(FlowModelConfig.from_dict(cfg["flow_sensor"]))
+    expected = model.sensor_flow(model.body_flow(0.1, 0.0, 0.0, cfg["flow_sensor"]["offset_m"][2]))
+    got = np.mean([[f["flow_rate_x"], f["flow_rate_y"]] for f in flows], axis=0)
+    np.testing.assert_allclose(got, expected, atol=0.1)
+    assert all(f["quality"] > 100 for f in flows)
+    assert json.loads(decode("Diagnostics", node.outputs["diagnostics"][-1])["details_json"])["mode"] == "image"

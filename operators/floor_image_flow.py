@@ -1,0 +1,143 @@
+"""Optical flow from images: a textured floor seen by a downward camera, and the flow it gives.
+
+This exercises the image path of a real flow sensor (PMW3901-class: a small
+camera looking straight down) instead of computing flow from the twist:
+
+* :class:`FloorCamera` renders what the sensor sees at a pose over a tiled,
+  seeded random floor texture (pinhole camera, ``image_size_px`` square,
+  ``fov_rad`` across);
+* :func:`image_flow` measures the shift between two frames with phase
+  correlation and turns it into flow rates in ArduPilot's convention.
+
+Image axes: columns (u) run along the sensor's right (FRD +y), rows (v) towards
+its back (FRD −x), so driving forward moves the floor down the image. With ``f``
+the focal length in pixels, a floor shift of ``(du, dv)`` pixels in ``dt`` is
+``flow_x = du / (f dt)`` and ``flow_y = dv / (f dt)`` — ArduPilot's
+``−v_y/h`` and ``v_x/h`` (FRD).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+
+class FloorImageError(ValueError):
+    """Bad camera/texture settings or frames that cannot be compared."""
+
+
+@dataclass(frozen=True)
+class FloorCameraConfig:
+    """Downward camera and floor texture.
+
+    Args:
+        image_size_px: Square image side.
+        fov_rad: Field of view across the image.
+        texture_size_px: Side of the square texture tile (it repeats).
+        texture_resolution_m: Floor size of one texture pixel.
+        texture_blur_px: Gaussian blur of the random texture (feature size).
+        seed: Texture seed.
+    """
+
+    image_size_px: int = 64
+    fov_rad: float = 0.733  # 42 degrees
+    texture_size_px: int = 1024
+    texture_resolution_m: float = 0.0005
+    texture_blur_px: float = 1.5
+    seed: int = 11
+
+    def __post_init__(self) -> None:
+        if self.image_size_px < 8 or not 0.05 < self.fov_rad < 2.5:
+            raise FloorImageError("need image_size_px >= 8 and 0.05 < fov_rad < 2.5")
+        if self.texture_size_px < 64 or not self.texture_resolution_m > 0:
+            raise FloorImageError("need texture_size_px >= 64 and texture_resolution_m > 0")
+
+    @property
+    def focal_px(self) -> float:
+        return 0.5 * self.image_size_px / math.tan(0.5 * self.fov_rad)
+
+
+class FloorCamera:
+    """Renders the floor under a downward camera.
+
+    Args:
+        config: Camera and texture settings.
+    """
+
+    def __init__(self, config: FloorCameraConfig) -> None:
+        self.config = config
+        rng = np.random.default_rng(config.seed)
+        n = config.texture_size_px
+        noise = rng.random((n, n)).astype(np.float32)
+        pad = int(math.ceil(4 * config.texture_blur_px)) + 1  # blur a wrapped copy so the tile stays seamless
+        tex = cv2.GaussianBlur(np.pad(noise, pad, mode="wrap"), (0, 0), config.texture_blur_px)[pad:-pad, pad:-pad]
+        tex = (tex - tex.min()) / max(1e-6, float(tex.max() - tex.min()))
+        self.texture = tex.astype(np.float32)
+        c = 0.5 * (config.image_size_px - 1)
+        v, u = np.mgrid[0 : config.image_size_px, 0 : config.image_size_px].astype(np.float64)
+        self._u, self._v, self._c = u - c, v - c, c
+
+    def render(self, x_m: float, y_m: float, yaw_rad: float, height_m: float) -> np.ndarray:
+        """Float32 image seen from a sensor at world (x, y), yaw, ``height_m`` above the floor."""
+        if not height_m > 0:
+            raise FloorImageError(f"height_m must be > 0, got {height_m}")
+        cfg = self.config
+        scale = height_m / cfg.focal_px
+        fwd = -self._v * scale  # FRD +x (forward) is up the image
+        left = -self._u * scale  # FRD +y (right) is along +u; FLU y is its negative
+        c, s = math.cos(yaw_rad), math.sin(yaw_rad)
+        wx = x_m + c * fwd - s * left
+        wy = y_m + s * fwd + c * left
+        n = cfg.texture_size_px
+        map_x = np.mod(wx / cfg.texture_resolution_m, n).astype(np.float32)
+        map_y = np.mod(wy / cfg.texture_resolution_m, n).astype(np.float32)
+        return cv2.remap(self.texture, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_WRAP)
+
+
+def image_flow(previous: np.ndarray, current: np.ndarray, dt_s: float, focal_px: float) -> tuple[float, float, float]:
+    """Flow rates (rad/s, ArduPilot convention, sensor axes) between two frames, and the
+    phase-correlation peak response (0..1) as a quality measure."""
+    if previous.shape != current.shape or previous.ndim != 2:
+        raise FloorImageError(f"frames must be equal 2-D arrays, got {previous.shape} and {current.shape}")
+    if not dt_s > 0:
+        raise FloorImageError(f"dt_s must be > 0, got {dt_s}")
+    window = cv2.createHanningWindow(previous.shape[::-1], cv2.CV_32F)
+    (du, dv), response = cv2.phaseCorrelate(previous.astype(np.float32), current.astype(np.float32), window)
+    return du / (focal_px * dt_s), dv / (focal_px * dt_s), float(response)
+
+
+class ImageFlowSensor:
+    """A flow sensor that renders the floor at each report and measures the shift from the
+    previous frame.
+
+    Args:
+        camera: The floor renderer.
+        offset_m: Sensor position in base_link (FLU); its z is the height above the floor.
+        orient_yaw_rad: Yaw of the sensor's axes from the body's.
+    """
+
+    def __init__(self, camera: FloorCamera, offset_m: tuple[float, float, float], orient_yaw_rad: float = 0.0):
+        self.camera = camera
+        self.offset_m = tuple(float(v) for v in offset_m)
+        self.orient_yaw_rad = float(orient_yaw_rad)
+        self._previous: np.ndarray | None = None
+        self._previous_ns: int | None = None
+
+    def read(self, stamp_ns: int, x_m: float, y_m: float, yaw_rad: float) -> tuple[float, float, int, float] | None:
+        """(flow_x, flow_y, quality 0-255, integration time s) for the base at this pose; None for
+        the first frame (nothing to compare with) or a repeated stamp."""
+        rx, ry, h = self.offset_m
+        c, s = math.cos(yaw_rad), math.sin(yaw_rad)
+        frame = self.camera.render(x_m + c * rx - s * ry, y_m + s * rx + c * ry, yaw_rad + self.orient_yaw_rad, h)
+        previous, previous_ns = self._previous, self._previous_ns
+        if previous_ns is not None and stamp_ns <= previous_ns:
+            return None
+        self._previous, self._previous_ns = frame, int(stamp_ns)
+        if previous is None or previous_ns is None:
+            return None
+        dt = (stamp_ns - previous_ns) * 1e-9
+        fx, fy, response = image_flow(previous, frame, dt, self.camera.config.focal_px)
+        return fx, fy, int(max(0, min(255, round(255 * response)))), dt
