@@ -112,7 +112,8 @@ class FeetechBus:
                 except fp.FeetechChecksumError:
                     self.stats.checksum_errors += 1
                     corrupt = True
-                    del self._rx[: fp.frame_length(bytes(self._rx[self._rx.find(fp.HEADER):])) or 2]
+                    start = max(0, self._rx.find(fp.HEADER))
+                    del self._rx[: start + (fp.frame_length(bytes(self._rx[start:])) or 2)]
                     continue
                 except fp.FeetechProtocolError:
                     del self._rx[:2]
