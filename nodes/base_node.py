@@ -21,7 +21,7 @@ import yaml
 from teledora import models
 from teledora.nodes.dora_io import NodeIO, newest_per_input, next_batch
 from teledora.operators.command_watchdog import CommandWatchdog
-from teledora.operators.drive import BodyTwist, OmniDrive, WheelTicks
+from teledora.operators.drive import BodyTwist, DriveInputError, OmniDrive, WheelTicks
 from teledora.operators.drive_config import DriveConfig, drive_config_from_dict
 from teledora.operators.wheel_odometry import WheelOdometry
 
@@ -82,7 +82,13 @@ def run_base(io: NodeIO, backend: WheelBackend, config: DriveConfig, clock: Call
                 if event["id"] == "base_cmd":
                     msg = io.decode(event, "BaseCommand")
                     if msg is not None:
-                        twist = BodyTwist(msg["forward_m_s"], msg["left_m_s"], msg["yaw_rad_s"])
+                        candidate = BodyTwist(msg["forward_m_s"], msg["left_m_s"], msg["yaw_rad_s"])
+                        try:
+                            drive.body_to_wheel_raw(*candidate)
+                        except DriveInputError as exc:
+                            io.reject(f"base_cmd: {exc}")
+                            continue
+                        twist = candidate
                         watchdog.feed(clock())
                 elif event["id"] == "tick":
                     now = clock()

@@ -64,12 +64,14 @@ def test_bad_command_is_rejected_and_last_valid_kept():
     bad = pa.array([{"stamp_ns": 0, "forward_m_s": 1.0}])
     nan = cmd(0.0, 0.0, 0.0)
     nan = pa.array([{"stamp_ns": 0, "forward_m_s": float("nan"), "left_m_s": 0.0, "yaw_rad_s": 0.0}], type=nan.type)
-    script = [("base_cmd", cmd(0.1, 0.0, 0.0), 0.0), ("base_cmd", bad, 0.0), ("base_cmd", nan, 0.0), ("tick", TICK, 0.01)]
+    huge = cmd(1e308, -1e308, 0.0)
+    script = [("base_cmd", cmd(0.1, 0.0, 0.0), 0.0), ("base_cmd", bad, 0.0), ("base_cmd", nan, 0.0),
+              ("base_cmd", huge, 0.0), ("tick", TICK, 0.01)]
     node = run(script)
     w = node.outputs_decoded("wheel_commands", "WheelCommands")[-1]
     assert (w["left"], w["back"], w["right"]) == body_to_wheel_raw(0.1, 0.0, 0.0)
     diag = node.outputs_decoded("diagnostics", "Diagnostics")[-1]
-    assert diag["rejected"] == 2 and diag["received"] == 3
+    assert diag["rejected"] == 3 and diag["received"] == 4 and "overflows" in diag["last_error"]
 
 
 def test_burst_keeps_newest_command_and_does_not_stop_on_stop_event():

@@ -103,6 +103,11 @@ def test_non_finite_twist_is_rejected(bad):
         body_to_wheel_raw(*bad)
 
 
+def test_overflowing_twist_is_rejected():
+    with pytest.raises(DriveInputError, match="overflows"):
+        body_to_wheel_raw(1e308, -1e308, 0.0)
+
+
 def test_non_integer_ticks_are_rejected():
     with pytest.raises(DriveInputError, match="integer"):
         wheel_raw_to_body(1.5, 0, 0)  # type: ignore[arg-type]
