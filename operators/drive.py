@@ -114,9 +114,10 @@ class OmniDrive:
         g = self.geometry
         # Body vector with the driver's sign convention on the linear terms.
         body = np.array([-forward_m_s, -left_m_s, yaw_rad_s])
-        wheel_linear_m_s = self._matrix.dot(body)
-        wheel_rad_s = wheel_linear_m_s / g.wheel_radius_m
-        wheel_deg_s = wheel_rad_s * (180.0 / np.pi)
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected just below
+            wheel_linear_m_s = self._matrix.dot(body)
+            wheel_rad_s = wheel_linear_m_s / g.wheel_radius_m
+            wheel_deg_s = wheel_rad_s * (180.0 / np.pi)
         if not np.all(np.isfinite(wheel_deg_s)):
             raise DriveInputError(f"twist ({forward_m_s}, {left_m_s}, {yaw_rad_s}) overflows the wheel speeds")
         peak_ticks_s = max(abs(d) * self._ticks_per_deg for d in wheel_deg_s)
