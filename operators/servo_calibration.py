@@ -63,8 +63,8 @@ def joint_raw_from_rad(cal: ServoCalibration, q_rad: float) -> int:
     if not math.isfinite(q_rad):
         raise CalibrationError(f"servo {cal.id}: joint target must be finite, got {q_rad!r}")
     deg = math.degrees(-q_rad if cal.drive_mode else q_rad)
-    raw = int(round(deg * FULL_RANGE / 360.0 + cal.mid))
-    return max(cal.range_min, min(cal.range_max, raw))
+    raw = max(float(cal.range_min), min(float(cal.range_max), deg * FULL_RANGE / 360.0 + cal.mid))  # clamps inf too
+    return int(round(raw))
 
 
 def joint_velocity_rad_s(cal: ServoCalibration, raw_velocity: int) -> float:

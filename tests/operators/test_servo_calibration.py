@@ -31,6 +31,7 @@ def test_drive_mode_inverts_and_range_clamps():
     assert joint_rad_from_raw(cal, 2100) < 0
     assert joint_raw_from_rad(cal, -0.2) > 2000
     assert joint_raw_from_rad(cal, 10.0) == 1500 and joint_raw_from_rad(cal, -10.0) == 2500
+    assert joint_raw_from_rad(cal, 1e308) == 1500  # degrees overflow to inf, still clamped
     assert joint_velocity_rad_s(cal, 4096) == pytest.approx(-2 * math.pi)
     with pytest.raises(CalibrationError):
         joint_raw_from_rad(cal, math.nan)
