@@ -1,0 +1,137 @@
+"""Renderer speed: frames/s per camera and state-to-pixels latency.
+
+Part 1 renders each of the five cameras of the room scene at 640x480 with the
+shipped settings (no shadows, no multisampling, buffer sized to the camera) and,
+side by side, with MuJoCo's defaults (shadows, 4x multisampling, 1280x960
+buffer), and prints the per-frame median / p99 and the frames/s ratio.
+
+Part 2 measures state-to-pixels: a JointState arrives as an Arrow message, the
+renderer node's own code decodes and checks it, writes qpos, runs forward
+kinematics, renders one camera and hands the image to dora (a collector here).
+It also times state handling alone, which is what a control input waits for
+when it arrives during a render.
+
+    MUJOCO_GL=egl python benchmarks/renderer.py [--frames 30] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import platform
+import time
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import numpy as np
+
+from teledora import models
+from teledora.nodes.dora_io import NodeIO
+from teledora.nodes.renderer import CameraRig, RendererNode, load_config
+from teledora.operators.camera_intrinsics import CAMERA_NAMES
+from teledora.operators.messages import encode
+
+
+def _stats(samples_s: list[float]) -> tuple[float, float]:
+    ms = np.asarray(samples_s) * 1e3
+    return float(np.median(ms)), float(np.percentile(ms, 99))
+
+
+class _Collector:
+    def __init__(self) -> None:
+        self.sent = 0
+        self.t_sent = 0.0
+
+    def send_output(self, output, value, metadata=None) -> None:
+        if output != "diagnostics":
+            self.sent += 1
+            self.t_sent = time.perf_counter()
+
+    def log(self, level, message) -> None:
+        pass
+
+
+def frames_per_camera(frames: int, mujoco_defaults: bool) -> dict[str, tuple[float, float]]:
+    config = load_config(None)
+    cams = [dataclasses.replace(config.cameras[c], enabled=True, width=640, height=480) for c in CAMERA_NAMES]
+    rig = CameraRig(models.path(config.model.path), config, cams)
+    if mujoco_defaults:
+        rig.close()
+        config = dataclasses.replace(config, shadows=True, multisamples=4)
+        rig = CameraRig(models.path(config.model.path), config, cams)
+        rig.model.vis.global_.offwidth, rig.model.vis.global_.offheight = 1280, 960
+        rig.model.vis.quality.shadowsize = 4096
+    q = models.load_profile().home_q()
+    for name, v in q.items():
+        rig.data.qpos[rig.model.joint(name).qposadr[0]] = v
+    rig.forward()
+    out = {}
+    for cam in CAMERA_NAMES:
+        rig.render(cam)  # first frame builds the context and uploads textures
+        samples = []
+        for _ in range(frames):
+            t0 = time.perf_counter()
+            rig.render(cam)
+            samples.append(time.perf_counter() - t0)
+        out[cam] = _stats(samples)
+    rig.close()
+    return out
+
+
+def state_to_pixels(frames: int, camera: str) -> tuple[tuple[float, float], tuple[float, float]]:
+    config = load_config(None)
+    cam = dataclasses.replace(config.cameras[camera], enabled=True, rate_hz=1e6)
+    config = dataclasses.replace(config, cameras={camera: cam})
+    rig = CameraRig(models.path(config.model.path), config, [cam])
+    profile = models.load_profile()
+    collector = _Collector()
+    clock = [0]
+    io = NodeIO(collector, "bench", clock=lambda: clock[0])
+    app = RendererNode(io, config, rig, profile)
+    names = list(profile.arm_joint_names)
+    lift = encode("LiftState", {"stamp_ns": 1, "height_m": 0.3, "velocity_m_s": 0.0, "homed": True})
+    odom = encode("Odometry", {"stamp_ns": 1, "frame_id": "odom", "child_frame_id": "base_link", "x": 0.0, "y": 0.0,
+                               "yaw": 0.0, "vx": 0.0, "vy": 0.0, "wz": 0.0})
+    app.on_input({"id": "lift", "value": lift, "metadata": {}})
+    app.on_input({"id": "odom", "value": odom, "metadata": {}})
+    rng = np.random.default_rng(0)
+    total, handling = [], []
+    for i in range(frames + 1):
+        js = encode("JointState", {"stamp_ns": i + 2, "names": names, "position": rng.uniform(-0.5, 0.5, 14),
+                                   "velocity": [], "effort": []})
+        clock[0] += 10**9
+        t0 = time.perf_counter()
+        app.on_input({"id": "joint_states", "value": js, "metadata": {}})
+        t1 = time.perf_counter()
+        app.step(clock[0])
+        if i:  # the first one includes context creation
+            total.append(collector.t_sent - t0)
+            handling.append(t1 - t0)
+    rig.close()
+    return _stats(total), _stats(handling)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--frames", type=int, default=30)
+    parser.add_argument("--markdown", action="store_true")
+    args = parser.parse_args()
+    print(f"# renderer benchmark: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+          f"MUJOCO_GL={os.environ.get('MUJOCO_GL')}, {args.frames} frames per camera, 640x480, "
+          f"load average {os.getloadavg()[0]:.1f}")
+    ours = frames_per_camera(args.frames, mujoco_defaults=False)
+    theirs = frames_per_camera(args.frames, mujoco_defaults=True)
+    print("| camera | shipped median ms | p99 ms | frames/s | MuJoCo defaults median ms | p99 ms | frames/s | speed-up |")
+    print("|---|---|---|---|---|---|---|---|")
+    for cam in CAMERA_NAMES:
+        (m1, p1), (m2, p2) = ours[cam], theirs[cam]
+        print(f"| {cam} | {m1:.1f} | {p1:.1f} | {1e3 / m1:.0f} | {m2:.1f} | {p2:.1f} | {1e3 / m2:.1f} | {m2 / m1:.1f}x |")
+    for cam in ("chest", "left_wrist"):
+        (tm, tp), (hm, hp) = state_to_pixels(args.frames, cam)
+        print(f"state-to-pixels {cam}: median {tm:.1f} ms, p99 {tp:.1f} ms; "
+              f"state handling alone: median {hm * 1e3:.0f} us, p99 {hp * 1e3:.0f} us")
+
+
+if __name__ == "__main__":
+    main()
