@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -37,7 +38,7 @@ import yaml
 
 from teledora.nodes.dora_io import NodeIO, make_node, next_batch, node_id
 from teledora.operators.recording_gaps import GapDetector
-from teledora.recording import MANIFEST_NAME, RunWriter, TopicTypeError, dora_timestamp_ns, new_run_dir
+from teledora.recording import MANIFEST_NAME, RunWriter, TopicTypeError, new_run_dir
 
 DEFAULT_FLUSH_S = 0.5
 COUNTER_METADATA_KEY = "seq"
@@ -187,30 +188,29 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                 io.reject(str(exc))
                 continue
             counter = meta.get(COUNTER_METADATA_KEY)
-            for gap in gaps.observe(result.topic, _event_time(meta, recv_ns), counter if isinstance(counter, int) else None):
+            event_ns = recv_ns if result.dora_ns is None else result.dora_ns
+            for gap in gaps.observe(result.topic, event_ns, counter if isinstance(counter, int) else None):
                 io.log("warn", f"gap on {gap.topic}: {gap.kind}, {gap.duration_s:.3f} s, ~{gap.missing} missing")
         now = clock()
         if writer.flush_due(now):
             writer.flush(now)
             flushes += 1
-        io.diag.details = {
-            "run_dir": str(run_dir),
-            "messages": writer.messages,
-            "topics": len(writer.counts()),
-            "flushes": flushes,
-            "gaps": gaps.counts(),
-            "type_errors": sum(writer.type_errors.values()),
-        }
-        io.publish_diagnostics()
+        if io.diag.due(now):
+            io.diag.details = {
+                "run_dir": str(run_dir),
+                "messages": writer.messages,
+                "topics": len(writer.counts()),
+                "flushes": flushes,
+                "gaps": gaps.counts(),
+                "type_errors": sum(writer.type_errors.values()),
+            }
+            io.publish_diagnostics()
     writer.manifest["gaps"] = gaps.counts()
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    writer.manifest["recorder_cpu_s"] = round(usage.ru_utime + usage.ru_stime, 3)
     writer.close(clock())
     print(f"recording finished: {run_dir.resolve()} ({writer.messages} messages)", flush=True)
     return run_dir
-
-
-def _event_time(meta: dict[str, Any], recv_ns: int) -> int:
-    stamp = dora_timestamp_ns(meta)
-    return recv_ns if stamp is None else stamp
 
 
 if __name__ == "__main__":

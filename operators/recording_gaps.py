@@ -17,6 +17,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 GAP_KINDS = ("stall", "counter", "backwards")
+MEDIAN_REFRESH = 16
 
 
 class GapConfigError(ValueError):
@@ -53,6 +54,8 @@ class _TopicState:
     last_ns: int | None = None
     last_counter: int | None = None
     intervals: deque = field(default_factory=lambda: deque(maxlen=64))
+    added_since_median: int = 0
+    median_ns: float | None = None
 
 
 class GapDetector:
@@ -83,7 +86,11 @@ class GapDetector:
         state = self._topics.get(topic)
         if state is None or len(state.intervals) < self.warmup:
             return None
-        return float(np.median(np.fromiter(state.intervals, dtype=np.int64)))
+        # the median moves slowly: refresh it every few intervals, not per message
+        if state.median_ns is None or state.added_since_median >= MEDIAN_REFRESH:
+            state.median_ns = float(np.median(np.fromiter(state.intervals, dtype=np.int64)))
+            state.added_since_median = 0
+        return state.median_ns
 
     def observe(self, topic: str, t_ns: int, counter: int | None = None) -> list[Gap]:
         """Feeds one message; returns the gaps it reveals (also kept in ``gaps``)."""
@@ -99,6 +106,7 @@ class GapDetector:
                     found.append(Gap(topic, "stall", state.last_ns, int(t_ns), max(int(round(dt / period)) - 1, 1)))
                 else:
                     state.intervals.append(dt)
+                    state.added_since_median += 1
         if counter is not None:
             if state.last_counter is not None:
                 step = int(counter) - state.last_counter

@@ -145,7 +145,27 @@ def _json_default(obj: Any) -> Any:
 
 def metadata_json(metadata: Mapping[str, Any]) -> str:
     """The dora metadata as JSON (datetimes as ISO 8601 strings)."""
-    return json.dumps(dict(metadata), sort_keys=True, default=_json_default)
+    meta = dict(metadata)
+    ts = meta.get("timestamp")
+    if isinstance(ts, _dt.datetime):
+        meta["timestamp"] = ts.isoformat()
+    try:
+        return json.dumps(meta, sort_keys=True)
+    except (TypeError, ValueError):
+        return json.dumps(meta, sort_keys=True, default=_json_default)
+
+
+def _stamp_column(values: pa.Array, one_per_row: bool, rows: list[pa.Array], metas: list[Mapping[str, Any]]) -> pa.Array:
+    """``stamp_ns`` of each row: read in one go from the struct field when every
+    row is one struct holding it, else row by row (:func:`message_stamp_ns`)."""
+    vtype = values.type
+    if one_per_row and pa.types.is_struct(vtype):
+        idx = vtype.get_field_index("stamp_ns")
+        if idx >= 0 and pa.types.is_integer(vtype.field(idx).type):
+            column = values.field(idx)
+            if column.null_count == 0:
+                return column.cast(pa.int64())
+    return pa.array([message_stamp_ns(v, m) for v, m in zip(rows, metas)], type=pa.int64())
 
 
 def replay_metadata(metadata_text: str) -> dict[str, Any]:
@@ -195,23 +215,31 @@ class _TopicWriter:
         self._file = open(path, "wb")
         self._stream = ipc.new_stream(self._file, self.schema)
         self._file.flush()
-        self._rows: dict[str, list[Any]] = {k: [] for k in ("seq", "dora_ns", "recv_ns", "stamp_ns", "metadata")}
+        self._rows: dict[str, list[Any]] = {k: [] for k in ("seq", "dora_ns", "recv_ns", "metadata")}
         self._values: list[pa.Array] = []
         self.pending_bytes = 0
         self.written = 0
+        self._flat = not pa.types.is_nested(value_type)
 
-    def add(self, seq: int, dora_ns: int | None, recv_ns: int, stamp_ns: int | None, meta: str, value: pa.Array) -> None:
-        for key, item in zip(self._rows, (seq, dora_ns, recv_ns, stamp_ns, meta)):
-            self._rows[key].append(item)
+    def add(self, seq: int, dora_ns: int | None, recv_ns: int, metadata: Mapping[str, Any], value: pa.Array) -> None:
+        rows = self._rows
+        rows["seq"].append(seq)
+        rows["dora_ns"].append(dora_ns)
+        rows["recv_ns"].append(recv_ns)
+        rows["metadata"].append(metadata)
         self._values.append(value)
-        self.pending_bytes += value.nbytes + len(meta) + 32
+        # contract structs are small: a flat estimate spares a walk over buffers
+        self.pending_bytes += (value.nbytes if self._flat else 0) + 256
 
     @property
     def pending(self) -> int:
         return len(self._values)
 
     def write_pending(self) -> int:
-        """Writes buffered rows as one record batch and flushes the file."""
+        """Writes buffered rows as one record batch and flushes the file.
+
+        Per-row work that can wait (metadata JSON, ``stamp_ns`` extraction) is
+        done here, in bulk, to keep :meth:`add` cheap for the event loop."""
         n = len(self._values)
         if n == 0:
             return 0
@@ -220,13 +248,14 @@ class _TopicWriter:
             lengths.append(lengths[-1] + len(v))
         values = pa.concat_arrays(self._values) if n > 1 else self._values[0]
         column = pa.ListArray.from_arrays(pa.array(lengths, type=pa.int32()), values, type=self.schema.field("value").type)
+        metas = self._rows["metadata"]
         batch = pa.RecordBatch.from_arrays(
             [
                 pa.array(self._rows["seq"], type=pa.uint64()),
                 pa.array(self._rows["dora_ns"], type=pa.int64()),
                 pa.array(self._rows["recv_ns"], type=pa.int64()),
-                pa.array(self._rows["stamp_ns"], type=pa.int64()),
-                pa.array(self._rows["metadata"], type=pa.string()),
+                _stamp_column(values, lengths[-1] == n, self._values, metas),
+                pa.array([metadata_json(m) for m in metas], type=pa.string()),
                 column,
             ],
             schema=self.schema,
@@ -254,7 +283,7 @@ class AppendResult:
 
     seq: int
     topic: str
-    stamp_ns: int | None
+    dora_ns: int | None
 
 
 class RunWriter:
@@ -326,11 +355,11 @@ class RunWriter:
             raise TopicTypeError(f"topic {topic!r} carries {writer.value_type}, got {value.type}")
         seq = self._next_seq
         self._next_seq += 1
-        stamp = message_stamp_ns(value, metadata)
-        writer.add(seq, dora_timestamp_ns(metadata), recv_ns, stamp, metadata_json(metadata), value)
+        dora_ns = dora_timestamp_ns(metadata)
+        writer.add(seq, dora_ns, recv_ns, metadata, value)
         if writer.pending_bytes >= self.max_batch_bytes:
             writer.write_pending()
-        return AppendResult(seq, topic, stamp)
+        return AppendResult(seq, topic, dora_ns)
 
     def flush_due(self, now_ns: int) -> bool:
         """True once ``flush_interval_s`` has passed since the last flush."""
@@ -349,6 +378,7 @@ class RunWriter:
             writer.close()
         self.manifest["end_ns"] = int(end_ns)
         self.manifest["complete"] = True
+        self.manifest["bytes"] = sum(p.stat().st_size for p in self.run_dir.glob(f"*{TOPIC_SUFFIX}"))
         self._write_manifest()
         return self.run_dir
 

@@ -77,9 +77,9 @@ def test_rows_are_invisible_until_flush_and_manifest_counts_flushed(tmp_path):
 
 
 def test_large_buffer_is_written_without_waiting_for_the_interval(tmp_path):
-    w = RunWriter(tmp_path, start_ns=0, max_batch_bytes=5000)
+    w = RunWriter(tmp_path, start_ns=0, max_batch_bytes=7000)
     for i in range(3):
-        w.append("renderer__chest", image(i), {}, recv_ns=i)  # 2304 B each
+        w.append("renderer__chest", image(i), {}, recv_ns=i)  # 2304 B each (+256 B row overhead)
     table = RunReader(tmp_path).read_topic("renderer__chest")
     assert table.table.num_rows == 3 and table.batches == 1
 

@@ -4,8 +4,9 @@ The dataflow stored in the run's manifest is rewritten: each replaced node
 keeps its id and outputs but becomes a ``replayer`` that sends the recorded
 messages; every other node runs live, and a recorder in the graph records the
 replay into a new run directory (its manifest names the run it replays).
-Inputs fed by a replayer get ``queue_policy: backpressure`` so that nothing is
-dropped, even at ``--speed 0``. When every replayer has finished, the dataflow
+Inputs fed by a replayer get ``queue_policy: backpressure`` and a large
+``queue_size`` (dora 1.1.0 drops the oldest message past max(queue_size, 100)
+even under backpressure) so that nothing is dropped, even at ``--speed 0``. When every replayer has finished, the dataflow
 is stopped (Ctrl-C style) and the new run directory is printed.
 """
 
@@ -46,6 +47,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--runs-dir", type=Path, default=None, help="where the replay's own run goes (default: beside RUN)")
     p.add_argument("--stop-after", default=None, help="stop the dataflow after this long anyway (e.g. 120s)")
     p.add_argument("--grace-s", type=float, default=2.0, help="how long live nodes may finish after the replay ends")
+    p.add_argument("--queue-size", type=int, default=1000, help="least queue_size of inputs fed by replayers (default 1000)")
     p.add_argument("--dry-run", action="store_true", help="print the replay dataflow and exit")
     p.set_defaults(func=_run)
 
@@ -85,6 +87,7 @@ def build_replay_dataflow(
     replayer_path: Path,
     speed: float,
     loop: bool,
+    queue_size: int = 1000,
 ) -> tuple[dict[str, Any], list[str]]:
     """The replay dataflow, plus warnings for the user.
 
@@ -95,6 +98,9 @@ def build_replay_dataflow(
         run_dir: The run being replayed (absolute).
         dataflow_dir: Directory the recorded dataflow's relative paths start from.
         replayer_path: The replayer node's script.
+        queue_size: Least ``queue_size`` for inputs fed by a replayer. dora 1.1.0
+            drops the oldest message once a backpressure queue holds
+            max(queue_size, 100), so a fast replay needs room.
     """
     replace = list(dict.fromkeys(replace))
     by_id = {entry.get("id"): entry for entry in dataflow.get("nodes", [])}
@@ -125,8 +131,8 @@ def build_replay_dataflow(
             source = _input_source(spec)
             if source and source.split("/")[0] in replace:
                 new_spec = dict(spec) if isinstance(spec, dict) else {"source": source}
-                new_spec.pop("queue_size", None)
                 new_spec["queue_policy"] = "backpressure"
+                new_spec["queue_size"] = max(int(new_spec.get("queue_size") or 0), queue_size)
                 inputs[name] = new_spec
         if str(entry.get("path", "")).endswith("recorder.py"):
             env = dict(entry.get("env") or {})
@@ -170,6 +176,7 @@ def plan_from_run(args: argparse.Namespace) -> tuple[dict[str, Any], list[str], 
         replayer_path=Path(replayer.__file__).resolve(),
         speed=args.speed,
         loop=args.loop,
+        queue_size=args.queue_size,
     )
     return plan, replace, warnings
 

@@ -65,8 +65,8 @@ def test_replaced_nodes_become_replayers_with_the_same_id_and_outputs():
 def test_inputs_fed_by_replayers_get_backpressure_and_live_paths_become_absolute():
     out, _ = plan(["xr", "arms"])
     teleop = {n["id"]: n for n in out["nodes"]}["teleop"]
-    assert teleop["inputs"]["controllers"] == {"source": "xr/controllers", "queue_policy": "backpressure"}
-    assert teleop["inputs"]["joint_states"] == {"source": "arms/joint_states", "queue_policy": "backpressure"}
+    assert teleop["inputs"]["controllers"] == {"source": "xr/controllers", "queue_policy": "backpressure", "queue_size": 1000}
+    assert teleop["inputs"]["joint_states"] == {"source": "arms/joint_states", "queue_policy": "backpressure", "queue_size": 1000}
     assert teleop["inputs"]["tick"] == "dora/timer/millis/10"
     assert Path(teleop["path"]).is_absolute() and teleop["path"].endswith("nodes/teleop.py")
 
