@@ -8,12 +8,14 @@ contract messages and publish ``diagnostics`` about once a second.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import time
 from typing import Any, Iterable, Mapping
 
 import pyarrow as pa
+import yaml
 
 from teledora.operators.diagnostics import Diagnostics
 from teledora.operators.messages import MessageError, decode, encode
@@ -111,13 +113,63 @@ def newest_per_input(events: Iterable[Mapping[str, Any]], latest_only: set[str])
     return kept
 
 
+@functools.lru_cache(maxsize=4)
+def _data_inputs(node_config: str) -> frozenset[str]:
+    """Inputs of this node that are fed by other nodes (not dora timers)."""
+    if not node_config:
+        return frozenset()
+    try:
+        inputs = (yaml.safe_load(node_config) or {}).get("run_config", {}).get("inputs", {}) or {}
+    except yaml.YAMLError:
+        return frozenset()
+    out = set()
+    for input_id, source in inputs.items():
+        text = source.get("source", "") if isinstance(source, dict) else str(source)
+        if not text.startswith("dora/timer"):
+            out.add(input_id)
+    return frozenset(out)
+
+
+class _StreamState:
+    """Which data inputs of a node have closed (kept per node object)."""
+
+    def __init__(self) -> None:
+        self.closed: set[str] = set()
+        self.finished = False
+
+
+# keyed by id(node); the node itself is kept so that its id cannot be reused
+_streams: dict[int, tuple[Any, _StreamState]] = {}
+
+
 def next_batch(node: Any, timeout_s: float | None = None) -> list[Mapping[str, Any]] | None:
     """Blocks for the next event, then takes whatever else is already queued.
 
-    Returns None at end of stream. A timeout yields an empty list (dora reports
-    a timeout as an ERROR event, which is not data)."""
+    Returns None at end of stream. A node whose data inputs have all closed
+    also reaches the end, even while dora timers would keep ticking: upstream
+    is gone, so a control node finishes (and its device stops) instead of
+    running on forever. A timeout yields an empty list (dora reports a timeout
+    as an ERROR event, which is not data)."""
+    entry = _streams.get(id(node))
+    if entry is None or entry[0] is not node:
+        entry = _streams[id(node)] = (node, _StreamState())
+    state = entry[1]
+    if state.finished:
+        return None
     first = node.next(timeout_s) if timeout_s is not None else node.next()
     if first is None:
         return None
-    batch = [first] + list(node.drain() or [])
+    try:
+        rest = list(node.drain() or [])
+    except RuntimeError:
+        # dora raises once the event channel has closed: nothing more will come
+        rest = []
+        state.finished = True
+    batch = [first] + rest
+    data_inputs = _data_inputs(os.environ.get("DORA_NODE_CONFIG", ""))
+    for ev in batch:
+        if ev.get("type") == "INPUT_CLOSED":
+            state.closed.add(ev.get("id"))
+    if data_inputs and data_inputs <= state.closed:
+        state.finished = True
     return [ev for ev in batch if not (ev.get("type") == "ERROR" and "timeout" in str(ev.get("error", "")).lower())]
