@@ -247,7 +247,8 @@ class RplidarA1Backend:
         batch = self.parser.feed(chunk)
         if len(batch) == 0:
             return []
-        behind = len(chunk) - batch.end_offset + port.in_waiting
+        # A sample arrived before the bytes read after it, at the line rate.
+        behind = len(chunk) - batch.end_offset
         arrival = now - (behind * self.byte_ns).astype("int64")
         revs = self.assembler.add(batch.start, batch.angle_deg, batch.distance_m, batch.quality, arrival)
         return [bin_revolution(r, self.grid, self.frame_id) for r in revs]
@@ -332,7 +333,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                 if not connected:
                     if clock() < retry_at:
                         continue
-                    if backend.lidar is None:
+                    if backend.lidar is None or not backend.info or failures >= 3:
+                        backend.close()  # reopen the port from scratch
                         backend.connect()
                     else:
                         backend.restart_scan("fault")

@@ -148,14 +148,21 @@ def test_health_error_resets_then_gives_up_with_the_code(make_backend):
 
 
 class TimerNode(MockNode):
-    """A MockNode whose ``tick`` events come at a timer's pace, one at a time."""
+    """A MockNode whose ``tick`` events come at a timer's pace, one at a time;
+    ``on_tick`` (tick number -> action) lets a test change the fake mid-run."""
 
-    def __init__(self, ticks: int, period_s: float = 0.02):
+    def __init__(self, ticks: int, period_s: float = 0.02, on_tick=None):
         super().__init__([("tick", pa.array([k])) for k in range(ticks)])
         self.period_s = period_s
+        self.on_tick = on_tick or {}
+        self.count = 0
 
     def next(self, timeout=None):
         time.sleep(self.period_s)
+        action = self.on_tick.get(self.count)
+        if action:
+            action()
+        self.count += 1
         return super().next(timeout)
 
     def drain(self):
@@ -194,3 +201,21 @@ def test_node_reports_a_missing_port_and_keeps_running(tmp_path):
     diag = decode("Diagnostics", node.outputs["diagnostics"][-1])
     assert diag["level"] == "error" and "cannot open" in diag["last_error"]
     assert "scan" not in node.outputs
+
+
+def test_node_recovers_by_itself_from_a_lidar_that_went_quiet(tmp_path):
+    with FakeRplidarA1(stall_after_samples=2000, **FAKE_RATE) as fake:  # ~0.5 s of data, then silence
+        def unstall():
+            fake.stall_after_samples = None
+
+        node = TimerNode(130, on_tick={70: unstall})
+        lidar_rplidar.main(["--lidar", "front", "--config", str(_config(tmp_path, fake.port)), "--no-power-up-delay"], node=node)
+    diags = [decode("Diagnostics", v) for v in node.outputs["diagnostics"]]
+    assert any("LidarTimeoutError" in d["last_error"] for d in diags)
+    details = json.loads(diags[-1]["details_json"])
+    assert details["timeouts"] >= 1 and details["restarts"] >= 1
+    assert fake.scan_starts >= 2
+    # scans before the stall and after the recovery
+    stamps = [decode("LaserScan", v)["stamp_ns"] for v in node.outputs["scan"]]
+    gaps = np.diff(stamps)
+    assert len(stamps) >= 4 and gaps.max() > 5 * np.median(gaps)
