@@ -8,6 +8,11 @@ Args (environment in brackets):
     --node ID        the node it stands in for [DORA_NODE_ID]
     --speed X        1.0 original timing, 2.0 twice as fast, 0 as fast as
                      the consumers accept (backpressure) [TELEDORA_REPLAY_SPEED]
+    --stamps MODE    ``shifted`` (default): every ``stamp_ns``/``*_stamp_ns`` field
+                     and ``stamp_ns`` metadata moves by (replay start - run
+                     start), so live nodes that check freshness accept the
+                     data; ``recorded``: the recorded bytes, unchanged
+                     [TELEDORA_REPLAY_STAMPS]
     --loop           start again from the beginning when done, until stopped
     --loops N        play the run N times (default 1)
 
@@ -27,7 +32,7 @@ from typing import Any, Callable, Sequence
 import pyarrow as pa
 
 from teledora.nodes.dora_io import make_node, node_id
-from teledora.operators.replay_schedule import ReplaySchedule
+from teledora.operators.replay_schedule import ReplaySchedule, shift_stamps
 from teledora.recording import RunReader, message_time_ns, replay_metadata, run_time_span
 
 PROGRESS_PERIOD_NS = 1_000_000_000
@@ -44,6 +49,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--run", default=env.get("TELEDORA_REPLAY_RUN"), required=env.get("TELEDORA_REPLAY_RUN") is None)
     ap.add_argument("--node", default=None)
     ap.add_argument("--speed", type=float, default=float(env.get("TELEDORA_REPLAY_SPEED", "1.0")))
+    ap.add_argument(
+        "--stamps",
+        choices=["shifted", "recorded"],
+        default=env.get("TELEDORA_REPLAY_STAMPS", "shifted"),
+        help="shifted: move stamp_ns fields by (replay start - run start) so live nodes see fresh data; "
+        "recorded: send the recorded bytes unchanged",
+    )
     ap.add_argument("--loop", dest="loops", action="store_const", const=0, default=1, help="repeat until stopped")
     ap.add_argument("--loops", type=int, dest="loops", help="play the run this many times (0 = forever)")
     args = ap.parse_args(list(argv) if argv is not None else [])
@@ -81,7 +93,14 @@ def main(
             wait_ns = schedule.due_ns(message_time_ns(msg)) - clock()
             if wait_ns > 0:
                 sleep(wait_ns / 1e9)
-            node.send_output(topics[msg.topic], pa.concat_arrays([msg.value]), replay_metadata(msg.metadata))
+            value = pa.concat_arrays([msg.value])
+            metadata = replay_metadata(msg.metadata)
+            if args.stamps == "shifted":
+                offset = schedule.start_ns - schedule.run_t0_ns
+                value = shift_stamps(value, offset)
+                if isinstance(metadata.get("stamp_ns"), int) and metadata["stamp_ns"] > 0:
+                    metadata["stamp_ns"] += offset
+            node.send_output(topics[msg.topic], value, metadata)
             sent += 1
             now = clock()
             if now - last_progress >= PROGRESS_PERIOD_NS:

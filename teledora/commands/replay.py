@@ -42,6 +42,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("run", type=Path, help="run directory (runs/<YYYYmmdd-HHMMSS>)")
     p.add_argument("--replace", default=None, help="comma-separated node ids to replay (default: the source nodes)")
     p.add_argument("--speed", type=float, default=1.0, help="1.0 original timing, 0 as fast as possible (default 1.0)")
+    p.add_argument(
+        "--stamps",
+        choices=["shifted", "recorded"],
+        default="shifted",
+        help="shifted (default): replayed stamp_ns fields move to replay time so live nodes see fresh data; "
+        "recorded: replay the recorded bytes unchanged (determinism checks)",
+    )
     p.add_argument("--loop", action="store_true", help="replay again from the start until stopped")
     p.add_argument("--dataflow", type=Path, default=None, help="dataflow YAML to use instead of the recorded one")
     p.add_argument("--runs-dir", type=Path, default=None, help="where the replay's own run goes (default: beside RUN)")
@@ -88,6 +95,7 @@ def build_replay_dataflow(
     speed: float,
     loop: bool,
     queue_size: int = 1000,
+    stamps: str = "shifted",
 ) -> tuple[dict[str, Any], list[str]]:
     """The replay dataflow, plus warnings for the user.
 
@@ -120,7 +128,8 @@ def build_replay_dataflow(
             outputs = list(entry.get("outputs") or [])
             for missing in sorted(set(outputs) - recorded_outputs[nid]):
                 warnings.append(f"{nid}/{missing} was not recorded: it stays silent in the replay")
-            args = ["--run", str(run_dir), "--node", nid, "--speed", f"{speed:g}"] + (["--loop"] if loop else [])
+            args = ["--run", str(run_dir), "--node", nid, "--speed", f"{speed:g}", "--stamps", stamps]
+            args += ["--loop"] if loop else []
             replacement: dict[str, Any] = {"id": nid, "path": str(replayer_path), "args": " ".join(args), "outputs": outputs}
             if entry.get("output_types"):
                 replacement["output_types"] = entry["output_types"]
@@ -177,6 +186,7 @@ def plan_from_run(args: argparse.Namespace) -> tuple[dict[str, Any], list[str], 
         speed=args.speed,
         loop=args.loop,
         queue_size=args.queue_size,
+        stamps=args.stamps,
     )
     return plan, replace, warnings
 

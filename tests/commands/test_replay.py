@@ -56,7 +56,7 @@ def test_replaced_nodes_become_replayers_with_the_same_id_and_outputs():
     nodes = {n["id"]: n for n in out["nodes"]}
     assert list(nodes) == ["xr", "teleop", "arms", "recorder"]
     assert nodes["xr"]["path"] == "/x/replayer.py"
-    assert nodes["xr"]["args"] == "--run /runs/r1 --node xr --speed 0"
+    assert nodes["xr"]["args"] == "--run /runs/r1 --node xr --speed 0 --stamps shifted"
     assert nodes["xr"]["outputs"] == ["controllers", "diagnostics"] and "inputs" not in nodes["xr"]
     assert nodes["xr"]["output_types"] == {"controllers": "teledora/msgs/v1/XrControllers"}
     assert warnings == ["xr/diagnostics was not recorded: it stays silent in the replay"]

@@ -53,7 +53,7 @@ class MetaNode(MockNode):
 
 class FakeTime:
     def __init__(self) -> None:
-        self.now = 5 * T0
+        self.now = T0 + 3_600 * 10**9  # replay an hour after the recording
         self.sleeps: list[float] = []
 
     def clock(self) -> int:
@@ -66,12 +66,23 @@ class FakeTime:
 
 def test_sends_only_its_outputs_in_recorded_order_with_metadata(run, capsys):
     node, t = MetaNode(), FakeTime()
-    assert replayer.main(["--run", str(run), "--node", "lift", "--speed", "0"], node=node, clock=t.clock, sleep=t.sleep) == 4
+    argv = ["--run", str(run), "--node", "lift", "--speed", "0", "--stamps", "recorded"]
+    assert replayer.main(argv, node=node, clock=t.clock, sleep=t.sleep) == 4
     assert [o for o, _, _ in node.sent] == ["state"] * 4
     assert [value_digest(v) for _, v, _ in node.sent] == [value_digest(lift(i)) for i in range(4)]
     assert all(meta == {"stamp_ns": 1} for _, _, meta in node.sent)  # dora re-stamps "timestamp"
     assert t.sleeps == []  # speed 0: no waiting
     assert "replay lift done: 4 messages" in capsys.readouterr().out
+
+
+def test_shifted_stamps_look_fresh_at_replay_time(run):
+    node, t = MetaNode(), FakeTime()
+    hour = 3_600 * 10**9
+    replayer.main(["--run", str(run), "--node", "lift", "--speed", "0"], node=node, clock=t.clock, sleep=t.sleep)
+    stamps = [v.field("stamp_ns")[0].as_py() for _, v, _ in node.sent]
+    assert stamps == [T0 + i + hour for i in range(4)]
+    assert node.sent[0][1].field("height_m").equals(lift(0).field("height_m"))
+    assert node.sent[0][2] == {"stamp_ns": 1 + hour}
 
 
 def test_topic_wiring_from_manifest_maps_odd_topic_names(run):
