@@ -2,8 +2,8 @@
 
 Part 1 renders each of the five cameras of the room scene at 640x480 with the
 shipped settings (no shadows, no multisampling, buffer sized to the camera) and,
-side by side, with MuJoCo's defaults (shadows, 4x multisampling, 1280x960
-buffer), and prints the per-frame median / p99 and the frames/s ratio.
+interleaved frame by frame, with MuJoCo's defaults (shadows, 4x multisampling,
+1280x960 buffer), and prints the per-frame median / p99 and the ratio.
 
 Part 2 measures state-to-pixels: a JointState arrives as an Arrow message, the
 renderer node's own code decodes and checks it, writes qpos, runs forward
@@ -11,7 +11,7 @@ kinematics, renders one camera and hands the image to dora (a collector here).
 It also times state handling alone, which is what a control input waits for
 when it arrives during a render.
 
-    MUJOCO_GL=egl python benchmarks/renderer.py [--frames 30] [--markdown]
+    MUJOCO_GL=egl python benchmarks/renderer.py [--frames 30]
 """
 
 from __future__ import annotations
@@ -52,30 +52,37 @@ class _Collector:
         pass
 
 
-def frames_per_camera(frames: int, mujoco_defaults: bool) -> dict[str, tuple[float, float]]:
+def _rig(mujoco_defaults: bool) -> CameraRig:
     config = load_config(None)
     cams = [dataclasses.replace(config.cameras[c], enabled=True, width=640, height=480) for c in CAMERA_NAMES]
+    if mujoco_defaults:
+        config = dataclasses.replace(config, shadows=True, multisamples=4)
     rig = CameraRig(models.path(config.model.path), config, cams)
     if mujoco_defaults:
-        rig.close()
-        config = dataclasses.replace(config, shadows=True, multisamples=4)
-        rig = CameraRig(models.path(config.model.path), config, cams)
         rig.model.vis.global_.offwidth, rig.model.vis.global_.offheight = 1280, 960
         rig.model.vis.quality.shadowsize = 4096
-    q = models.load_profile().home_q()
-    for name, v in q.items():
+    for name, v in models.load_profile().home_q().items():
         rig.data.qpos[rig.model.joint(name).qposadr[0]] = v
     rig.forward()
+    return rig
+
+
+def frames_per_camera(frames: int) -> dict[str, tuple[tuple[float, float], tuple[float, float]]]:
+    """Per camera: ((median, p99) shipped, (median, p99) MuJoCo defaults), frames
+    of the two settings interleaved so that both see the same machine load."""
+    shipped, defaults = _rig(False), _rig(True)
     out = {}
     for cam in CAMERA_NAMES:
-        rig.render(cam)  # first frame builds the context and uploads textures
-        samples = []
+        shipped.render(cam), defaults.render(cam)  # first frames build contexts, upload textures
+        a, b = [], []
         for _ in range(frames):
-            t0 = time.perf_counter()
-            rig.render(cam)
-            samples.append(time.perf_counter() - t0)
-        out[cam] = _stats(samples)
-    rig.close()
+            for rig, samples in ((shipped, a), (defaults, b)):
+                t0 = time.perf_counter()
+                rig.render(cam)
+                samples.append(time.perf_counter() - t0)
+        out[cam] = (_stats(a), _stats(b))
+    shipped.close()
+    defaults.close()
     return out
 
 
@@ -115,17 +122,15 @@ def state_to_pixels(frames: int, camera: str) -> tuple[tuple[float, float], tupl
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=30)
-    parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
     print(f"# renderer benchmark: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"MUJOCO_GL={os.environ.get('MUJOCO_GL')}, {args.frames} frames per camera, 640x480, "
           f"load average {os.getloadavg()[0]:.1f}")
-    ours = frames_per_camera(args.frames, mujoco_defaults=False)
-    theirs = frames_per_camera(args.frames, mujoco_defaults=True)
+    both = frames_per_camera(args.frames)
     print("| camera | shipped median ms | p99 ms | frames/s | MuJoCo defaults median ms | p99 ms | frames/s | speed-up |")
     print("|---|---|---|---|---|---|---|---|")
     for cam in CAMERA_NAMES:
-        (m1, p1), (m2, p2) = ours[cam], theirs[cam]
+        (m1, p1), (m2, p2) = both[cam]
         print(f"| {cam} | {m1:.1f} | {p1:.1f} | {1e3 / m1:.0f} | {m2:.1f} | {p2:.1f} | {1e3 / m2:.1f} | {m2 / m1:.1f}x |")
     for cam in ("chest", "left_wrist"):
         (tm, tp), (hm, hp) = state_to_pixels(args.frames, cam)
