@@ -9,6 +9,8 @@ it forgotten. Prints final and max position error and max yaw error.
 
     python benchmarks/estimation_accuracy.py [--seeds 5] [--markdown] [--imperfect]
 
+``--image`` measures the flow from rendered floor images (OpenCV phase correlation)
+instead of the twist, as the `flow` node does with ``--image``.
 ``--imperfect`` gives the simulated sensor a 2 % low flow gain (uncorrected by the
 scalers) and the gyro a 0.002 rad/s yaw-rate bias, to show what calibration buys.
 """
@@ -23,6 +25,7 @@ from typing import Callable
 import numpy as np
 
 from teledora import models
+from teledora.operators.floor_image_flow import FloorCamera, FloorCameraConfig, ImageFlowSensor
 from teledora.operators.flow_model import FlowModel, FlowModelConfig
 from teledora.operators.flow_odometry import FlowOdometry
 from teledora.operators.flow_sensor_sim import FlowSensorSim, FlowSimConfig
@@ -78,9 +81,12 @@ class Result:
 
 
 def run_drive(drive: Drive, truth_model: FlowModel, estimator_model: FlowModel, sim_config: FlowSimConfig,
-              ekf_config: EkfConfig, truth_hz: float = 500.0, flow_hz: float = 50.0, gyro_hz: float = 100.0) -> Result:
-    """Simulates one drive and returns the estimator's errors against the truth."""
+              ekf_config: EkfConfig, truth_hz: float = 500.0, flow_hz: float = 50.0, gyro_hz: float = 100.0,
+              camera: FloorCamera | None = None) -> Result:
+    """Simulates one drive and returns the estimator's errors against the truth. With ``camera``
+    the flow is measured from rendered floor images instead of computed from the twist."""
     sim = FlowSensorSim(truth_model, sim_config)
+    imager = ImageFlowSensor(camera, truth_model.config.offset_m, truth_model.config.orient_yaw_rad) if camera else None
     odo = FlowOdometry(estimator_model, ekf_config)
     dt = 1.0 / truth_hz
     flow_every = round(truth_hz / flow_hz)
@@ -97,7 +103,12 @@ def run_drive(drive: Drive, truth_model: FlowModel, estimator_model: FlowModel, 
             odo.on_gyro(stamp_ns, sim.read_gyro(wz))
         if k % flow_every == 0:
             r = sim.read_flow(stamp_ns)
-            odo.on_flow(stamp_ns, (r.flow_rate_x, r.flow_rate_y), r.quality, r.ground_distance_m)
+            if imager is None:
+                odo.on_flow(stamp_ns, (r.flow_rate_x, r.flow_rate_y), r.quality, r.ground_distance_m)
+            else:
+                measured = imager.read(stamp_ns, float(pose[0]), float(pose[1]), float(pose[2]))
+                if measured is not None:
+                    odo.on_flow(stamp_ns, measured[:2], measured[2], r.ground_distance_m)
             err = math.hypot(odo.ekf.x[0] - pose[0], odo.ekf.x[1] - pose[1])
             max_err = max(max_err, err)
             max_yaw = max(max_yaw, abs(wrap_angle(odo.ekf.x[2] - pose[2])))
@@ -122,17 +133,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=5, help="noise seeds per drive (results: median and worst)")
     parser.add_argument("--markdown", action="store_true", help="print a markdown table")
     parser.add_argument("--imperfect", action="store_true", help="2 %% flow gain error, 0.002 rad/s gyro bias")
+    parser.add_argument("--image", action="store_true", help="flow from rendered floor images (OpenCV)")
     args = parser.parse_args(argv)
     flow_cfg, sim_cfg, ekf_cfg = load_configs()
     if args.imperfect:
         sim_cfg = replace(sim_cfg, gain_x=0.98, gain_y=0.98, gyro_bias_rad_s=0.002)
     truth = FlowModel(flow_cfg)
+    camera = None
+    if args.image:
+        image_cfg = {k: v for k, v in models.load_yaml("alohamini2/estimation.yaml")["flow_image"].items()
+                     if k != "enabled"}
+        camera = FloorCamera(FloorCameraConfig(**image_cfg))
     variants = {"offset modelled": FlowModel(flow_cfg), "offset missing": FlowModel(flow_cfg.without_offset())}
     drives = [straight_drive(), spin_drive(), mixed_drive()]
     rows = []
     for drive in drives:
         for label, est in variants.items():
-            res = [run_drive(drive, truth, est, replace(sim_cfg, seed=sim_cfg.seed + s), ekf_cfg)
+            res = [run_drive(drive, truth, est, replace(sim_cfg, seed=sim_cfg.seed + s), ekf_cfg, camera=camera)
                    for s in range(args.seeds)]
             final = np.array([r.final_error_m for r in res])
             mx = np.array([r.max_error_m for r in res])
