@@ -36,8 +36,12 @@ class FeedBackend(Protocol):
     def close(self) -> None: ...
 
 
-def run_feed(io: NodeIO, backend: FeedBackend, assembler: FeedAssembler, on_frame: Callable[[dict], None] | None = None) -> None:
-    """Runs until dora sends STOP; ``backend`` must be connected already."""
+def run_feed(io: NodeIO, backend: FeedBackend, assembler: FeedAssembler, refresh: Callable[[], None] | None = None) -> None:
+    """Runs until dora sends STOP; ``backend`` must be connected already.
+
+    ``refresh`` runs once per cycle, before diagnostics are (maybe) published,
+    to copy backend counters into ``io.diag.details``.
+    """
     client: int | None = None
     last_seq = -1
     try:
@@ -60,13 +64,15 @@ def run_feed(io: NodeIO, backend: FeedBackend, assembler: FeedAssembler, on_fram
                     continue
                 if io.send("controllers", "XrControllers", msg):
                     last_seq = msg["seq"]
-                    if on_frame is not None:
-                        on_frame(msg)
                 io.diag.details.update(peer=rx.peer, clock_offset_ns=assembler.clock_offset_ns, last_seq=last_seq)
             if not _service_events(io, backend):
                 return
+            if refresh is not None:
+                refresh()
             io.publish_diagnostics()
     finally:
+        if refresh is not None:
+            refresh()
         io.publish_diagnostics(force=True)
         backend.close()
 

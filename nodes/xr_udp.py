@@ -103,13 +103,13 @@ def main(argv: Sequence[str] | None = None, node: Any = None, backend: UdpFeedBa
     io = NodeIO(make_node(node), node_id("xr"))
     assembler = FeedAssembler("udp")
 
-    def count(_msg: dict) -> None:
+    def refresh() -> None:
         io.diag.details.update(refused_senders=backend.refused)
 
     if backend.sock is None:
         backend.connect()
     io.log("info", f"xr_udp listening on {backend.bind}:{backend.port}")
-    run_feed(io, backend, assembler, on_frame=count)
+    run_feed(io, backend, assembler, refresh=refresh)
 
 
 if __name__ == "__main__":
