@@ -186,3 +186,16 @@ def test_waits_for_motive_without_crashing(tmp_path):
     mocap_natnet.main(["--config", str(write_config(tmp_path, port))], node=StopAfterRetries())
     s.close()
     assert connects.count(nn.MessageId.CONNECT) >= 2
+
+
+def test_shipped_config_parses():
+    cfg = mocap_natnet.load_mocap_config(None)
+    net = mocap_natnet.NatNetConfig.from_mapping(cfg["natnet"])
+    assert net.command_port == 1510 and net.natnet_version == (4, 1, 0, 0) and net.multicast is False
+    frame = dict(cfg["frame"])
+    frame.pop("frame_id")
+    from teledora.operators.mocap_frames import MocapFrameConfig
+
+    assert MocapFrameConfig.from_mapping(frame).axis_map == ("x", "-z", "y")
+    with pytest.raises(ValueError, match="unknown natnet keys"):
+        mocap_natnet.NatNetConfig.from_mapping({"port": 1})
