@@ -127,6 +127,7 @@ class FakeRplidarA1:
         self.burst_revolutions = burst_revolutions
         self.angle_jitter_deg = angle_jitter_deg
         self.requests: list[int] = []
+        self.error: Exception | None = None
         self.samples_sent = 0
         self.scan_starts = 0
         self._streaming = streaming_at_start
@@ -152,6 +153,7 @@ class FakeRplidarA1:
         self._thread.start()
 
     def close(self) -> None:
+        """Stops the device thread and closes the pty; re-raises a thread failure."""
         self._stop.set()
         self._thread.join(timeout=2.0)
         for fd in (self._master, self._slave):
@@ -159,6 +161,8 @@ class FakeRplidarA1:
                 os.close(fd)
             except OSError:
                 pass
+        if self.error is not None:
+            raise RuntimeError(f"fake RPLIDAR thread failed: {self.error!r}") from self.error
 
     @property
     def streaming(self) -> bool:
@@ -236,6 +240,13 @@ class FakeRplidarA1:
         return bytes(out)
 
     def _run(self) -> None:
+        try:
+            self._serve()
+        except Exception as exc:  # surfaced to the test through ``error``
+            self.error = exc
+            raise
+
+    def _serve(self) -> None:
         buf = bytearray()
         last = time.monotonic()
         owed = 0.0

@@ -6,6 +6,7 @@ import json
 import math
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,10 @@ from teledora.operators.scan_binning import ScanGrid
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fakes.rplidar_a1 import FakeRplidarA1, SyntheticRoom  # noqa: E402
 
-HW = HardwareConfig(read_timeout_s=0.6, stop_settle_s=0.1, reset_settle_s=0.1, max_buffered_bytes=2000)
+# Generous timeout where a timeout is not the subject (the test machine may be busy);
+# a short one where it is.
+HW = HardwareConfig(read_timeout_s=2.0, stop_settle_s=0.1, reset_settle_s=0.1, max_buffered_bytes=2000)
+HW_SHORT_TIMEOUT = replace(HW, read_timeout_s=0.6)
 FAKE_RATE = dict(scan_rate_hz=10.0, samples_per_second=4000.0)
 
 
@@ -102,14 +106,14 @@ def test_the_bare_library_fails_on_a_streaming_lidar():
 
 def test_silent_lidar_raises_a_clear_error_instead_of_blocking(make_backend):
     with FakeRplidarA1(silent=True, **FAKE_RATE) as fake:
-        backend = make_backend(fake)
+        backend = make_backend(fake, HW_SHORT_TIMEOUT)
         with pytest.raises(RplidarProtocolError, match="get_info"):
             backend.connect()
 
 
 def test_lidar_going_quiet_mid_scan_times_out_and_restarts(make_backend):
     with FakeRplidarA1(stall_after_samples=1000, **FAKE_RATE) as fake:
-        backend = make_backend(fake)
+        backend = make_backend(fake, HW_SHORT_TIMEOUT)
         backend.connect()
         with pytest.raises(LidarTimeoutError, match="sent nothing"):
             _scans(backend, 100)
@@ -169,10 +173,10 @@ class TimerNode(MockNode):
         return []
 
 
-def _config(tmp_path, port: str) -> Path:
+def _config(tmp_path, port: str, read_timeout_s: float = 2.0) -> Path:
     cfg = models.load_yaml("alohamini2/lidar.yaml")
     cfg["lidars"]["front"]["port"] = port
-    cfg["hardware"].update(read_timeout_s=0.6, stop_settle_s=0.1)
+    cfg["hardware"].update(read_timeout_s=read_timeout_s, stop_settle_s=0.1)
     path = tmp_path / "lidar.yaml"
     path.write_text(json.dumps(cfg))
     return path
@@ -209,7 +213,8 @@ def test_node_recovers_by_itself_from_a_lidar_that_went_quiet(tmp_path):
             fake.stall_after_samples = None
 
         node = TimerNode(130, on_tick={70: unstall})
-        lidar_rplidar.main(["--lidar", "front", "--config", str(_config(tmp_path, fake.port)), "--no-power-up-delay"], node=node)
+        lidar_rplidar.main(["--lidar", "front", "--config", str(_config(tmp_path, fake.port, read_timeout_s=0.6)),
+                            "--no-power-up-delay"], node=node)
     diags = [decode("Diagnostics", v) for v in node.outputs["diagnostics"]]
     assert any("LidarTimeoutError" in d["last_error"] for d in diags)
     details = json.loads(diags[-1]["details_json"])
