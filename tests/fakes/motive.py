@@ -45,6 +45,9 @@ class FakeMotive:
         clock_frequency_hz: Motive's high-resolution clock rate.
         exposure_to_transmit_s: Processing latency between mid-exposure and transmit.
         clock: Host clock (ns).
+        multicast_group: Stream frames to this group on ``data_port`` (via the
+            loopback interface) instead of unicast to the client.
+        data_port: Multicast data port.
     """
 
     def __init__(
@@ -54,6 +57,8 @@ class FakeMotive:
         clock_frequency_hz: int = 10_000_000,
         exposure_to_transmit_s: float = 0.004,
         clock: Callable[[], int] = time.time_ns,
+        multicast_group: str | None = None,
+        data_port: int = 1511,
     ) -> None:
         self.natnet_version = natnet_version
         self.frame_version = natnet_version if natnet_version[0] in nn.SUPPORTED_MAJOR_VERSIONS else (4, 1, 0, 0)
@@ -65,6 +70,13 @@ class FakeMotive:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind(("127.0.0.1", 0))
         self.command_port = self.sock.getsockname()[1]
+        self.multicast_group = multicast_group
+        self.data_port = data_port
+        self.multicast_sock: socket.socket | None = None
+        if multicast_group is not None:
+            self.multicast_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            self.multicast_sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
+            self.multicast_sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
         self.connect_address: tuple[str, int] | None = None
         self.data_address: tuple[str, int] | None = None
         self.requests: list[int] = []
@@ -103,7 +115,11 @@ class FakeMotive:
         mid = packet.message_id
         if mid == nn.MessageId.CONNECT:
             self.connect_address = addr
-            info = nn.ServerInfo("Motive", (3, 1, 0, 0), self.natnet_version, self.frequency_hz, 1511, False, "0.0.0.0")
+            group = self.multicast_group or "0.0.0.0"
+            info = nn.ServerInfo(
+                "Motive", (3, 1, 0, 0), self.natnet_version, self.frequency_hz, self.data_port,
+                self.multicast_group is not None, group,
+            )
             self._send(nn.build_server_info(info), addr)
             self.connected.set()
         elif mid == nn.MessageId.KEEP_ALIVE:
@@ -127,14 +143,17 @@ class FakeMotive:
         """Blocks until a client has connected and registered its data socket."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if self.connected.is_set() and self.data_address is not None:
+            if self.connected.is_set() and (self.data_address is not None or self.multicast_sock is not None):
                 return True
             time.sleep(0.005)
         return False
 
     # -- data stream -----------------------------------------------------------
     def send_raw(self, data: bytes) -> None:
-        """Sends an arbitrary datagram to the client's data socket."""
+        """Sends an arbitrary datagram to the client's data socket (or the multicast group)."""
+        if self.multicast_sock is not None and self.multicast_group is not None:
+            self.multicast_sock.sendto(data, (self.multicast_group, self.data_port))
+            return
         addr = self.data_address or self.connect_address
         if addr is None:
             raise RuntimeError("no client connected")
@@ -200,6 +219,8 @@ class FakeMotive:
         self._stop.set()
         self._thread.join(timeout=1.0)
         self.sock.close()
+        if self.multicast_sock is not None:
+            self.multicast_sock.close()
 
     def __enter__(self) -> "FakeMotive":
         return self

@@ -45,11 +45,12 @@ class UntilMarkNode(MockNode):
         return None
 
 
-def write_config(tmp_path: Path, port: int, **body) -> Path:
+def write_config(tmp_path: Path, port: int, natnet: dict | None = None, **body) -> Path:
     cfg = {
         "natnet": {
             "server_address": "127.0.0.1", "command_port": port, "local_address": "127.0.0.1",
             "connect_retry_s": 0.05, "echo_period_s": 0.02, "keepalive_period_s": 0.05, "model_def_retry_s": 0.05,
+            **(natnet or {}),
         },
         "rigid_body": body or {"name": "alohamini2"},
         "frame": {"frame_id": "world", "axis_map": ["x", "-z", "y"]},
@@ -144,6 +145,24 @@ def test_truncated_and_corrupted_packets_are_counted_not_fatal(tmp_path):
     reasons = json.loads(last["details_json"])["rejected_by_reason"]
     assert sum(reasons.values()) == 4
     assert any("rejected datagram" in e["message"] for e in node.logs)
+
+
+def test_multicast_stream_on_loopback(tmp_path):
+    import socket
+
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    probe.bind(("127.0.0.1", 0))
+    data_port = probe.getsockname()[1]
+    probe.close()
+    poses, _ = trajectory(10)
+    group = "239.255.42.99"
+    with FakeMotive(multicast_group=group, data_port=data_port) as fake:
+        config = write_config(tmp_path, fake.command_port, {"multicast": True, "multicast_group": group,
+                                                            "data_port": data_port}, id=3)
+        node, (sent,) = run_node(fake, config, lambda f: f.stream(poses, body_id=3))
+    msgs = [decode("MocapPose", v) for v in node.outputs["pose"]]
+    assert [m["frame_number"] for m in msgs] == [s.frame_number for s in sent]
+    assert nn.MessageId.KEEP_ALIVE not in fake.requests  # multicast needs no keep-alive
 
 
 def test_version_mismatch_reported_and_nothing_published(tmp_path):
