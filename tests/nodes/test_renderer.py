@@ -439,3 +439,52 @@ def test_one_render_per_wake_up_keeps_inputs_flowing(config_path, tmp_path):
     frames = [o for o, _, _ in node.sent if o in CAMERAS]
     assert len(frames) == 3  # five cameras due, but one frame between input passes
     assert len(set(frames)) == 3
+
+
+_WINDOW_SCRIPT = '''
+import itertools, sys
+import pyarrow as pa
+from dora.testing import MockNode
+from teledora import models
+from teledora.nodes import renderer
+from teledora.operators.messages import encode
+
+class Paced(MockNode):
+    def drain(self):
+        return []
+
+q = models.load_profile().home_q()
+js = encode("JointState", {"stamp_ns": 1, "names": list(q), "position": list(q.values()), "velocity": [], "effort": []})
+lift = encode("LiftState", {"stamp_ns": 1, "height_m": 0.3, "velocity_m_s": 0.0, "homed": True})
+odom = encode("Odometry", {"stamp_ns": 1, "frame_id": "odom", "child_frame_id": "base_link", "x": 0.0, "y": 0.0,
+                           "yaw": 0.0, "vx": 0.0, "vy": 0.0, "wz": 0.0})
+node = Paced([("joint_states", js), ("lift", lift), ("odom", odom)] + [("tick", pa.array([0]))] * 5)
+handles = []
+
+def window(model, data):
+    handles.append(renderer.passive_viewer(model, data))
+    return handles[-1]
+
+clock = itertools.count(0, 400_000_000)
+renderer.main(["--viewer", "auto", "--cameras", "chest", "--config", sys.argv[1]], node=node,
+              clock=lambda: next(clock), window_factory=window)
+print("WINDOW", len(handles), "FRAMES", len(node.outputs.get("chest", [])))
+'''
+
+
+def test_real_viewer_window_opens_beside_the_cameras_on_a_display(config_path, tmp_path):
+    """MuJoCo's passive viewer on a virtual X display (skipped without xvfb-run)."""
+    import shutil
+    import subprocess
+    import sys
+
+    xvfb = shutil.which("xvfb-run")
+    if xvfb is None:
+        pytest.skip("xvfb-run is not installed (apt package xvfb); the window path needs an X display")
+    script = tmp_path / "window.py"
+    script.write_text(_WINDOW_SCRIPT)
+    env = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "DISPLAY")}
+    proc = subprocess.run([xvfb, "-a", "-s", "-screen 0 800x600x24", sys.executable, str(script), config_path],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "WINDOW 1 FRAMES 6" in proc.stdout
