@@ -130,6 +130,18 @@ def _data_inputs(node_config: str) -> frozenset[str]:
     return frozenset(out)
 
 
+def _ending_inputs() -> frozenset[str]:
+    """The inputs whose closing ends this node: ``TELEDORA_ENDS_WITH`` (comma
+    separated, set per node in the dataflow) or else every data input. Feedback
+    loops (teleop reads the arms, which read ik, which reads teleop) need the
+    former: each node ends when its command input ends, and the end ripples
+    down the graph from the source."""
+    named = os.environ.get("TELEDORA_ENDS_WITH", "").strip()
+    if named:
+        return frozenset(n.strip() for n in named.split(",") if n.strip())
+    return _data_inputs(os.environ.get("DORA_NODE_CONFIG", ""))
+
+
 class _StreamState:
     """Which data inputs of a node have closed (kept per node object)."""
 
@@ -145,10 +157,10 @@ _streams: dict[int, tuple[Any, _StreamState]] = {}
 def next_batch(node: Any, timeout_s: float | None = None) -> list[Mapping[str, Any]] | None:
     """Blocks for the next event, then takes whatever else is already queued.
 
-    Returns None at end of stream. A node whose data inputs have all closed
-    also reaches the end, even while dora timers would keep ticking: upstream
-    is gone, so a control node finishes (and its device stops) instead of
-    running on forever. A timeout yields an empty list (dora reports a timeout
+    Returns None at end of stream. A node whose ending inputs (see
+    ``_ending_inputs``) have closed also reaches the end, even while dora
+    timers would keep ticking: upstream is gone, so a control node finishes
+    (and its device stops) instead of running on forever. A timeout yields an empty list (dora reports a timeout
     as an ERROR event, which is not data)."""
     entry = _streams.get(id(node))
     if entry is None or entry[0] is not node:
@@ -166,7 +178,7 @@ def next_batch(node: Any, timeout_s: float | None = None) -> list[Mapping[str, A
         rest = []
         state.finished = True
     batch = [first] + rest
-    data_inputs = _data_inputs(os.environ.get("DORA_NODE_CONFIG", ""))
+    data_inputs = _ending_inputs()
     for ev in batch:
         if ev.get("type") == "INPUT_CLOSED":
             state.closed.add(ev.get("id"))

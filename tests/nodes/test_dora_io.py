@@ -84,3 +84,11 @@ def test_node_io_rejects_bad_inputs_and_never_sends_a_bad_message() -> None:
     d = decode("Diagnostics", node.outputs["diagnostics"][0])
     assert (d["node"], d["received"], d["rejected"], d["sent"]) == ("lift", 2, 1, 0)
     assert any(log["level"] == "warn" and "wrong Arrow type" in log["message"] for log in node.logs)
+
+
+def test_ends_with_names_the_command_input_of_a_feedback_loop(monkeypatch) -> None:
+    monkeypatch.setenv("DORA_NODE_CONFIG", CONFIG)
+    monkeypatch.setenv("TELEDORA_ENDS_WITH", "base_cmd")
+    node = MockNode([{"type": "INPUT_CLOSED", "id": "base_cmd"}, {"type": "INPUT", "id": "other", "value": 1, "metadata": {}}])
+    assert dora_io.next_batch(node) is not None
+    assert dora_io.next_batch(node) is None  # 'other' is still open, but the command input ended
