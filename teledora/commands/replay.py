@@ -191,6 +191,25 @@ def plan_from_run(args: argparse.Namespace) -> tuple[dict[str, Any], list[str], 
     return plan, replace, warnings
 
 
+def plan_dataflow_dir(args: argparse.Namespace) -> Path:
+    """Directory the recorded (or given) dataflow's relative names start from."""
+    if args.dataflow is not None:
+        return args.dataflow.resolve().parent
+    return Path(RunReader(args.run).manifest.get("dataflow_dir") or ".")
+
+
+def _link_type_annotations(dataflow_dir: Path, out_dir: Path) -> None:
+    """dora looks up ``output_types`` in ``types/`` beside the YAML: point the
+    replay's ``types`` there so the annotations still resolve."""
+    types = dataflow_dir / "types"
+    link = out_dir / "types"
+    if types.is_dir() and not link.exists():
+        try:
+            link.symlink_to(types.resolve(), target_is_directory=True)
+        except OSError:
+            pass
+
+
 def dora_command(yaml_path: Path, stop_after: str | None) -> list[str]:
     dora = Path(sys.executable).parent / "dora"
     cmd = [str(dora) if dora.exists() else "dora", "run", str(yaml_path)]
@@ -243,6 +262,7 @@ def _run(args: argparse.Namespace) -> int:
     out_dir = new_run_dir(runs_dir, dt.datetime.now())
     yaml_path = out_dir / REPLAY_YAML
     yaml_path.write_text(text)
+    _link_type_annotations(plan_dataflow_dir(args), out_dir)
     env = dict(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     env["TELEDORA_RUN_DIR"] = str(out_dir.resolve())
