@@ -6,8 +6,10 @@ arms) and ``lift`` (LiftState), the last two for the robot's current grip poses
 (MuJoCo forward kinematics), which (re)anchoring needs.
 Outputs: ``arm_targets``, ``base_cmd``, ``lift_cmd``, ``state``, ``diagnostics``.
 
-Every controller report is applied in order (button edges must not be lost),
-and a step is published after each one; a tick publishes only when no step went
+Outputs carry dora metadata ``xr_seq`` / ``xr_stamp_ns``: the newest XR report
+they reflect (latency tracing). Every controller report is applied in order (button edges must not be lost);
+one step is published per batch of queued events that held a report, so a
+backlog collapses instead of growing; a tick publishes only when no step went
 out within the last tick period. Joint and lift states are applied in order (cheap:
 forward kinematics runs lazily once per step), so an invalid newest one does not
 hide the valid one before it.
@@ -121,17 +123,19 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     kin = GripKinematics(args.model or models.path("alohamini2/alohamini2.xml"))
     io = NodeIO(make_node(node), node_id("teleop"), clock)
     last_publish_ns = -(10**18)
+    trace: dict[str, int] = {}  # the XR report behind these outputs, for latency tracing
 
     def publish(now_ns: int) -> None:
         nonlocal last_publish_ns
         out = scheme.step(now_ns, kin.grips())
         for output, kind in _OUTPUTS:
-            io.send(output, kind, getattr(out, output))
+            io.send(output, kind, getattr(out, output), dict(trace))
         last_publish_ns = now_ns
         if out.state["events"]:
             io.diag.details["last_events"] = out.state["events"][-8:]
 
     while (batch := next_batch(io.node)) is not None:
+        reported = ticked = False
         for event in newest_per_input(batch, {"tick"}):
             if event["type"] != "INPUT":
                 continue  # STOP / INPUT_CLOSED: keep draining until the stream ends
@@ -139,13 +143,11 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
             if eid == "controllers":
                 msg = io.decode(event, "XrControllers")
                 if msg is not None:
-                    now = clock()
-                    scheme.on_controllers(msg, now)
-                    publish(now)
+                    scheme.on_controllers(msg, clock())
+                    trace.update(xr_seq=int(msg["seq"]), xr_stamp_ns=int(msg["stamp_ns"]))
+                    reported = True
             elif eid == "tick":
-                now = clock()
-                if now - last_publish_ns >= _TICK_REPUBLISH_NS:
-                    publish(now)
+                ticked = True
             elif eid == "joint_states":
                 msg = io.decode(event, "JointState")
                 if msg is not None:
@@ -159,6 +161,9 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                     kin.set_lift_height(msg["height_m"])
             else:
                 io.reject(f"unexpected input {eid!r}")
+        now = clock()
+        if reported or (ticked and now - last_publish_ns >= _TICK_REPUBLISH_NS):
+            publish(now)
         io.diag.details.update(
             estop_latched=scheme.estop_latched, arms_paused=scheme.arms_paused, reset_count=scheme.reset_count,
             robot_state_known=kin.have_joints,

@@ -7,6 +7,7 @@ import itertools
 import numpy as np
 import pyarrow as pa
 import pytest
+from dora.testing import MockNode
 
 from teledora.nodes import teleop
 from teledora.operators.messages import decode, encode
@@ -52,10 +53,15 @@ class Clock:
         return next(self._it)
 
 
-def run(inputs, clock=None):
-    from dora.testing import MockNode
+class OneByOne(MockNode):
+    """Delivers one event per batch (no queued burst)."""
 
-    node = MockNode(inputs)
+    def drain(self):
+        return []
+
+
+def run(inputs, clock=None, burst=False):
+    node = MockNode(inputs) if burst else OneByOne(inputs)
     teleop.main([], node=node, clock=clock or Clock())
     return node
 
@@ -123,13 +129,6 @@ def test_tick_evaluates_pose_timeout_without_xr_traffic():
     inputs = [("joint_states", joints()), ("controllers", controllers(0))]
     # each tick advances the clock by 10 ms: 40 ticks = 400 ms > 300 ms pose timeout
     inputs += [("tick", pa.array([i])) for i in range(40)]
-    # newest_per_input keeps only the newest tick of a burst, so feed them as separate batches
-    from dora.testing import MockNode
-
-    class OneByOne(MockNode):
-        def drain(self):
-            return []
-
     node = OneByOne(inputs)
     teleop.main([], node=node, clock=clock)
     first = decode("ArmTargets", node.outputs["arm_targets"][0])
@@ -143,3 +142,32 @@ def test_stop_before_last_input_does_not_end_the_loop():
     inputs = [("joint_states", joints()), {"type": "STOP", "id": "early"}, ("controllers", controllers(0))]
     node = run(inputs)
     assert len(node.outputs["arm_targets"]) == 1
+
+
+def test_a_burst_publishes_once_without_losing_edges():
+    t = 0
+    held = hand(t, secondary=True)
+    inputs = [("joint_states", joints()), ("controllers", controllers(t)), ("controllers", controllers(t, left=held)),
+              ("controllers", controllers(t))]
+    node = run(inputs, burst=True)
+    assert len(node.outputs["arm_targets"]) == 1
+    events = decode("TeleopState", node.outputs["state"][0])["events"]
+    assert "left_clutch_on" in events and "left_clutch_off" in events
+
+
+def test_outputs_carry_the_xr_report_for_tracing():
+    from dora.testing import MockNode as _Mock
+
+    class Recording(OneByOne):
+        def __init__(self, inputs):
+            super().__init__(inputs)
+            self.meta: list[dict] = []
+
+        def send_output(self, output_id, data, metadata=None):
+            if output_id == "arm_targets":
+                self.meta.append(dict(metadata or {}))
+            return _Mock.send_output(self, output_id, data, metadata)
+
+    node = Recording([("joint_states", joints()), ("controllers", controllers(20 * MS))])
+    teleop.main([], node=node, clock=Clock())
+    assert node.meta == [{"xr_seq": 20, "xr_stamp_ns": 20 * MS}]

@@ -1,0 +1,189 @@
+"""XR-to-IK latency through dora with the sim running.
+
+Runs the sim dataflow (dataflows/sim.yml) with the ``xr`` node swapped for the UDP
+feed variant and the recorder swapped for a probe, streams controller frames at
+90 Hz (a hand tracing a slow circle, so every frame changes the arm target) and
+measures, per frame:
+
+* xr -> teleop: from the frame's arrival at the xr node (its receive stamp,
+  ``XrControllers.stamp_ns``) to the probe receiving the ``arm_targets`` that
+  reflect it (teleop tags them with dora metadata ``xr_stamp_ns``);
+* xr -> ik: to the probe receiving the first ``ik/joint_commands`` solved after
+  those targets reached the IK. The IK stamps each command with its solve time;
+  two matchings bracket the truth: *lower* takes the first command solved after
+  teleop computed the targets (may credit a solve that started just before they
+  arrived), *upper* the first solved after the probe itself received them (may
+  skip one solve when the IK got them first).
+
+The probe adds one dora hop to every figure, so the numbers are conservative.
+
+    python benchmarks/xr_latency.py [--seconds 30] [--rate-hz 90]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+PORT = 9871
+
+
+# ------------------------------------------------------------------- probe node
+def probe(out_path: Path) -> None:
+    """A dora node recording receive times of controllers, arm_targets and joint_commands."""
+    from dora import Node
+
+    from teledora.operators.messages import decode
+
+    node = Node()
+    rows = []
+    for event in node:
+        if event["type"] != "INPUT":
+            continue
+        t = time.time_ns()
+        eid = event["id"]
+        kind = {"controllers": "XrControllers", "arm_targets": "ArmTargets", "joint_commands": "JointCommands"}[eid]
+        msg = decode(kind, event["value"])
+        row = {"id": eid, "recv_ns": t, "stamp_ns": int(msg["stamp_ns"])}
+        if eid == "arm_targets":
+            row["xr_stamp_ns"] = int(event["metadata"].get("xr_stamp_ns", -1))
+        rows.append(row)
+    out_path.write_text("\n".join(json.dumps(r) for r in rows))
+
+
+# -------------------------------------------------------------------- dataflow
+def build_dataflow(tmp: Path, probe_out: Path) -> Path:
+    flow = yaml.safe_load((REPO / "dataflows" / "sim.yml").read_text())
+    nodes = []
+    for n in flow["nodes"]:
+        if n["id"] == "recorder":
+            continue
+        n = dict(n)
+        if "path" in n and n["path"].startswith("../"):
+            n["path"] = str((REPO / "dataflows" / n["path"]).resolve())
+        if n["id"] == "xr":
+            n["path"] = str(REPO / "nodes" / "xr_udp.py")
+            n["args"] = f"--port {PORT}"
+        nodes.append(n)
+    nodes.append({
+        "id": "probe",
+        "path": str(Path(__file__).resolve()),
+        "args": f"--probe {probe_out}",
+        "inputs": {
+            "controllers": {"source": "xr/controllers", "queue_size": 10000},
+            "arm_targets": {"source": "teleop/arm_targets", "queue_size": 10000},
+            "joint_commands": {"source": "ik/joint_commands", "queue_size": 10000},
+        },
+    })
+    # types live next to sim.yml; keep relative type references resolvable
+    flow = {k: v for k, v in flow.items() if k != "nodes"}
+    flow["nodes"] = nodes
+    path = tmp / "xr_latency.yml"
+    if (REPO / "dataflows" / "types").exists():
+        (tmp / "types").symlink_to(REPO / "dataflows" / "types")
+    path.write_text(yaml.safe_dump(flow, sort_keys=False))
+    return path
+
+
+def frame(seq: int, t_ns: int, phase: float) -> bytes:
+    pos = [0.35 + 0.05 * math.cos(phase), 0.2 + 0.05 * math.sin(phase), 1.0]
+    hand = {"connected": True, "pose_valid": True, "position": pos, "orientation": [0, 0, 0, 1], "stick": [0.0, 0.0]}
+    right = dict(hand, position=[0.35, -0.2, 1.0])
+    return json.dumps({"version": 1, "session": "bench", "seq": seq, "sent_ns": t_ns, "frame": "flu",
+                       "hands": {"left": hand, "right": right}}).encode()
+
+
+def stream(seconds: float, rate_hz: float) -> int:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    period = 1.0 / rate_hz
+    start = time.perf_counter()
+    n = 0
+    while (elapsed := time.perf_counter() - start) < seconds:
+        sock.sendto(frame(n + 1, time.time_ns(), 2 * math.pi * 0.2 * elapsed), ("127.0.0.1", PORT))
+        n += 1
+        delay = start + n * period - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+    sock.close()
+    return n
+
+
+def analyse(rows: list[dict], warmup_s: float = 3.0) -> dict[str, np.ndarray]:
+    ctrl = {r["stamp_ns"]: r for r in rows if r["id"] == "controllers"}
+    targets = [r for r in rows if r["id"] == "arm_targets" and r["xr_stamp_ns"] in ctrl]
+    cmds = sorted((r for r in rows if r["id"] == "joint_commands"), key=lambda r: r["stamp_ns"])
+    cmd_stamps = np.array([c["stamp_ns"] for c in cmds], dtype=np.int64)
+    t0 = min(ctrl) + int(warmup_s * 1e9) if ctrl else 0
+    teleop, lower, upper = [], [], []
+    seen = set()
+    for a in targets:
+        x = a["xr_stamp_ns"]
+        if x in seen or x < t0:
+            continue  # tick republishes carry the same report; the first one is the response
+        seen.add(x)
+        teleop.append(a["recv_ns"] - x)
+        for bound, after in ((lower, a["stamp_ns"]), (upper, a["recv_ns"])):
+            i = int(np.searchsorted(cmd_stamps, after, side="left"))
+            if i < len(cmds):
+                bound.append(cmds[i]["recv_ns"] - x)
+    return {k: np.array(v) / 1e6 for k, v in (("xr->teleop", teleop), ("xr->ik lower", lower), ("xr->ik upper", upper))}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=30.0)
+    ap.add_argument("--rate-hz", type=float, default=90.0)
+    ap.add_argument("--probe", type=Path, default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.probe is not None:
+        probe(args.probe)
+        return 0
+    sys.path.insert(0, str(REPO))
+    from teledora.commands.demo import dora_environment
+
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        out = tmp / "probe.jsonl"
+        flow = build_dataflow(tmp, out)
+        env = dora_environment(tmp / "run")
+        dora = Path(sys.executable).parent / "dora"
+        stop_after = f"{int(args.seconds + 12)}s"
+        proc = subprocess.Popen([str(dora), "run", str(flow), "--stop-after", stop_after], env=env, cwd=tmp,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        time.sleep(6.0)  # nodes start, the sim publishes joint states, the IK initialises
+        sent = stream(args.seconds, args.rate_hz)
+        log, _ = proc.communicate(timeout=120)
+        if not out.exists():
+            print(log[-4000:])
+            print("probe wrote nothing: the dataflow did not run", file=sys.stderr)
+            return 1
+        rows = [json.loads(line) for line in out.read_text().splitlines() if line]
+    res = analyse(rows)
+    n_ctrl = sum(r["id"] == "controllers" for r in rows)
+    print(f"xr latency through dora, sim running: {sent} frames sent at {args.rate_hz:.0f} Hz, "
+          f"{n_ctrl} published by xr ({os.cpu_count()} CPUs)")
+    print(f"{'path':<14} {'n':>6} {'median ms':>10} {'p90 ms':>8} {'p99 ms':>8} {'max ms':>8}")
+    for name, v in res.items():
+        if len(v) == 0:
+            print(f"{name:<14} {0:>6}")
+            continue
+        print(f"{name:<14} {len(v):>6} {np.median(v):>10.2f} {np.percentile(v, 90):>8.2f} {np.percentile(v, 99):>8.2f} {v.max():>8.2f}")
+    if len(res["xr->teleop"]) and len(res["xr->ik upper"]):
+        print(f"ratio ik-path/teleop-path (median): {np.median(res['xr->ik upper']) / np.median(res['xr->teleop']):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
