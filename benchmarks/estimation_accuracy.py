@@ -11,6 +11,8 @@ it forgotten. Prints final and max position error and max yaw error.
 
 ``--image`` measures the flow from rendered floor images (OpenCV phase correlation)
 instead of the twist, as the `flow` node does with ``--image``.
+``--odom`` also fuses simulated wheel odometry (true twist + 0.01 m/s, 0.01 rad/s
+noise at 50 Hz), which makes the gyro bias observable.
 ``--imperfect`` gives the simulated sensor a 2 % low flow gain (uncorrected by the
 scalers) and the gyro a 0.002 rad/s yaw-rate bias, to show what calibration buys.
 """
@@ -82,7 +84,7 @@ class Result:
 
 def run_drive(drive: Drive, truth_model: FlowModel, estimator_model: FlowModel, sim_config: FlowSimConfig,
               ekf_config: EkfConfig, truth_hz: float = 500.0, flow_hz: float = 50.0, gyro_hz: float = 100.0,
-              camera: FloorCamera | None = None) -> Result:
+              camera: FloorCamera | None = None, odom_hz: float = 0.0) -> Result:
     """Simulates one drive and returns the estimator's errors against the truth. With ``camera``
     the flow is measured from rendered floor images instead of computed from the twist."""
     sim = FlowSensorSim(truth_model, sim_config)
@@ -91,6 +93,8 @@ def run_drive(drive: Drive, truth_model: FlowModel, estimator_model: FlowModel, 
     dt = 1.0 / truth_hz
     flow_every = round(truth_hz / flow_hz)
     gyro_every = round(truth_hz / gyro_hz)
+    odom_every = round(truth_hz / odom_hz) if odom_hz > 0 else 0
+    odom_rng = np.random.default_rng(sim_config.seed + 1000)
     pose = np.zeros(3)
     max_err = max_yaw = length = 0.0
     steps = int(drive.duration_s * truth_hz)
@@ -101,6 +105,9 @@ def run_drive(drive: Drive, truth_model: FlowModel, estimator_model: FlowModel, 
         sim.add_truth(vx, vy, wz)
         if k % gyro_every == 0:
             odo.on_gyro(stamp_ns, sim.read_gyro(wz))
+        if odom_every and k % odom_every == 0:
+            n = odom_rng.normal(0.0, 0.01, 3)
+            odo.on_odom(stamp_ns, vx + n[0], vy + n[1], wz + n[2])
         if k % flow_every == 0:
             r = sim.read_flow(stamp_ns)
             if imager is None:
@@ -134,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", action="store_true", help="print a markdown table")
     parser.add_argument("--imperfect", action="store_true", help="2 %% flow gain error, 0.002 rad/s gyro bias")
     parser.add_argument("--image", action="store_true", help="flow from rendered floor images (OpenCV)")
+    parser.add_argument("--odom", action="store_true", help="also fuse simulated wheel odometry at 50 Hz")
     args = parser.parse_args(argv)
     flow_cfg, sim_cfg, ekf_cfg = load_configs()
     if args.imperfect:
@@ -149,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for drive in drives:
         for label, est in variants.items():
-            res = [run_drive(drive, truth, est, replace(sim_cfg, seed=sim_cfg.seed + s), ekf_cfg, camera=camera)
+            res = [run_drive(drive, truth, est, replace(sim_cfg, seed=sim_cfg.seed + s), ekf_cfg, camera=camera,
+                             odom_hz=50.0 if args.odom else 0.0)
                    for s in range(args.seeds)]
             final = np.array([r.final_error_m for r in res])
             mx = np.array([r.max_error_m for r in res])

@@ -85,7 +85,7 @@ class FlowOdometry:
 
     def pose(self, source: str = "onboard") -> dict[str, Any]:
         """The current estimate as a PoseEstimate message dict."""
-        x, y, yaw, vx, vy, wz = (float(v) for v in self.ekf.x)
+        x, y, yaw, vx, vy, wz = (float(v) for v in self.ekf.x[:6])
         cov = self.ekf.pose_covariance()
         cov = 0.5 * (cov + cov.T)
         return {
@@ -104,4 +104,5 @@ class FlowOdometry:
             "late_measurements": self.ekf.late_measurements,
             "skipped_gaps": self.ekf.skipped_gaps,
             "position_std_m": math.sqrt(max(0.0, float(self.ekf.P[0, 0] + self.ekf.P[1, 1]))),
+            "gyro_bias_rad_s": float(self.ekf.x[6]),
         }

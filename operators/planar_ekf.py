@@ -1,7 +1,9 @@
 """Planar extended Kalman filter for a ground base: optical flow, gyro and wheel odometry.
 
-State ``[x, y, yaw, vx, vy, wz]``: position and heading in the odom frame (z up),
-velocity in the body frame (FLU) and yaw rate. The motion model is constant body
+State ``[x, y, yaw, vx, vy, wz, gyro_bias]``: position and heading in the odom
+frame (z up), velocity in the body frame (FLU), yaw rate and the gyro's yaw-rate
+bias (a slow random walk; observable only when wheel odometry is fused — flow
+alone cannot tell a yaw rate from a sideways velocity). The motion model is constant body
 twist driven by white acceleration noise; position is integrated with the heading
 at the middle of each step, so a pure spin does not leak into position.
 
@@ -12,7 +14,7 @@ Measurements:
   is known. With the sensor's mounting offset in the model, a spin in place is
   recognised as rotation; without it, the apparent sensor velocity is integrated
   as translation;
-* gyro yaw rate;
+* gyro yaw rate (``wz + gyro_bias``);
 * wheel-odometry body twist ``(vx, vy, wz)``.
 
 Time is passed in (``stamp_ns``); nothing here reads a clock.
@@ -29,8 +31,9 @@ import numpy.typing as npt
 
 from teledora.operators.flow_model import FlowModel
 
-STATE_NAMES = ("x", "y", "yaw", "vx", "vy", "wz")
-_X, _Y, _YAW, _VX, _VY, _WZ = range(6)
+STATE_NAMES = ("x", "y", "yaw", "vx", "vy", "wz", "gyro_bias")
+_X, _Y, _YAW, _VX, _VY, _WZ, _BG = range(7)
+_N = 7
 
 
 class EkfConfigError(ValueError):
@@ -54,6 +57,7 @@ class EkfConfig:
         accel_noise_m_s2: Std of the body acceleration driving vx, vy (per sqrt(s)).
         yaw_accel_noise_rad_s2: Std of the yaw acceleration driving wz (per sqrt(s)).
         position_noise_m: Extra position random walk (per sqrt(s)), covers slip.
+        gyro_bias_noise_rad_s: Random walk of the gyro bias (rad/s per sqrt(s)).
         flow_noise_rad_s: Std of one flow-rate reading.
         gyro_noise_rad_s: Std of one gyro yaw-rate reading.
         odom_velocity_noise_m_s: Std of a wheel-odometry linear velocity.
@@ -62,6 +66,7 @@ class EkfConfig:
         initial_yaw_std_rad: Initial std of yaw.
         initial_velocity_std_m_s: Initial std of vx and vy.
         initial_yaw_rate_std_rad_s: Initial std of wz.
+        initial_gyro_bias_std_rad_s: Initial std of the gyro bias (0 pins it at zero).
         gate_chi2: Innovation gate on flow (squared Mahalanobis distance); 0 disables it.
             The gyro and wheel odometry are not gated: they are the yaw reference.
         max_gated_in_row: After this many flow readings rejected in a row the next one is
@@ -74,6 +79,7 @@ class EkfConfig:
     accel_noise_m_s2: float = 0.5
     yaw_accel_noise_rad_s2: float = 1.0
     position_noise_m: float = 0.001
+    gyro_bias_noise_rad_s: float = 0.0001
     flow_noise_rad_s: float = 0.05
     gyro_noise_rad_s: float = 0.005
     odom_velocity_noise_m_s: float = 0.05
@@ -82,6 +88,7 @@ class EkfConfig:
     initial_yaw_std_rad: float = 0.001
     initial_velocity_std_m_s: float = 0.1
     initial_yaw_rate_std_rad_s: float = 0.1
+    initial_gyro_bias_std_rad_s: float = 0.005
     gate_chi2: float = 25.0
     max_gated_in_row: int = 10
     max_step_s: float = 0.02
@@ -108,7 +115,7 @@ class EkfConfig:
 
 
 class PlanarEkf:
-    """EKF over ``[x, y, yaw, vx, vy, wz]``.
+    """EKF over ``[x, y, yaw, vx, vy, wz, gyro_bias]``.
 
     Args:
         config: Noise and limits.
@@ -119,11 +126,12 @@ class PlanarEkf:
     def __init__(self, config: EkfConfig, flow_model: FlowModel) -> None:
         self.config = config
         self.flow_model = flow_model
-        self.x = np.zeros(6)
+        self.x = np.zeros(_N)
         c = config
         self.P = np.diag([
             c.initial_position_std_m**2, c.initial_position_std_m**2, c.initial_yaw_std_rad**2,
             c.initial_velocity_std_m_s**2, c.initial_velocity_std_m_s**2, c.initial_yaw_rate_std_rad_s**2,
+            c.initial_gyro_bias_std_rad_s**2,
         ])
         self.stamp_ns: int | None = None
         self.late_measurements = 0
@@ -147,13 +155,13 @@ class PlanarEkf:
     # -- prediction ------------------------------------------------------------------------
     def _predict_step(self, dt: float) -> None:
         c = self.config
-        x, y, yaw, vx, vy, wz = self.x
+        x, y, yaw, vx, vy, wz, bias = self.x
         mid = yaw + 0.5 * wz * dt
         cm, sm = math.cos(mid), math.sin(mid)
         dx_w = vx * cm - vy * sm
         dy_w = vx * sm + vy * cm
-        self.x = np.array([x + dx_w * dt, y + dy_w * dt, wrap_angle(yaw + wz * dt), vx, vy, wz])
-        F = np.eye(6)
+        self.x = np.array([x + dx_w * dt, y + dy_w * dt, wrap_angle(yaw + wz * dt), vx, vy, wz, bias])
+        F = np.eye(_N)
         F[_X, _YAW] = -dy_w * dt
         F[_Y, _YAW] = dx_w * dt
         F[_X, _VX], F[_X, _VY] = cm * dt, -sm * dt
@@ -164,6 +172,7 @@ class PlanarEkf:
         q = np.array([
             c.position_noise_m**2 * dt, c.position_noise_m**2 * dt, 0.0,
             c.accel_noise_m_s2**2 * dt, c.accel_noise_m_s2**2 * dt, c.yaw_accel_noise_rad_s2**2 * dt,
+            c.gyro_bias_noise_rad_s**2 * dt,
         ])
         self.P = F @ self.P @ F.T + np.diag(q)
 
@@ -180,10 +189,10 @@ class PlanarEkf:
         self.stamp_ns = int(stamp_ns)
         if dt > self.config.max_gap_s:
             self.skipped_gaps += 1
-            self.x[_VX:] = 0.0
+            self.x[_VX:_BG] = 0.0
             c = self.config
-            self.P[_VX:, :] = 0.0
-            self.P[:, _VX:] = 0.0
+            self.P[_VX:_BG, :] = 0.0
+            self.P[:, _VX:_BG] = 0.0
             self.P[_VX, _VX] = self.P[_VY, _VY] = c.initial_velocity_std_m_s**2
             self.P[_WZ, _WZ] = c.initial_yaw_rate_std_rad_s**2
             return True
@@ -209,7 +218,7 @@ class PlanarEkf:
         K = self.P @ H.T @ S_inv
         self.x = self.x + K @ innovation
         self.x[_YAW] = wrap_angle(self.x[_YAW])
-        I_KH = np.eye(6) - K @ H
+        I_KH = np.eye(_N) - K @ H
         self.P = I_KH @ self.P @ I_KH.T + K @ R @ K.T  # Joseph form keeps P symmetric positive
         return d2
 
@@ -217,22 +226,22 @@ class PlanarEkf:
         """Fuses a body-axis flow reading (already scaled and yaw-corrected). Returns the
         squared Mahalanobis distance of the innovation; raises MeasurementRejected."""
         z = np.asarray(body_flow, dtype=float)
-        H = np.zeros((2, 6))
-        H[:, _VX:] = self.flow_model.measurement_jacobian(height_m)
+        H = np.zeros((2, _N))
+        H[:, _VX:_BG] = self.flow_model.measurement_jacobian(height_m)
         h = H @ self.x
         R = np.eye(2) * self.config.flow_noise_rad_s**2
         return self._update(z, h, H, R, "flow", gated=True)
 
     def update_gyro(self, yaw_rate_rad_s: float) -> float:
-        """Fuses a gyro yaw rate (rad/s)."""
-        H = np.zeros((1, 6))
-        H[0, _WZ] = 1.0
+        """Fuses a gyro yaw rate (rad/s); the gyro reads ``wz + gyro_bias``."""
+        H = np.zeros((1, _N))
+        H[0, _WZ] = H[0, _BG] = 1.0
         R = np.array([[self.config.gyro_noise_rad_s**2]])
         return self._update(np.array([float(yaw_rate_rad_s)]), H @ self.x, H, R, "gyro")
 
     def update_odom_twist(self, vx: float, vy: float, wz: float) -> float:
         """Fuses a wheel-odometry body twist."""
-        H = np.zeros((3, 6))
+        H = np.zeros((3, _N))
         H[0, _VX] = H[1, _VY] = H[2, _WZ] = 1.0
         c = self.config
         R = np.diag([c.odom_velocity_noise_m_s**2, c.odom_velocity_noise_m_s**2, c.odom_yaw_rate_noise_rad_s**2])
