@@ -254,5 +254,10 @@ class MocapPoseStream:
             out["version_error"] = self.version_error
         if self.clock is not None and self.clock.has_estimate:
             off = self.clock.offset()
-            out.update(clock_offset_ns=off.offset_ns, clock_uncertainty_ns=off.uncertainty_ns, clock_source=off.source)
+            out.update(
+                clock_offset_ns=off.offset_ns,
+                clock_uncertainty_ns=off.uncertainty_ns,
+                clock_source=off.source,
+                clock_drift_ppm=off.drift_ppm,
+            )
         return out

@@ -8,7 +8,10 @@ messages with the host clock, so the offset between the two is estimated:
   Motive answers with its clock ``s``, the reply arrives at ``t1``. Assuming a
   symmetric path, ``offset = (t0 + t1)/2 − s``, uncertain by ``(t1 − t0)/2``.
   Of the recent samples the one with the smallest round trip wins (queueing
-  delays only ever lengthen it).
+  delays only ever lengthen it). Once the clean echoes (round trip within
+  twice the best plus 0.1 ms) span ``FIT_MIN_SPAN_S`` or more, a straight
+  line is fitted through their offsets against Motive time, so the relative
+  drift of the two clocks (tens of ppm) is followed instead of accumulating.
 * **Transmit stamp** (fallback before any echo): a frame that arrives at host
   time ``a`` was transmitted at Motive time ``x``, so ``offset ≤ a − x``; the
   smallest value over recent frames bounds the one-way network delay.
@@ -22,6 +25,12 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+import numpy as np
+
+FIT_MIN_SAMPLES = 8
+FIT_MIN_SPAN_S = 10.0
+CLEAN_RTT_MARGIN_NS = 100_000
+
 
 class ClockMappingError(ValueError):
     """The clock mapping cannot be computed (bad frequency, no samples)."""
@@ -34,6 +43,7 @@ class ClockOffset:
     offset_ns: int
     uncertainty_ns: int
     source: str
+    drift_ppm: float = 0.0
 
 
 class MotiveClockMapper:
@@ -41,17 +51,17 @@ class MotiveClockMapper:
 
     Args:
         frequency_hz: Motive's high-resolution clock frequency (SERVER_INFO).
-        window: How many recent samples of each kind are considered (old ones
-            are forgotten so a slowly drifting clock is followed).
+        window: How many recent echoes are considered (old ones are
+            forgotten); transmit samples keep 8× as many.
     """
 
-    def __init__(self, frequency_hz: int, window: int = 16) -> None:
+    def __init__(self, frequency_hz: int, window: int = 32) -> None:
         if frequency_hz <= 0:
             raise ClockMappingError(f"clock frequency must be positive, got {frequency_hz}")
         if window < 1:
             raise ClockMappingError(f"window must be >= 1, got {window}")
         self.frequency_hz = int(frequency_hz)
-        self._echo: deque[tuple[int, int]] = deque(maxlen=window)  # (round trip, offset)
+        self._echo: deque[tuple[int, int, int]] = deque(maxlen=window)  # (server ns, round trip, offset)
         self._transmit: deque[int] = deque(maxlen=window * 8)
 
     def ticks_to_ns(self, ticks: int) -> int:
@@ -63,8 +73,9 @@ class MotiveClockMapper:
         rtt = int(received_host_ns) - int(sent_host_ns)
         if rtt < 0:
             return
-        offset = (int(sent_host_ns) + int(received_host_ns)) // 2 - self.ticks_to_ns(server_ticks)
-        self._echo.append((rtt, offset))
+        server_ns = self.ticks_to_ns(server_ticks)
+        offset = (int(sent_host_ns) + int(received_host_ns)) // 2 - server_ns
+        self._echo.append((server_ns, rtt, offset))
 
     def add_transmit(self, arrival_host_ns: int, transmit_ticks: int) -> None:
         """Records when a frame transmitted at ``transmit_ticks`` arrived on the host."""
@@ -75,19 +86,30 @@ class MotiveClockMapper:
     def has_estimate(self) -> bool:
         return bool(self._echo or self._transmit)
 
-    def offset(self) -> ClockOffset:
-        """The current best offset.
+    def offset(self, server_ns: int | None = None) -> ClockOffset:
+        """The offset to apply at Motive time ``server_ns`` (default: the newest echo).
 
         Raises:
             ClockMappingError: no echo and no transmit sample yet.
         """
         if self._echo:
-            rtt, off = min(self._echo)
-            return ClockOffset(off, rtt // 2, "echo")
+            best_rtt, best_offset = min((rtt, off) for _, rtt, off in self._echo)
+            clean = [(s, off) for s, rtt, off in self._echo if rtt <= 2 * best_rtt + CLEAN_RTT_MARGIN_NS]
+            span_s = (clean[-1][0] - clean[0][0]) / 1e9 if clean else 0.0
+            if len(clean) >= FIT_MIN_SAMPLES and span_s >= FIT_MIN_SPAN_S:
+                ref_s, ref_off = clean[-1]
+                x = np.array([(c[0] - ref_s) / 1e9 for c in clean])
+                y = np.array([float(c[1] - ref_off) for c in clean])
+                slope, intercept = np.polyfit(x, y, 1)  # ns of offset per s of Motive time
+                at = ref_s if server_ns is None else int(server_ns)
+                off = ref_off + int(round(intercept + slope * (at - ref_s) / 1e9))
+                return ClockOffset(off, best_rtt // 2, "echo", drift_ppm=float(slope) / 1e3)
+            return ClockOffset(best_offset, best_rtt // 2, "echo")
         if self._transmit:
             return ClockOffset(min(self._transmit), -1, "transmit")
         raise ClockMappingError("no clock samples yet (no echo reply, no frame with a transmit stamp)")
 
     def to_host_ns(self, server_ticks: int) -> int:
         """Host-clock time of a Motive tick count."""
-        return self.ticks_to_ns(server_ticks) + self.offset().offset_ns
+        server_ns = self.ticks_to_ns(server_ticks)
+        return server_ns + self.offset(server_ns).offset_ns

@@ -61,3 +61,33 @@ def test_bad_parameters():
         MotiveClockMapper(0)
     with pytest.raises(ClockMappingError):
         MotiveClockMapper(FREQ, window=0)
+
+
+def test_clock_drift_is_fitted_from_clean_echoes():
+    """Motive's clock runs 100 ppm slow: host = server + OFFSET + 1e-4 * server."""
+    m = MotiveClockMapper(FREQ)
+    drift = 1e-4
+
+    def host(server_ns: int) -> int:
+        return OFFSET_NS + server_ns + round(drift * server_ns)
+
+    for k in range(32):
+        s = k * 1_000_000_000
+        rtt = 5_000_000 if k % 7 == 3 else 200_000  # a few delayed replies are left out of the fit
+        sent = host(s) - 100_000
+        m.add_echo(sent, ticks(s), sent + rtt)
+    later = 33_500_000_000
+    assert abs(m.to_host_ns(ticks(later)) - host(later)) <= 2
+    assert m.offset().drift_ppm == pytest.approx(100.0, rel=1e-6)
+    constant = MotiveClockMapper(FREQ, window=1)  # no fit possible: one echo, 31 s old
+    constant.add_echo(host(0) - 100_000, 0, host(0) + 100_000)
+    assert constant.to_host_ns(ticks(later)) - host(later) == -round(drift * later)
+
+
+def test_short_span_uses_best_echo_not_a_fit():
+    m = MotiveClockMapper(FREQ)
+    for k in range(10):  # 10 echoes over 0.9 s: too short to fit a drift
+        s = k * 100_000_000
+        m.add_echo(OFFSET_NS + s - 100_000 - k * 1000, ticks(s), OFFSET_NS + s + 100_000 - k * 1000)
+    off = m.offset()
+    assert off.drift_ppm == 0.0 and off.source == "echo"
