@@ -63,6 +63,7 @@ class MotiveClockMapper:
         self.frequency_hz = int(frequency_hz)
         self._echo: deque[tuple[int, int, int]] = deque(maxlen=window)  # (server ns, round trip, offset)
         self._transmit: deque[int] = deque(maxlen=window * 8)
+        self._fit: tuple[int, int, float, float, int] | None = None  # ref server ns, ref offset, slope, intercept, rtt
 
     def ticks_to_ns(self, ticks: int) -> int:
         """Motive ticks as nanoseconds of Motive's clock (exact integer math)."""
@@ -76,6 +77,19 @@ class MotiveClockMapper:
         server_ns = self.ticks_to_ns(server_ticks)
         offset = (int(sent_host_ns) + int(received_host_ns)) // 2 - server_ns
         self._echo.append((server_ns, rtt, offset))
+        self._fit = self._fit_drift()
+
+    def _fit_drift(self) -> tuple[int, int, float, float, int] | None:
+        """Line through the clean echoes' offsets, when they span long enough."""
+        best_rtt = min(rtt for _, rtt, _ in self._echo)
+        clean = [(s, off) for s, rtt, off in self._echo if rtt <= 2 * best_rtt + CLEAN_RTT_MARGIN_NS]
+        if len(clean) < FIT_MIN_SAMPLES or (clean[-1][0] - clean[0][0]) / 1e9 < FIT_MIN_SPAN_S:
+            return None
+        ref_s, ref_off = clean[-1]
+        x = np.array([(c[0] - ref_s) / 1e9 for c in clean])
+        y = np.array([float(c[1] - ref_off) for c in clean])
+        slope, intercept = np.polyfit(x, y, 1)  # ns of offset per s of Motive time
+        return ref_s, ref_off, float(slope), float(intercept), best_rtt
 
     def add_transmit(self, arrival_host_ns: int, transmit_ticks: int) -> None:
         """Records when a frame transmitted at ``transmit_ticks`` arrived on the host."""
@@ -92,18 +106,13 @@ class MotiveClockMapper:
         Raises:
             ClockMappingError: no echo and no transmit sample yet.
         """
+        if self._fit is not None:
+            ref_s, ref_off, slope, intercept, best_rtt = self._fit
+            at = ref_s if server_ns is None else int(server_ns)
+            off = ref_off + int(round(intercept + slope * (at - ref_s) / 1e9))
+            return ClockOffset(off, best_rtt // 2, "echo", drift_ppm=slope / 1e3)
         if self._echo:
             best_rtt, best_offset = min((rtt, off) for _, rtt, off in self._echo)
-            clean = [(s, off) for s, rtt, off in self._echo if rtt <= 2 * best_rtt + CLEAN_RTT_MARGIN_NS]
-            span_s = (clean[-1][0] - clean[0][0]) / 1e9 if clean else 0.0
-            if len(clean) >= FIT_MIN_SAMPLES and span_s >= FIT_MIN_SPAN_S:
-                ref_s, ref_off = clean[-1]
-                x = np.array([(c[0] - ref_s) / 1e9 for c in clean])
-                y = np.array([float(c[1] - ref_off) for c in clean])
-                slope, intercept = np.polyfit(x, y, 1)  # ns of offset per s of Motive time
-                at = ref_s if server_ns is None else int(server_ns)
-                off = ref_off + int(round(intercept + slope * (at - ref_s) / 1e9))
-                return ClockOffset(off, best_rtt // 2, "echo", drift_ppm=float(slope) / 1e3)
             return ClockOffset(best_offset, best_rtt // 2, "echo")
         if self._transmit:
             return ClockOffset(min(self._transmit), -1, "transmit")
