@@ -55,7 +55,9 @@ from teledora.operators.urdf_import import CAMERA_HOUSING_GROUP
 
 OUTPUTS = CAMERA_NAMES + ("diagnostics",)
 STATE_INPUTS = {"joint_states": "JointState", "lift": "LiftState", "odom": "Odometry", "ground_truth": "GroundTruth"}
-_LATEST_ONLY = set(STATE_INPUTS) | {"tick"}
+# Joint states are all applied (an arm may publish alone: keeping only the newest
+# message could starve the other arm); for the rest only the newest counts.
+_LATEST_ONLY = {"lift", "odom", "ground_truth", "tick"}
 
 
 def wants_window(mode: str, env: Mapping[str, str]) -> bool:

@@ -488,3 +488,19 @@ def test_real_viewer_window_opens_beside_the_cameras_on_a_display(config_path, t
                           env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "WINDOW 1 FRAMES 6" in proc.stdout
+
+
+def test_per_arm_messages_in_one_burst_both_apply(config_path):
+    """A burst holding a left-arm and then a right-arm message: both must land
+    (keeping only the newest joint_states message would lose the left arm)."""
+    q = PROFILE.home_q()
+    left = [n for n in q if n.startswith("left_")]
+    right = [n for n in q if n.startswith("right_")]
+    burst = MockNode([("lift", lift(0.3)), ("odom", odom()),
+                      ("joint_states", arms(names=left, positions=[q[n] for n in left])),
+                      ("joint_states", arms(names=right, positions=[q[n] for n in right])), TICK])
+    clock = itertools.count(start=10**9, step=20_000_000)
+    renderer.main(["--config", config_path, "--viewer", "off", "--cameras", "chest"], node=burst,
+                  clock=lambda: next(clock), rig=shared_rig(config_path, ("chest",)))
+    # (the burst ends with STOP, so nothing is rendered: the pose is what counts)
+    assert json.loads(decode("Diagnostics", burst.outputs["diagnostics"][-1])["details_json"])["missing_groups"] == []
