@@ -62,6 +62,7 @@ class SolverConfig:
     regularization: float
     configuration_limit_gain: float
     arm_max_speed_rad_s: float
+    backtracking_steps: int
     frozen_joints: tuple[str, ...]
 
     @classmethod
@@ -79,6 +80,7 @@ class SolverConfig:
             regularization=float(_req(data, "regularization", w)),
             configuration_limit_gain=float(_req(data, "configuration_limit_gain", w)),
             arm_max_speed_rad_s=float(_req(data, "arm_max_speed_rad_s", w)),
+            backtracking_steps=int(_req(data, "backtracking_steps", w)),
             frozen_joints=tuple(_req(data, "frozen_joints", w)),
         )
         if not cfg.control_period_s > 0 or not cfg.arm_max_speed_rad_s > 0:
@@ -244,6 +246,7 @@ class BimanualIk:
         self.solves = 0
         self.failures = 0
         self.guard_shortened = 0
+        self.backtracked = 0
 
     # -- model access ---------------------------------------------------------
 
@@ -314,6 +317,41 @@ class BimanualIk:
             self._freezers[active] = mink.DofFreezingTask(self.model, dof_indices=sorted(set(dofs)))
         return self._freezers[active]
 
+    def _set_targets(self, targets: Mapping[str, GripTarget | None]) -> list[mink.Task]:
+        tasks: list[mink.Task] = [self.posture_task]
+        for side in SIDES:
+            target = targets.get(side)
+            if target is not None:
+                self.frame_tasks[side].set_target(target.se3())
+                tasks.append(self.frame_tasks[side])
+        return tasks
+
+    def _merit(self, tasks: Sequence[mink.Task]) -> float:
+        """Weighted squared task error at the current configuration (what the QP
+        linearises); a step that raises it overshot."""
+        total = 0.0
+        for task in tasks:
+            e = task.cost * task.compute_error(self.configuration)
+            total += float(e @ e)
+        return total
+
+    def _backtrack(self, q_from: np.ndarray, q_to: np.ndarray, tasks: Sequence[mink.Task], merit0: float) -> np.ndarray:
+        """Halves the step (up to ``backtracking_steps`` times) while it raises
+        the merit; a step that cannot lower it is not taken. The configuration
+        is left at the returned q."""
+        if self._merit(tasks) <= merit0 * (1 + 1e-9) + 1e-15:
+            return q_to
+        step = q_to - q_from
+        for k in range(1, self.settings.solver.backtracking_steps + 1):
+            q = q_from + step * 0.5**k
+            self._set_q(q)
+            if self._merit(tasks) <= merit0 * (1 + 1e-9) + 1e-15:
+                self.backtracked += 1
+                return q
+        self._set_q(q_from)
+        self.backtracked += 1
+        return q_from.copy()
+
     def solve_velocity(self, targets: Mapping[str, GripTarget | None]) -> np.ndarray:
         """The QP velocity (nv) for this tick; arms with a None target are frozen.
 
@@ -321,12 +359,7 @@ class BimanualIk:
             IkSolveError: the QP failed or returned non-finite values.
         """
         active = tuple(targets.get(side) is not None for side in SIDES)
-        tasks: list[mink.Task] = [self.posture_task]
-        for side in SIDES:
-            target = targets.get(side)
-            if target is not None:
-                self.frame_tasks[side].set_target(target.se3())
-                tasks.append(self.frame_tasks[side])
+        tasks = self._set_targets(targets)
         try:
             v = mink.solve_ik(
                 self.configuration, tasks, self.dt, self.settings.solver.qp_solver,
@@ -386,6 +419,8 @@ class BimanualIk:
             self.reference.hold()
             return TickResult("hold", q_prev, self.reference.dq, active, 1.0, self.min_proxy_distance())
         try:
+            tasks = self._set_targets(targets)
+            merit0 = self._merit(tasks)
             v = self.solve_velocity(targets)
         except IkSolveError as exc:
             self.failures += 1
@@ -398,10 +433,32 @@ class BimanualIk:
         q_safe, fraction, dmin = self._guard(q_prev, q_proposed)
         if fraction < 1.0:
             self.guard_shortened += 1
+        q_safe = self._backtrack(q_prev, q_safe, tasks, merit0)
         self.reference.commit(q_safe, self.dt)
         if not np.array_equal(self.reference.q, q_safe):
             self._set_q(self.reference.q)
         return TickResult("ok", self.reference.q, self.reference.dq, active, fraction, dmin)
+
+    def settle_step(self, targets: Mapping[str, GripTarget | None]) -> np.ndarray:
+        """One unpaced step for offline planning: QP, integrate, collision guard;
+        the reference jumps to the result (no speed/acceleration guard, which
+        belongs to real-time streaming). Returns the joint displacement taken.
+
+        Raises:
+            IkSolveError: the QP failed (the configuration is unchanged).
+        """
+        q_prev = self.arm_q()
+        tasks = self._set_targets(targets)
+        merit0 = self._merit(tasks)
+        v = self.solve_velocity(targets)
+        self.solves += 1
+        q_new = self.reference.clamp(self.configuration.integrate(v, self.dt)[self._qadr])
+        q_safe, _, _ = self._guard(q_prev, q_new)
+        q_safe = self._backtrack(q_prev, q_safe, tasks, merit0)
+        self.reference.reset(q_safe)
+        if not np.array_equal(self.reference.q, q_safe):
+            self._set_q(self.reference.q)
+        return q_safe - q_prev
 
     def gripper_range(self, side: str) -> tuple[float, float]:
         lo, hi = self.model.jnt_range[self._joint_id(self.profile.arms[side].gripper)]
