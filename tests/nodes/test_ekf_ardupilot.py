@@ -287,3 +287,16 @@ def test_serial_link_over_a_pty():
             assert bridge.link.local_address() is None
         finally:
             bridge.close()
+
+
+def test_missing_serial_device_is_retried_not_fatal(tmp_path):
+    clock = SkewClock()
+    cfg = BridgeConfig(connection=str(tmp_path / "ttyACM9"), reconnect_delay_s=1.0)
+    bridge = ArduPilotBridge(cfg, ArduPilotLink(cfg.connection), clock)
+    assert bridge.poll() == []
+    assert bridge.session.state is LinkState.LOST and "cannot open" in bridge.last_error
+    bridge.poll()  # within the reconnect delay: no new attempt
+    clock.skew_ns += 1_100_000_000
+    bridge.poll()
+    assert bridge.session.state is LinkState.LOST and bridge.session.connects == 0
+    assert not bridge.on_flow(flow_msg(1, 0.0, 0.0))
