@@ -219,7 +219,7 @@ class _TopicWriter:
         self._values: list[pa.Array] = []
         self.pending_bytes = 0
         self.written = 0
-        self._flat = not pa.types.is_nested(value_type)
+        self.flat = not pa.types.is_nested(value_type)
 
     def add(self, seq: int, dora_ns: int | None, recv_ns: int, metadata: Mapping[str, Any], value: pa.Array) -> None:
         rows = self._rows
@@ -229,7 +229,7 @@ class _TopicWriter:
         rows["metadata"].append(metadata)
         self._values.append(value)
         # contract structs are small: a flat estimate spares a walk over buffers
-        self.pending_bytes += (value.nbytes if self._flat else 0) + 256
+        self.pending_bytes += (value.nbytes if self.flat else 0) + 256
 
     @property
     def pending(self) -> int:
@@ -294,6 +294,8 @@ class RunWriter:
         manifest: Fields stored in ``manifest.json`` (dataflow text, versions…).
         flush_interval_s: Longest time rows stay buffered (bounds crash loss).
         max_batch_bytes: A topic whose buffer grows past this is written at once.
+        large_message_bytes: A flat message (an image) at least this large is
+            written at once as its own batch, without a concatenation copy.
         fsync: Also ``fsync`` at each flush (survives power loss, costs latency).
     """
 
@@ -304,6 +306,7 @@ class RunWriter:
         *,
         flush_interval_s: float = 0.5,
         max_batch_bytes: int = 16 * 1024 * 1024,
+        large_message_bytes: int = 256 * 1024,
         fsync: bool = False,
         start_ns: int,
     ) -> None:
@@ -313,6 +316,7 @@ class RunWriter:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.flush_interval_ns = int(flush_interval_s * 1e9)
         self.max_batch_bytes = int(max_batch_bytes)
+        self.large_message_bytes = int(large_message_bytes)
         self.fsync = fsync
         self._topics: dict[str, _TopicWriter] = {}
         self._next_seq = 0
@@ -356,8 +360,10 @@ class RunWriter:
         seq = self._next_seq
         self._next_seq += 1
         dora_ns = dora_timestamp_ns(metadata)
+        large = writer.pending == 0 and writer.flat and value.nbytes >= self.large_message_bytes
         writer.add(seq, dora_ns, recv_ns, metadata, value)
-        if writer.pending_bytes >= self.max_batch_bytes:
+        if large or writer.pending_bytes >= self.max_batch_bytes:
+            # an image goes out on its own: one row per batch spares a concatenation copy
             writer.write_pending()
         return AppendResult(seq, topic, dora_ns)
 
