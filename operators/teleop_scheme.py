@@ -1,6 +1,6 @@
 """The XR teleoperation control scheme as a pure state machine (time is injected).
 
-Controls (per hand, FLU sticks: ``stick = [right, forward]``):
+Controls (sticks arrive as xr-standard axes: x right positive, y pushed forward negative):
 
 * left stick drives forward/back and strafes; right stick turns (left = CCW) and
   moves the lift (forward = up). Caps 0.25 m/s, 0.65 rad/s, 0.08 m/s.
@@ -93,7 +93,7 @@ class _Hand:
     connected: bool = False
     baseline_pending: bool = True
     buttons: dict[str, bool] = field(default_factory=lambda: dict.fromkeys(_BUTTONS, False))
-    stick: tuple[float, float] = (0.0, 0.0)
+    stick: tuple[float, float] = (0.0, 0.0)  # (right, forward)
     trigger: float = 0.0
     input_stamp_ns: int | None = None
     pose: Pose | None = None
@@ -226,7 +226,7 @@ class TeleopScheme:
                 if st.pose_stamp_ns is not None and stamp - st.pose_stamp_ns > self.config.pose_timeout_s * 1e9:
                     st.mapping = None  # reacquired after a gap: the old reference is void
                 st.pose, st.pose_stamp_ns = pose, stamp
-        st.stick = (float(rep["stick"][0]), float(rep["stick"][1]))
+        st.stick = (float(rep["stick"][0]), -float(rep["stick"][1]))  # kept as (right, forward)
         st.trigger = float(np.clip(rep["trigger"], 0.0, 1.0))
         st.input_stamp_ns = int(rep["input_stamp_ns"])
         new = {b: bool(rep[b]) for b in _BUTTONS}

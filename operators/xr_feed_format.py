@@ -17,8 +17,8 @@ One frame (a UDP datagram, or one WebSocket text message from the WebXR page)::
 
 Times are the sender's clock (ns). ``pose_ns``/``input_ns`` default to ``sent_ns``;
 only their age relative to ``sent_ns`` is used, so sender and host clocks need
-not agree. In the ``flu`` frame ``stick`` is (right, forward); in the ``webxr``
-frame it is the raw xr-standard thumbstick (x right, y towards the user).
+not agree. ``stick`` is always the xr-standard thumbstick (x right positive, y
+pushed forward *negative*), as in the contract; ``frame`` only concerns the pose.
 A hand that is not connected, or whose pose is not valid, may omit the pose.
 """
 
@@ -31,7 +31,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from teledora.operators.xr_frames import Pose, PoseError, webxr_pose_to_flu, webxr_stick_to_flu
+from teledora.operators.xr_frames import Pose, PoseError, webxr_pose_to_flu
 
 FEED_VERSION = 1
 MAX_FRAME_BYTES = 4096
@@ -125,10 +125,7 @@ def _hand(d: Any, where: str, frame: str, sent_ns: int) -> HandSample:
         except PoseError as exc:
             raise FeedFormatError(f"{where}: {exc}") from None
     sx, sy = _numbers(d, "stick", 2, where) if "stick" in d else [0.0, 0.0]
-    if frame == "webxr":
-        stick = webxr_stick_to_flu(sx, sy)
-    else:
-        stick = (sx if math.isfinite(sx) else 0.0, sy if math.isfinite(sy) else 0.0)
+    stick = (sx if math.isfinite(sx) else 0.0, sy if math.isfinite(sy) else 0.0)  # null axes count as centred
     if not all(-1.0 - 1e-6 <= s <= 1.0 + 1e-6 for s in stick):
         raise FeedFormatError(f"{where}.stick must be within [-1, 1], got {list(stick)}")
     return HandSample(
@@ -258,7 +255,7 @@ class FeedAssembler:
         self.out_seq += 1
         return {
             "stamp_ns": recv_ns,
-            "frame_id": "xr_floor",
+            "frame_id": "operator",
             "seq": self.out_seq,
             "source": self.source,
             "focused": frame.focused,

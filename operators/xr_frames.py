@@ -134,12 +134,3 @@ def webxr_pose_to_flu(position: npt.ArrayLike, orientation: npt.ArrayLike) -> Po
     pose = Pose.of(position, orientation)
     return Pose(webxr_position_to_flu(pose.position), webxr_quaternion_to_flu(pose.orientation))
 
-
-def webxr_stick_to_flu(x: float, y: float) -> tuple[float, float]:
-    """Gamepad thumbstick axes (x right, y *down*/towards the user) to (right, forward).
-
-    Non-finite axes (some runtimes report null) count as centred.
-    """
-    fx = float(x) if np.isfinite(x) else 0.0
-    fy = float(y) if np.isfinite(y) else 0.0
-    return fx, -fy

@@ -32,7 +32,7 @@ def hand(t_ns: int, position=(0.3, 0.2, 1.0), **kw) -> dict:
 
 def controllers(t_ns: int, left: dict | None = None, right: dict | None = None, **kw) -> pa.Array:
     msg = dict(
-        stamp_ns=t_ns, frame_id="xr_floor", seq=t_ns // MS, source="test", focused=True, ui_estop=False,
+        stamp_ns=t_ns, frame_id="operator", seq=t_ns // MS, source="test", focused=True, ui_estop=False,
         ui_release_stop=False, ui_pause=False, left=left or hand(t_ns), right=right or hand(t_ns, (0.3, -0.2, 1.0)),
     )
     msg.update(kw)
@@ -89,8 +89,8 @@ def test_enabled_arm_follows_controller_from_fk_anchor():
 
 
 def test_sticks_give_capped_base_and_lift_commands():
-    left = hand(0, stick=[0.0, 1.0])
-    right = hand(0, (0.3, -0.2, 1.0), stick=[-1.0, 1.0])
+    left = hand(0, stick=[0.0, -1.0])  # xr-standard: pushed forward is negative y
+    right = hand(0, (0.3, -0.2, 1.0), stick=[-1.0, -1.0])
     node = run([("joint_states", joints()), ("controllers", controllers(0, left=left, right=right))])
     base = decode("BaseCommand", node.outputs["base_cmd"][-1])
     lift = decode("LiftCommand", node.outputs["lift_cmd"][-1])

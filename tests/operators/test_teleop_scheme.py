@@ -54,7 +54,7 @@ class Harness:
                 self.hands[h]["input_stamp_ns"] = t
         self.ui.update(ui)
         self.seq += 1
-        msg = dict(stamp_ns=t, frame_id="xr_floor", seq=self.seq, source="test", left=dict(self.hands["left"]),
+        msg = dict(stamp_ns=t, frame_id="operator", seq=self.seq, source="test", left=dict(self.hands["left"]),
                    right=dict(self.hands["right"]), **self.ui)
         if self.validate:
             encode("XrControllers", msg)  # every report the tests send is contract-valid
@@ -104,16 +104,16 @@ def test_config_rejects_bad_values(values, message):
 @pytest.mark.parametrize(
     "left_stick, right_stick, expected",
     [
-        ([0.0, 1.0], [0.0, 0.0], (0.25, 0.0, 0.0, 0.0)),  # left stick forward: drive forward
-        ([0.0, -1.0], [0.0, 0.0], (-0.25, 0.0, 0.0, 0.0)),
+        ([0.0, -1.0], [0.0, 0.0], (0.25, 0.0, 0.0, 0.0)),  # left stick pushed forward (y < 0): drive forward
+        ([0.0, 1.0], [0.0, 0.0], (-0.25, 0.0, 0.0, 0.0)),
         ([-1.0, 0.0], [0.0, 0.0], (0.0, 0.25, 0.0, 0.0)),  # left stick left: strafe left (+y)
-        ([1.0, 1.0], [0.0, 0.0], (0.25 / np.sqrt(2), -0.25 / np.sqrt(2), 0.0, 0.0)),  # diagonal capped at 0.25
+        ([1.0, -1.0], [0.0, 0.0], (0.25 / np.sqrt(2), -0.25 / np.sqrt(2), 0.0, 0.0)),  # diagonal capped at 0.25
         ([0.0, 0.0], [-1.0, 0.0], (0.0, 0.0, 0.65, 0.0)),  # right stick left: CCW (+yaw)
         ([0.0, 0.0], [1.0, 0.0], (0.0, 0.0, -0.65, 0.0)),
-        ([0.0, 0.0], [0.0, 1.0], (0.0, 0.0, 0.0, 0.08)),  # right stick forward: lift up
-        ([0.0, 0.0], [0.0, -1.0], (0.0, 0.0, 0.0, -0.08)),
+        ([0.0, 0.0], [0.0, -1.0], (0.0, 0.0, 0.0, 0.08)),  # right stick forward: lift up
+        ([0.0, 0.0], [0.0, 1.0], (0.0, 0.0, 0.0, -0.08)),
         ([0.05, 0.08], [0.09, -0.1], (0.0, 0.0, 0.0, 0.0)),  # inside the deadzone
-        ([0.0, 0.55], [0.0, 0.0], (0.25 * 0.5, 0.0, 0.0, 0.0)),  # deadzone rescaled: (0.55-0.1)/0.9
+        ([0.0, -0.55], [0.0, 0.0], (0.25 * 0.5, 0.0, 0.0, 0.0)),  # deadzone rescaled: (0.55-0.1)/0.9
     ],
 )
 def test_sticks_map_to_capped_base_and_lift(left_stick, right_stick, expected):
@@ -202,7 +202,7 @@ def test_clutch_holds_arm_and_both_edges_reanchor(hand, button):
 # ---------------------------------------------------------------- slow
 @pytest.mark.parametrize(
     "hand, dp, stick, field, full",
-    [("left", (0.1, 0, 0), [0.0, 1.0], "forward_m_s", 0.25), ("right", (0, 0.2, 0), [0.0, 1.0], "lift", 0.08)],
+    [("left", (0.1, 0, 0), [0.0, -1.0], "forward_m_s", 0.25), ("right", (0, 0.2, 0), [0.0, -1.0], "lift", 0.08)],
 )
 def test_slow_scales_that_arm_and_its_stick(hand, dp, stick, field, full):
     h = Harness()
@@ -232,7 +232,7 @@ def test_slow_scales_rotation():
 @pytest.mark.parametrize("trigger", ["left_menu", "page_stop"])
 def test_estop_latches_stops_everything_and_reset_cannot_clear_it(trigger):
     h = Harness()
-    h.report(0, left={"stick": [0, 1], "trigger": 0.4}, right={"stick": [1, 1]})
+    h.report(0, left={"stick": [0, -1], "trigger": 0.4}, right={"stick": [1, -1]})
     if trigger == "left_menu":
         out = h.report(10, left={"menu": True})
         out = h.report(20, left={"menu": False})
@@ -275,7 +275,7 @@ def test_pause_resume_reanchors_and_keeps_base_available(how):
     out = toggle(10)
     assert out.state["arms_paused"] and not out.arm_targets["left"]["enabled"]
     out = moved(h, 30, "left", (0.2, 0, 0))
-    out = h.report(40, left={"stick": [0.0, 1.0]})
+    out = h.report(40, left={"stick": [0.0, -1.0]})
     assert out.base_cmd["forward_m_s"] == pytest.approx(0.25)  # base still drives
     assert not out.arm_targets["left"]["enabled"]
     h.report(45, left={"stick": [0.0, 0.0]})
@@ -333,7 +333,7 @@ def test_chord_needs_all_four_released_between():
 def test_stale_pose_holds_only_that_arm_and_zeros_its_stick(age_ms, left_enabled, forward):
     h = Harness()
     h.report(0)
-    out = h.report(age_ms, left={"stick": [0.0, 1.0]}, right={"stick": [-1.0, 0.0]}, pose_for=("right",))
+    out = h.report(age_ms, left={"stick": [0.0, -1.0]}, right={"stick": [-1.0, 0.0]}, pose_for=("right",))
     assert out.arm_targets["left"]["enabled"] is left_enabled
     assert out.arm_targets["right"]["enabled"]
     assert out.base_cmd["forward_m_s"] == pytest.approx(forward)
@@ -353,7 +353,7 @@ def test_pose_reacquisition_discards_the_old_reference():
 @pytest.mark.parametrize("age_ms, moves", [(400, True), (600, False)])
 def test_stale_buttons_zero_base_lift_but_arms_keep_tracking(age_ms, moves):
     h = Harness()
-    h.report(0, left={"stick": [0, 1]}, right={"stick": [0, 1], "secondary": True})
+    h.report(0, left={"stick": [0, -1]}, right={"stick": [0, -1], "secondary": True})
     # poses keep coming every 100 ms, button/stick reports stop
     for t in range(100, age_ms, 100):
         h.report(t, input_for=())
@@ -424,7 +424,7 @@ def test_disconnect_releases_buttons_and_holds_arm():
 # ------------------------------------------------------------------ focus
 def test_blur_pauses_arms_and_zeros_base_lift():
     h = Harness()
-    h.report(0, left={"stick": [0, 1]})
+    h.report(0, left={"stick": [0, -1]})
     out = h.report(10, focused=False)
     assert out.state["arms_paused"] and out.base_cmd["forward_m_s"] == 0.0
     out = h.press(20, "right", "menu")

@@ -36,7 +36,7 @@ def test_webxr_frame_is_converted_to_flu():
     f = parse_frame(frame())
     left = f.hands["left"]
     np.testing.assert_allclose(left.pose.position, [0.3, -0.1, 1.2])
-    assert left.stick == (0.0, 1.0)  # pushed away from the user = forward
+    assert left.stick == (0.0, -1.0)  # xr-standard axes pass through (forward is negative y)
     assert left.buttons["secondary"] and not left.buttons["primary"]
     assert f.hands["right"].pose is None and not f.hands["right"].connected
     assert f.focused and f.ui == {"estop": False, "pause": False, "release_stop": False}

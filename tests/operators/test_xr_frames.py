@@ -15,7 +15,6 @@ from teledora.operators.xr_frames import (
     webxr_pose_to_flu,
     webxr_position_to_flu,
     webxr_quaternion_to_flu,
-    webxr_stick_to_flu,
 )
 
 
@@ -67,8 +66,3 @@ def test_pose_rejects_garbage():
 def test_quat_power_scales_the_angle():
     q = quat_from_rotvec([0, 0, 1.0])
     assert quat_angle([0, 0, 0, 1], quat_power(q, 0.1)) == pytest.approx(0.1)
-
-
-@pytest.mark.parametrize("axes, flu", [((0.0, -1.0), (0.0, 1.0)), ((0.5, 0.2), (0.5, -0.2)), ((float("nan"), 1.0), (0.0, -1.0))])
-def test_stick(axes, flu):
-    assert webxr_stick_to_flu(*axes) == pytest.approx(flu)
