@@ -41,7 +41,7 @@ def ekf_msg(t: float, x: float, y: float, yaw: float) -> pa.Array:
     ))
 
 
-def record(run: Path, estimate: callable, invalid=range(300, 330), seconds: float = 12.0) -> Path:
+def record(run: Path, estimate: callable, invalid=range(300, 330), seconds: float = 6.0) -> Path:
     """mocap/pose at 120 Hz (with a tracking dropout) and ekf/pose at 50 Hz, interleaved like live."""
     writer = RunWriter(run, {"dataflow": "test"}, start_ns=T0)
     events = [(k / 120.0, "mocap__pose", k) for k in range(int(seconds * 120) + 1)]
@@ -66,7 +66,7 @@ def test_constant_offset_without_alignment(tmp_path, capsys):
     assert s["ape_m"]["rmse"] == pytest.approx(0.5, abs=1e-3)  # interpolation between 120 Hz samples
     assert s["ape_m"]["max"] == pytest.approx(0.5, abs=2e-3)
     assert s["alignment"]["method"] == "none"
-    assert s["truth"]["tracking_invalid"] == 30 and s["truth"]["used"] == 1441 - 30
+    assert s["truth"]["tracking_invalid"] == 30 and s["truth"]["used"] == 721 - 30
     # truth is missing from 2.4917 s to 2.75 s: estimate samples 2.50..2.74 s (13) have no truth on both sides
     assert s["association"]["associated_samples"] == s["association"]["estimate_samples"] - 13
     assert (run / "eval" / "odometry.png").stat().st_size > 10_000
