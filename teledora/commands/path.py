@@ -1,0 +1,115 @@
+"""`teledora path`: plan straight-line Cartesian legs through a waypoint list.
+
+    teledora path run WAYPOINTS.yaml [--csv trajectory.csv] [--config ik.yaml]
+
+The YAML holds ``waypoints`` (each a ``name`` and either ``joints`` — ``home``
+or a mapping of arm joint name to rad, unspecified joints keeping the previous
+waypoint's values — or ``offsets_m`` with per-arm grip translations in
+base_link), optional per-waypoint ``speed_m_s`` / ``angular_speed_rad_s``, and
+optional top-level ``lift_height_m`` (0 = floor-homed). Every leg is planned
+before anything is printed as a trajectory; an unreachable sample stops with
+a clear error. ``--csv`` writes the dense joint trajectory (time + 12 arm
+joints) for replay.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from teledora import models
+from teledora.operators.cartesian_path import CartesianPathPlanner, PathConfig, PathPlanningError, Waypoint, plan_waypoints
+from teledora.operators.ik_solver import SIDES, BimanualIk, IkSettings, build_ik_model
+
+
+class WaypointFileError(ValueError):
+    """The waypoint YAML is malformed."""
+
+
+def parse_waypoints(data: Any, joint_names: list[str], home: dict[str, float]) -> list[Waypoint]:
+    """Waypoints from the YAML mapping (joint values resolved against the previous waypoint)."""
+    if not isinstance(data, dict) or not isinstance(data.get("waypoints"), list):
+        raise WaypointFileError("expected a mapping with a 'waypoints' list")
+    out: list[Waypoint] = []
+    current = np.array([home[n] for n in joint_names])
+    for i, wp in enumerate(data["waypoints"]):
+        if not isinstance(wp, dict):
+            raise WaypointFileError(f"waypoint {i}: expected a mapping")
+        name = str(wp.get("name", f"wp{i}"))
+        speeds = dict(speed_m_s=wp.get("speed_m_s"), angular_speed_rad_s=wp.get("angular_speed_rad_s"))
+        if ("joints" in wp) == ("offsets_m" in wp):
+            raise WaypointFileError(f"waypoint {name}: give exactly one of 'joints' and 'offsets_m'")
+        if "joints" in wp:
+            joints = wp["joints"]
+            q = current.copy()
+            if joints == "home":
+                q = np.array([home[n] for n in joint_names])
+            elif isinstance(joints, dict):
+                for jn, v in joints.items():
+                    if jn not in joint_names:
+                        raise WaypointFileError(f"waypoint {name}: unknown arm joint {jn!r}")
+                    q[joint_names.index(jn)] = float(v)
+            else:
+                raise WaypointFileError(f"waypoint {name}: 'joints' must be 'home' or a mapping")
+            current = q
+            out.append(Waypoint(name, q=q, **speeds))
+        else:
+            offsets = wp["offsets_m"]
+            if not isinstance(offsets, dict) or not set(offsets) <= set(SIDES):
+                raise WaypointFileError(f"waypoint {name}: 'offsets_m' maps left/right to [x, y, z]")
+            vecs = {s: np.asarray(v, dtype=float) for s, v in offsets.items()}
+            if any(v.shape != (3,) for v in vecs.values()):
+                raise WaypointFileError(f"waypoint {name}: each offset needs 3 values")
+            out.append(Waypoint(name, offsets_m=vecs, **speeds))
+    return out
+
+
+def _run(args: argparse.Namespace) -> int:
+    cfg_data = models.load_yaml("alohamini2/ik.yaml") if args.config is None else yaml.safe_load(Path(args.config).read_text())
+    settings = IkSettings.from_mapping(cfg_data)
+    profile = models.load_profile()
+    ik = BimanualIk(build_ik_model(models.path(settings.solver.model), settings.solver.add_floor), profile, settings)
+    planner = CartesianPathPlanner(ik, PathConfig.from_mapping(cfg_data["path"]))
+    try:
+        data = yaml.safe_load(Path(args.waypoints).read_text())
+        waypoints = parse_waypoints(data, ik.arm_joint_names, profile.home_q())
+        lift_h = float(data.get("lift_height_m", profile.lift_travel_mm / 2000.0))
+        plans = plan_waypoints(planner, waypoints, profile.lift_height_to_joint(lift_h))
+    except (OSError, yaml.YAMLError, WaypointFileError, PathPlanningError) as exc:
+        print(f"teledora path: {exc}", file=sys.stderr)
+        return 1
+    print(f"{'leg':<24} {'time s':>7} {'knots':>5} {'line dev mm':>11} {'landing mm':>10} {'peak m/s':>8} {'peak m/s2':>9} pinned")
+    for prev, wp, p in zip(waypoints[:-1], waypoints[1:], plans):
+        pinned = ",".join(s for s, v in p.pinned.items() if v) or "-"
+        print(f"{prev.name + ' -> ' + wp.name:<24} {p.duration_s:7.2f} {len(p.knot_times):5d} {p.max_line_deviation_m * 1000:11.3f} "
+              f"{p.landing_error_m * 1000:10.3f} {p.peak_tip_speed_m_s:8.3f} {p.peak_tip_accel_m_s2:9.3f} {pinned}")
+    total = sum(p.duration_s for p in plans)
+    print(f"total {total:.2f} s, {sum(len(p.times) for p in plans)} samples")
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["t_s", *ik.arm_joint_names])
+            t0 = 0.0
+            for p in plans:
+                for t, q in zip(p.times, p.q):
+                    w.writerow([f"{t0 + t:.6f}", *(f"{v:.9f}" for v in q)])
+                t0 += p.duration_s
+        print(f"wrote {args.csv}")
+    return 0
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser("path", help="plan straight-line grip paths through waypoints", description=__doc__)
+    sub = parser.add_subparsers(dest="path_command", metavar="ACTION")
+    run = sub.add_parser("run", help="plan every leg of a waypoint YAML and print (or write) the trajectory")
+    run.add_argument("waypoints", help="waypoint YAML")
+    run.add_argument("--csv", help="write the dense joint trajectory here")
+    run.add_argument("--config", help="IK YAML (default: shipped alohamini2/ik.yaml)")
+    run.set_defaults(func=_run)
+    parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
