@@ -16,8 +16,13 @@ measures, per frame:
   skip one solve when the IK got them first).
 
 The probe adds one dora hop to every figure, so the numbers are conservative.
+``--cost`` instead measures, in one process, the CPU time per frame of the two
+pieces this path adds (xr: parse + assemble + encode; teleop: decode + scheme +
+forward kinematics + encode of the four outputs), which a busy machine distorts
+far less than wall-clock latency.
 
     python benchmarks/xr_latency.py [--seconds 30] [--rate-hz 90]
+    python benchmarks/xr_latency.py --cost [--frames 3000]
 """
 
 from __future__ import annotations
@@ -141,14 +146,57 @@ def analyse(rows: list[dict], warmup_s: float = 3.0) -> dict[str, np.ndarray]:
     return {k: np.array(v) / 1e6 for k, v in (("xr->teleop", teleop), ("xr->ik lower", lower), ("xr->ik upper", upper))}
 
 
+def cost(frames: int) -> None:
+    from teledora import models
+    from teledora.nodes.teleop import GripKinematics
+    from teledora.operators.messages import decode, encode
+    from teledora.operators.teleop_scheme import TeleopScheme
+    from teledora.operators.xr_feed_format import FeedAssembler, parse_frame
+
+    assembler, scheme = FeedAssembler("bench"), TeleopScheme()
+    kin = GripKinematics(models.path("alohamini2/alohamini2.xml"))
+    kin.set_joints(kin.required, np.zeros(len(kin.required)))
+    kin.set_lift_height(0.3)
+    xr_cpu, teleop_cpu, xr_wall, teleop_wall = [], [], [], []
+    for i in range(frames):
+        now = time.time_ns()
+        data = frame(i + 1, now, 2 * math.pi * i / 450)
+        c0, w0 = time.thread_time_ns(), time.perf_counter_ns()
+        value = encode("XrControllers", assembler.assemble(parse_frame(data), now))
+        c1, w1 = time.thread_time_ns(), time.perf_counter_ns()
+        scheme.on_controllers(decode("XrControllers", value), now)
+        kin.set_joints(kin.required, np.full(len(kin.required), 1e-3 * (i % 7)))  # force FK every frame
+        out = scheme.step(now, kin.grips())
+        for kind, msg in (("ArmTargets", out.arm_targets), ("BaseCommand", out.base_cmd),
+                          ("LiftCommand", out.lift_cmd), ("TeleopState", out.state)):
+            encode(kind, msg)
+        c2, w2 = time.thread_time_ns(), time.perf_counter_ns()
+        xr_cpu.append(c1 - c0)
+        teleop_cpu.append(c2 - c1)
+        xr_wall.append(w1 - w0)
+        teleop_wall.append(w2 - w1)
+    print(f"per-frame cost over {frames} frames ({os.cpu_count()} CPUs)")
+    print(f"{'piece':<18} {'cpu median us':>14} {'cpu p99 us':>11} {'wall median us':>15} {'wall p99 us':>12}")
+    for name, cpu, wall in (("xr (udp/webxr)", xr_cpu, xr_wall), ("teleop", teleop_cpu, teleop_wall)):
+        c, w = np.array(cpu) / 1e3, np.array(wall) / 1e3
+        print(f"{name:<18} {np.median(c):>14.0f} {np.percentile(c, 99):>11.0f} {np.median(w):>15.0f} {np.percentile(w, 99):>12.0f}")
+    share = (np.median(xr_cpu) + np.median(teleop_cpu)) * 90 / 1e9
+    print(f"CPU share of one core at 90 Hz (both pieces, median): {100 * share:.1f} %")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--rate-hz", type=float, default=90.0)
     ap.add_argument("--probe", type=Path, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--cost", action="store_true", help="per-frame CPU cost in one process (no dora)")
+    ap.add_argument("--frames", type=int, default=3000)
     args = ap.parse_args(argv)
     if args.probe is not None:
         probe(args.probe)
+        return 0
+    if args.cost:
+        cost(args.frames)
         return 0
     sys.path.insert(0, str(REPO))
     from teledora.commands.demo import dora_environment
