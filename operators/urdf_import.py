@@ -286,7 +286,10 @@ def decimate(triangles: np.ndarray, cell_m: float) -> np.ndarray:
         return tris
     verts = tris.reshape(-1, 3)
     cells = np.floor(verts / cell_m).astype(np.int64)
-    _, cell_index, counts = np.unique(cells, axis=0, return_inverse=True, return_counts=True)
+    cells -= cells.min(axis=0)
+    span = cells.max(axis=0) + 1
+    keys = (cells[:, 0] * span[1] + cells[:, 1]) * span[2] + cells[:, 2]  # one integer per cell: fast 1-D unique
+    _, cell_index, counts = np.unique(keys, return_inverse=True, return_counts=True)
     cell_index = cell_index.reshape(-1)
     centres = np.zeros((len(counts), 3))
     np.add.at(centres, cell_index, verts)
@@ -297,7 +300,11 @@ def decimate(triangles: np.ndarray, cell_m: float) -> np.ndarray:
     if len(faces) == 0:
         return np.zeros((0, 3, 3))
     canonical = np.sort(faces, axis=1)
-    _, first = np.unique(canonical, axis=0, return_index=True)
+    n = np.int64(len(counts))
+    if n < 2_000_000:  # n**3 fits in int64
+        _, first = np.unique((canonical[:, 0] * n + canonical[:, 1]) * n + canonical[:, 2], return_index=True)
+    else:
+        _, first = np.unique(canonical, axis=0, return_index=True)
     return centres[faces[np.sort(first)]]
 
 
