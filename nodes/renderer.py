@@ -38,6 +38,7 @@ from teledora.operators.camera_intrinsics import (
     CAMERA_NAMES,
     DISTORTION_MODEL,
     CameraSettings,
+    FrameSchedule,
     RendererConfig,
     distortion_maps,
     renderer_config_from_dict,
@@ -147,28 +148,6 @@ class CameraRig:
         for r in self._renderers.values():
             r.close()
         self._renderers.clear()
-
-
-class FrameSchedule:
-    """When each camera renders next. A late camera renders once and skips the
-    frames it missed (counted as dropped); frames are never queued."""
-
-    def __init__(self, cameras: Sequence[CameraSettings], start_ns: int) -> None:
-        self.period = {c.name: c.period_ns for c in cameras}
-        self.next_due = {c.name: start_ns for c in cameras}
-        self.dropped = dict.fromkeys(self.period, 0)
-
-    def due(self, now_ns: int) -> list[str]:
-        """Cameras due now, most overdue (relative to its period) first."""
-        late = [(now_ns - t) / self.period[n] for n, t in self.next_due.items() if now_ns >= t]
-        names = [n for n, t in self.next_due.items() if now_ns >= t]
-        return [n for _, n in sorted(zip(late, names), key=lambda p: -p[0])]
-
-    def rendered(self, name: str, now_ns: int) -> None:
-        period = self.period[name]
-        missed = (now_ns - self.next_due[name]) // period
-        self.dropped[name] += int(missed)
-        self.next_due[name] += (missed + 1) * period
 
 
 class RendererNode:

@@ -14,13 +14,14 @@ intrinsics. All zero (the default) means no distortion and no warp.
 
 The renderer's YAML (``models/alohamini2/renderer.yaml``) is interpreted by
 :func:`renderer_config_from_dict`; reading the file is the node's business.
+:class:`FrameSchedule` decides when each camera renders at its own rate.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -249,3 +250,25 @@ def renderer_config_from_dict(data: Mapping[str, Any]) -> RendererConfig:
         model=model,
         cameras=cameras,
     )
+
+
+class FrameSchedule:
+    """When each camera renders next. A late camera renders once and skips the
+    frames it missed (counted as dropped); frames are never queued."""
+
+    def __init__(self, cameras: Sequence[CameraSettings], start_ns: int) -> None:
+        self.period = {c.name: c.period_ns for c in cameras}
+        self.next_due = {c.name: start_ns for c in cameras}
+        self.dropped = dict.fromkeys(self.period, 0)
+
+    def due(self, now_ns: int) -> list[str]:
+        """Cameras due now, most overdue (relative to its period) first."""
+        late = [(now_ns - t) / self.period[n] for n, t in self.next_due.items() if now_ns >= t]
+        names = [n for n, t in self.next_due.items() if now_ns >= t]
+        return [n for _, n in sorted(zip(late, names), key=lambda p: -p[0])]
+
+    def rendered(self, name: str, now_ns: int) -> None:
+        period = self.period[name]
+        missed = (now_ns - self.next_due[name]) // period
+        self.dropped[name] += int(missed)
+        self.next_due[name] += (missed + 1) * period

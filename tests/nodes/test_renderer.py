@@ -412,24 +412,6 @@ def test_a_crashed_renderer_changes_nothing_else_in_the_dataflow(tmp_path):
     assert count_file.read_text() == "40"
 
 
-def test_a_late_camera_renders_once_and_counts_the_frames_it_missed():
-    from teledora.operators.camera_intrinsics import CameraSettings
-
-    cam = CameraSettings("chest", True, 64, 48, 10.0, 65.0, (0.0,) * 5)
-    fast = CameraSettings("left_wrist", True, 64, 48, 20.0, 65.0, (0.0,) * 5)
-    schedule = renderer.FrameSchedule([cam, fast], start_ns=0)
-    assert schedule.due(0) == ["chest", "left_wrist"] or schedule.due(0) == ["left_wrist", "chest"]
-    schedule.rendered("chest", 0)
-    schedule.rendered("left_wrist", 0)
-    assert schedule.due(50_000_000) == ["left_wrist"]
-    # 0.35 s later: chest is 2.5 periods late, left_wrist 6 periods late -> most overdue first
-    assert schedule.due(350_000_000) == ["left_wrist", "chest"]
-    schedule.rendered("chest", 350_000_000)
-    assert schedule.dropped["chest"] == 2  # frames at 0.1 and 0.2 s were skipped, not queued
-    assert schedule.next_due["chest"] == 400_000_000
-    assert "chest" not in schedule.due(399_000_000)
-
-
 def test_one_render_per_wake_up_keeps_inputs_flowing(config_path, tmp_path):
     data = yaml.safe_load(Path(config_path).read_text())
     data["max_renders_per_cycle"] = 1

@@ -11,6 +11,8 @@ import pytest
 from teledora import models
 from teledora.operators.camera_intrinsics import (
     CameraConfigError,
+    CameraSettings,
+    FrameSchedule,
     distortion_maps,
     intrinsics_from_fovy,
     renderer_config_from_dict,
@@ -89,3 +91,19 @@ def test_camera_defaults_fill_in_missing_keys():
     )
     chest = cfg.cameras["chest"]
     assert (chest.width, chest.height, chest.rate_hz, chest.period_ns) == (160, 120, 2.0, 500_000_000)
+
+
+def test_a_late_camera_renders_once_and_counts_the_frames_it_missed():
+    cam = CameraSettings("chest", True, 64, 48, 10.0, 65.0, (0.0,) * 5)
+    fast = CameraSettings("left_wrist", True, 64, 48, 20.0, 65.0, (0.0,) * 5)
+    schedule = FrameSchedule([cam, fast], start_ns=0)
+    assert schedule.due(0) == ["chest", "left_wrist"] or schedule.due(0) == ["left_wrist", "chest"]
+    schedule.rendered("chest", 0)
+    schedule.rendered("left_wrist", 0)
+    assert schedule.due(50_000_000) == ["left_wrist"]
+    # 0.35 s later: chest is 2.5 periods late, left_wrist 6 periods late -> most overdue first
+    assert schedule.due(350_000_000) == ["left_wrist", "chest"]
+    schedule.rendered("chest", 350_000_000)
+    assert schedule.dropped["chest"] == 2  # frames at 0.1 and 0.2 s were skipped, not queued
+    assert schedule.next_due["chest"] == 400_000_000
+    assert "chest" not in schedule.due(399_000_000)
