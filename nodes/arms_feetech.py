@@ -2,15 +2,23 @@
 
 Inputs: ``joint_commands`` (JointCommands, name-addressed; q_ref of any subset
 of the 14 arm and gripper joints; only the newest of a burst is used) and
-``tick`` (dora timer). Outputs: ``joint_states`` (JointState by model joint
-name; effort is left empty, servo currents are in diagnostics) and
-``diagnostics``.
+``tick`` (dora timer). Outputs: ``servo_targets`` (JointCommands: the goal
+positions actually written to the servos this tick, after clamping to the
+calibrated range and current protection, converted back to model joint
+radians, so they sit on the 4096-tick grid like the sim variant's; status
+"hold" while a current hold is active, else "ok"), ``joint_states``
+(JointState by model joint name; effort is left empty, servo currents are in
+diagnostics) and ``diagnostics``.
 
 Each tick reads position, velocity and current of the 7 servos of each arm in
 one SYNC_READ, publishes the joint states, runs the driver's current
 protection (gripper holds at 500 mA, other joints freeze at 1,800 mA, 20
 consecutive reads over 2,000 mA on any servo release all torque and stop the
 node with an error) and writes the goal positions with one SYNC_WRITE per bus.
+Connecting never moves an arm: the servos are given their present position
+as goal before torque comes on, and nothing else is written until the first
+``joint_commands`` arrives. When the stream ends (``dora stop``, or upstream
+gone) torque stays on and the arms hold their last goal.
 
 Args: ``--config`` drive.yaml, ``--calibration`` calibration YAML (default
 from drive.yaml), ``--left-port`` / ``--right-port`` override the buses,
@@ -96,17 +104,15 @@ class ArmServos:
         pos, vel, cur = {}, {}, {}
         for joint, sid in self.ids.items():
             r, cal = raw[sid], self.cal[joint]
-            if joint == self.gripper:
-                pos[joint] = gripper_rad_from_raw(cal, r["Present_Position"], self.arms.gripper_closed_rad, self.arms.gripper_open_direction)
-                vel[joint] = 0.0
-            else:
-                pos[joint] = joint_rad_from_raw(cal, r["Present_Position"])
-                vel[joint] = joint_velocity_rad_s(cal, r["Present_Velocity"])
+            pos[joint] = self.rad_from_raw(joint, r["Present_Position"])
+            vel[joint] = 0.0 if joint == self.gripper else joint_velocity_rad_s(cal, r["Present_Velocity"])
             cur[joint] = r["Present_Current"] * ma_per_raw
         return pos, vel, cur
 
-    def write_goals(self, goals_rad: dict[str, float]) -> None:
-        raw = {}
+    def write_goals(self, goals_rad: dict[str, float]) -> dict[str, float]:
+        """Writes the goals of this arm's joints (one SYNC_WRITE); returns what was
+        written, converted back from the raw goal positions to radians."""
+        raw, written = {}, {}
         for joint, q in goals_rad.items():
             if joint not in self.ids:
                 continue
@@ -115,8 +121,17 @@ class ArmServos:
                 raw[self.ids[joint]] = gripper_raw_from_rad(cal, q, self.arms.gripper_closed_rad, self.arms.gripper_open_direction)
             else:
                 raw[self.ids[joint]] = joint_raw_from_rad(cal, q)
+            written[joint] = self.rad_from_raw(joint, raw[self.ids[joint]])
         if raw:
             self.bus.sync_write("Goal_Position", raw)
+        return written
+
+    def rad_from_raw(self, joint: str, raw: float) -> float:
+        """Model joint value (rad) of a raw servo position of ``joint``."""
+        cal = self.cal[joint]
+        if joint == self.gripper:
+            return gripper_rad_from_raw(cal, raw, self.arms.gripper_closed_rad, self.arms.gripper_open_direction)
+        return joint_rad_from_raw(cal, raw)
 
     def release(self) -> None:
         if self.bus.connected:
@@ -175,8 +190,15 @@ def run_arms(io: NodeIO, arms: list[ArmServos], config: DriveConfig, clock: Call
                         grip = grip_limiter.limit({j: q for j, q in goals.items() if j in grippers}, pos, cur)
                         rest = joint_limiter.limit({j: q for j, q in goals.items() if j not in grippers}, pos, cur)
                         limited = {**rest, **grip}
+                        written: dict[str, float] = {}
                         for a in arms:
-                            a.write_goals(limited)
+                            written.update(a.write_goals(limited))
+                        names = [j for j in known if j in written]
+                        holding = bool(grip_limiter.holds or joint_limiter.holds)
+                        io.send("servo_targets", "JointCommands", {
+                            "stamp_ns": now, "names": names, "q_ref": [written[j] for j in names],
+                            "dq_ref": [0.0] * len(names), "status": "hold" if holding else "ok",
+                        })
                     io.diag.details = {
                         "current_ma": {j: round(c, 1) for j, c in cur.items()},
                         "holds": sorted([*grip_limiter.holds, *joint_limiter.holds]),

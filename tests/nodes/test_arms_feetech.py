@@ -92,3 +92,38 @@ def test_homing_offset_mismatch_is_refused():
         left.servos[4].registers[31] = 5
         with pytest.raises(Exception, match="left_wrist_flex .*homing offset 5"):
             run(ticks(1), clock, left, right)
+
+
+def test_servo_targets_are_the_goals_written_back_in_radians():
+    clock = FakeClock()
+    with FakeFeetechBus(arm_servos(), clock=clock) as left, FakeFeetechBus(arm_servos(), clock=clock) as right:
+        target = {"left_elbow_flex": 0.5, "right_shoulder_pan": -0.3, "left_gripper": 0.35, "right_wrist_roll": 9.0}
+        node = run([("joint_commands", command(target), 0.0)] + ticks(3), clock, left, right)
+        written_elbow = int.from_bytes(left.writes_to(3, 42)[-1], "little")
+        written_roll = int.from_bytes(right.writes_to(6, 42)[-1], "little")
+    sent = node.outputs_decoded("servo_targets", "JointCommands")
+    assert len(sent) == 3  # one per tick once a command exists
+    last = sent[-1]
+    assert last["names"] == ["left_elbow_flex", "left_gripper", "right_shoulder_pan", "right_wrist_roll"]  # model order
+    q = dict(zip(last["names"], last["q_ref"]))
+    tick_rad = 2 * math.pi / 4096
+    assert q["left_elbow_flex"] == pytest.approx(math.radians((written_elbow - 2047.5) * 360 / 4095))
+    assert abs(q["left_elbow_flex"] - 0.5) <= tick_rad  # on the tick grid, within one tick of the command
+    assert q["right_shoulder_pan"] == pytest.approx(-0.3, abs=tick_rad)
+    assert q["left_gripper"] == pytest.approx(0.35, abs=0.002)
+    # 9 rad is beyond the calibrated range: the clamped goal that was written is reported, not the command
+    assert q["right_wrist_roll"] == pytest.approx(math.radians((written_roll - 2047.5) * 360 / 4095))
+    assert q["right_wrist_roll"] < 4.0
+    assert last["status"] == "ok" and list(last["dq_ref"]) == [0.0] * 4
+
+
+def test_no_servo_targets_and_no_goal_writes_without_a_command():
+    clock = FakeClock()
+    with FakeFeetechBus(arm_servos(), clock=clock) as left, FakeFeetechBus(arm_servos(), clock=clock) as right:
+        left.servos[2].model.position_ticks = 1500.0  # the arm rests away from mid-scale
+        node = run(ticks(5), clock, left, right)
+        goals = left.writes_to(2, 42)
+    assert "servo_targets" not in node.outputs or not node.outputs["servo_targets"]
+    assert len(node.outputs["joint_states"]) == 5
+    # the only goal ever written is the present position, at connect
+    assert [int.from_bytes(g, "little") for g in goals] == [1500]
