@@ -1,7 +1,9 @@
 """XR-to-IK latency through dora with the sim running.
 
-Runs the sim dataflow (dataflows/sim.yml) with the ``xr`` node swapped for the UDP
-feed variant and the recorder swapped for a probe, streams controller frames at
+Runs the sim dataflow (dataflows/sim.yml: by default its control path xr, teleop,
+ik, arms, base, lift and the MuJoCo sim; ``--with-sensing`` keeps the sensing nodes
+too) with the ``xr`` node swapped for the UDP feed variant and the recorder
+swapped for a probe, streams controller frames at
 90 Hz (a hand tracing a slow circle, so every frame changes the arm target) and
 measures, per frame:
 
@@ -69,11 +71,14 @@ def probe(out_path: Path) -> None:
 
 
 # -------------------------------------------------------------------- dataflow
-def build_dataflow(tmp: Path, probe_out: Path) -> Path:
+CONTROL_PATH = {"xr", "teleop", "ik", "arms", "base", "lift", "sim"}
+
+
+def build_dataflow(tmp: Path, probe_out: Path, with_sensing: bool) -> Path:
     flow = yaml.safe_load((REPO / "dataflows" / "sim.yml").read_text())
     nodes = []
     for n in flow["nodes"]:
-        if n["id"] == "recorder":
+        if n["id"] == "recorder" or (not with_sensing and n["id"] not in CONTROL_PATH):
             continue
         n = dict(n)
         if "path" in n and n["path"].startswith("../"):
@@ -189,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--rate-hz", type=float, default=90.0)
     ap.add_argument("--probe", type=Path, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--with-sensing", action="store_true",
+                    help="keep the sensing nodes of sim.yml (lidars, flow, ekf, mocap, renderer) running too")
     ap.add_argument("--cost", action="store_true", help="per-frame CPU cost in one process (no dora)")
     ap.add_argument("--frames", type=int, default=3000)
     args = ap.parse_args(argv)
@@ -204,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         out = tmp / "probe.jsonl"
-        flow = build_dataflow(tmp, out)
+        flow = build_dataflow(tmp, out, args.with_sensing)
         env = dora_environment(tmp / "run")
         dora = Path(sys.executable).parent / "dora"
         stop_after = f"{int(args.seconds + 12)}s"
@@ -220,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = [json.loads(line) for line in out.read_text().splitlines() if line]
     res = analyse(rows)
     n_ctrl = sum(r["id"] == "controllers" for r in rows)
-    print(f"xr latency through dora, sim running: {sent} frames sent at {args.rate_hz:.0f} Hz, "
+    print(f"xr latency through dora, sim running{' with sensing' if args.with_sensing else ''}: {sent} frames sent at {args.rate_hz:.0f} Hz, "
           f"{n_ctrl} published by xr ({os.cpu_count()} CPUs)")
     print(f"{'path':<14} {'n':>6} {'median ms':>10} {'p90 ms':>8} {'p99 ms':>8} {'max ms':>8}")
     for name, v in res.items():
