@@ -153,14 +153,15 @@ def analyse(rows: list[dict], warmup_s: float = 3.0) -> dict[str, np.ndarray]:
 
 def cost(frames: int) -> None:
     from teledora import models
-    from teledora.nodes.teleop import GripKinematics
+    from teledora.nodes.teleop import RobotGrips
     from teledora.operators.messages import decode, encode
     from teledora.operators.teleop_scheme import TeleopScheme
     from teledora.operators.xr_feed_format import FeedAssembler, parse_frame
 
     assembler, scheme = FeedAssembler("bench"), TeleopScheme()
-    kin = GripKinematics(models.path("alohamini2/alohamini2.xml"))
-    kin.set_joints(kin.required, np.zeros(len(kin.required)))
+    kin = RobotGrips(models.path("alohamini2/alohamini2.xml"), models.load_profile())
+    names = list(kin.profile.arm_joint_names)
+    kin.set_joints(names, np.zeros(len(names)))
     kin.set_lift_height(0.3)
     xr_cpu, teleop_cpu, xr_wall, teleop_wall = [], [], [], []
     for i in range(frames):
@@ -170,7 +171,7 @@ def cost(frames: int) -> None:
         value = encode("XrControllers", assembler.assemble(parse_frame(data), now))
         c1, w1 = time.thread_time_ns(), time.perf_counter_ns()
         scheme.on_controllers(decode("XrControllers", value), now)
-        kin.set_joints(kin.required, np.full(len(kin.required), 1e-3 * (i % 7)))  # force FK every frame
+        kin.set_joints(names, np.full(len(names), 1e-3 * (i % 7)))  # force FK every frame
         out = scheme.step(now, kin.grips())
         for kind, msg in (("ArmTargets", out.arm_targets), ("BaseCommand", out.base_cmd),
                           ("LiftCommand", out.lift_cmd), ("TeleopState", out.state)):

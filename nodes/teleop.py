@@ -3,7 +3,8 @@
 Inputs: ``controllers`` (XrControllers), ``tick`` (dora timer, ~100 Hz, so
 timeouts are evaluated without XR traffic), ``joint_states`` (JointState of the
 arms) and ``lift`` (LiftState), the last two for the robot's current grip poses
-(MuJoCo forward kinematics), which (re)anchoring needs.
+(MuJoCo forward kinematics), which (re)anchoring needs: arms stay disabled until
+both have arrived.
 Outputs: ``arm_targets``, ``base_cmd``, ``lift_cmd``, ``state``, ``diagnostics``.
 
 Outputs carry dora metadata ``xr_seq`` / ``xr_stamp_ns``: the newest XR report
@@ -31,74 +32,54 @@ import yaml
 
 from teledora import models
 from teledora.nodes.dora_io import NodeIO, make_node, newest_per_input, next_batch, node_id
+from teledora.operators.grip_kinematics import GripKinematics
+from teledora.operators.messages import MessageError, require_joint_names
+from teledora.operators.robot_profile import RobotProfile
 from teledora.operators.rotations import matrix_to_quat_xyzw
 from teledora.operators.teleop_scheme import HANDS, TeleopConfig, TeleopScheme
 from teledora.operators.xr_frames import Pose
 
-LIFT_ZERO_OFFSET_M = 0.3  # lift height 0 (floor-homed) is vertical_move = -0.3 m
 _TICK_REPUBLISH_NS = 9_000_000
 _OUTPUTS = (("arm_targets", "ArmTargets"), ("base_cmd", "BaseCommand"), ("lift_cmd", "LiftCommand"), ("state", "TeleopState"))
 
 
-class JointStateError(ValueError):
-    """A joint state that cannot be applied to the kinematic model."""
-
-
-class GripKinematics:
-    """Grip-site poses in base_link from arm joint positions and lift height (MuJoCo FK).
+class RobotGrips:
+    """The robot's current grip poses in base_link, from the newest valid arm joint
+    state and lift state (forward kinematics computed lazily, once per change).
 
     Args:
-        model_path: MJCF with sites ``left_grip``/``right_grip`` and body ``base_link``.
+        model_path: MJCF with the profile's arm joints, lift joint and grip sites.
+        profile: The robot profile (joint names, lift offset, base frame, grip sites).
     """
 
-    def __init__(self, model_path: Path) -> None:
-        self.model = mujoco.MjModel.from_xml_path(str(model_path))
-        self.data = mujoco.MjData(self.model)
-        self._qadr = {}
-        for j in range(self.model.njnt):
-            name = mujoco.mj_id2name(self.model, mujoco.mjtObj.mjOBJ_JOINT, j)
-            if int(self.model.jnt_type[j]) in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
-                self._qadr[name] = int(self.model.jnt_qposadr[j])
-        self.required = sorted(
-            n for n in self._qadr if (n.startswith("left_") or n.startswith("right_")) and not n.endswith("gripper")
-        )
-        self._sites = {h: mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SITE, f"{h}_grip") for h in HANDS}
-        self._base = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, "base_link")
-        self.have_joints = False
-        self._dirty = True
+    def __init__(self, model_path: Path, profile: RobotProfile) -> None:
+        self.profile = profile
+        self._kin = GripKinematics(mujoco.MjModel.from_xml_path(str(model_path)), profile)
+        self._names: list[str] | None = None
+        self._positions: np.ndarray | None = None
+        self._lift_m: float | None = None
         self._grips: dict[str, Pose | None] = dict.fromkeys(HANDS)
+        self._dirty = False
+
+    @property
+    def known(self) -> bool:
+        return self._names is not None and self._lift_m is not None
 
     def set_joints(self, names: Sequence[str], positions: np.ndarray) -> None:
-        """Applies a name-addressed arm state; rejected whole if names are unknown or incomplete."""
-        unknown = sorted(set(names) - set(self._qadr))
-        if unknown:
-            raise JointStateError(f"unknown joint names {unknown}")
-        missing = sorted(set(self.required) - set(names))
-        if missing:
-            raise JointStateError(f"missing arm joints {missing}")
-        for n, v in zip(names, positions):
-            if n in ("base_x", "base_y", "base_yaw"):
-                continue  # grips are wanted in base_link: the planar base stays at the origin
-            self.data.qpos[self._qadr[n]] = float(v)
-        self.have_joints = True
-        self._dirty = True
+        """Keeps a joint state; rejected whole (MessageError) unless it names exactly the arm joints."""
+        require_joint_names(names, self.profile.arm_joint_names)
+        self._names, self._positions, self._dirty = list(names), np.array(positions, dtype=float), True
 
     def set_lift_height(self, height_m: float) -> None:
-        self.data.qpos[self._qadr["vertical_move"]] = float(height_m) - LIFT_ZERO_OFFSET_M
-        self._dirty = True
+        self._lift_m, self._dirty = float(height_m), True
 
     def grips(self) -> dict[str, Pose | None]:
-        """Current grip poses in base_link (None until a joint state has arrived)."""
-        if not self.have_joints:
+        """Grip poses in base_link; None for both until a joint state and a lift state arrived."""
+        if not self.known:
             return dict.fromkeys(HANDS)
         if self._dirty:
-            mujoco.mj_kinematics(self.model, self.data)
-            r_base = self.data.xmat[self._base].reshape(3, 3)
-            p_base = self.data.xpos[self._base]
-            for h, sid in self._sites.items():
-                r = r_base.T @ self.data.site_xmat[sid].reshape(3, 3)
-                p = r_base.T @ (self.data.site_xpos[sid] - p_base)
-                self._grips[h] = Pose(p.copy(), matrix_to_quat_xyzw(r))
+            for side, (p, r) in self._kin.grips(self._names, self._positions, self._lift_m).items():
+                self._grips[side] = Pose(np.array(p), matrix_to_quat_xyzw(r))
             self._dirty = False
         return dict(self._grips)
 
@@ -120,7 +101,7 @@ def load_config(path: Path | None) -> TeleopConfig:
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     args = parse_args(argv)
     scheme = TeleopScheme(load_config(args.config))
-    kin = GripKinematics(args.model or models.path("alohamini2/alohamini2.xml"))
+    kin = RobotGrips(args.model or models.path("alohamini2/alohamini2.xml"), models.load_profile())
     io = NodeIO(make_node(node), node_id("teleop"), clock)
     last_publish_ns = -(10**18)
     trace: dict[str, int] = {}  # the XR report behind these outputs, for latency tracing
@@ -153,7 +134,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                 if msg is not None:
                     try:
                         kin.set_joints(msg["names"], msg["position"])
-                    except JointStateError as exc:
+                    except MessageError as exc:
                         io.reject(f"joint_states: {exc}")
             elif eid == "lift":
                 msg = io.decode(event, "LiftState")
@@ -166,10 +147,10 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
             publish(now)
         io.diag.details.update(
             estop_latched=scheme.estop_latched, arms_paused=scheme.arms_paused, reset_count=scheme.reset_count,
-            robot_state_known=kin.have_joints,
+            robot_state_known=kin.known,
         )
-        level = "warn" if scheme.estop_latched or not kin.have_joints else "ok"
-        io.diag.set_status(level, "e-stop latched" if scheme.estop_latched else ("no joint state yet" if not kin.have_joints else ""))
+        level = "warn" if scheme.estop_latched or not kin.known else "ok"
+        io.diag.set_status(level, "e-stop latched" if scheme.estop_latched else ("no joint/lift state yet" if not kin.known else ""))
         io.publish_diagnostics()
     io.publish_diagnostics(force=True)
 

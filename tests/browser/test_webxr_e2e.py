@@ -92,6 +92,7 @@ def test_headset_page_drives_teleop(tmp_path: Path):
     xr_node.routes = {"controllers": [(teleop_node, "controllers")]}
     joints = encode("JointState", dict(stamp_ns=time.time_ns(), names=ARM, position=np.zeros(len(ARM)), velocity=[], effort=[]))
     teleop_node.push("joint_states", joints)
+    teleop_node.push("lift", encode("LiftState", dict(stamp_ns=time.time_ns(), height_m=0.3, velocity_m_s=0.0, homed=True)))
 
     args = xr_webxr.parse_args(["--host", "127.0.0.1", "--port", "0", "--cert-dir", str(tmp_path / "certs"),
                                 "--token", token, "--emulator-js", str(IWER)])

@@ -43,6 +43,9 @@ def joints(t_ns: int = 0) -> pa.Array:
     return encode("JointState", dict(stamp_ns=t_ns, names=ARM, position=np.zeros(len(ARM)), velocity=[], effort=[]))
 
 
+LIFT = ("lift", encode("LiftState", dict(stamp_ns=0, height_m=0.3, velocity_m_s=0.0, homed=True)))
+
+
 class Clock:
     """Deterministic host clock: 10 ms per call."""
 
@@ -69,14 +72,14 @@ def run(inputs, clock=None, burst=False):
 def test_enabled_arm_follows_controller_from_fk_anchor():
     clock = Clock()
     # the clock advances 10 ms per call; stamps are produced in step with it
-    inputs = [("joint_states", joints()), ("lift", encode("LiftState", dict(stamp_ns=0, height_m=0.3, velocity_m_s=0.0, homed=True)))]
+    inputs = [("joint_states", joints()), LIFT]
     inputs += [("controllers", controllers(0)), ("controllers", controllers(10 * MS, left=hand(10 * MS, (0.4, 0.2, 1.05))))]
     node = run(inputs, clock)
     targets = [decode("ArmTargets", a) for a in node.outputs["arm_targets"]]
     assert len(targets) == 2
     first, second = targets
     assert first["left"]["enabled"] and first["frame_id"] == "base_link"
-    grips = teleop.GripKinematics(teleop.models.path("alohamini2/alohamini2.xml"))
+    grips = teleop.RobotGrips(teleop.models.path("alohamini2/alohamini2.xml"), teleop.models.load_profile())
     grips.set_joints(ARM, np.zeros(len(ARM)))
     grips.set_lift_height(0.3)
     fk = grips.grips()["left"].position
@@ -91,7 +94,7 @@ def test_enabled_arm_follows_controller_from_fk_anchor():
 def test_sticks_give_capped_base_and_lift_commands():
     left = hand(0, stick=[0.0, -1.0])  # xr-standard: pushed forward is negative y
     right = hand(0, (0.3, -0.2, 1.0), stick=[-1.0, -1.0])
-    node = run([("joint_states", joints()), ("controllers", controllers(0, left=left, right=right))])
+    node = run([("joint_states", joints()), LIFT, ("controllers", controllers(0, left=left, right=right))])
     base = decode("BaseCommand", node.outputs["base_cmd"][-1])
     lift = decode("LiftCommand", node.outputs["lift_cmd"][-1])
     assert base["forward_m_s"] == pytest.approx(0.25)
@@ -100,8 +103,10 @@ def test_sticks_give_capped_base_and_lift_commands():
     assert lift["velocity_m_s"] == pytest.approx(0.08)
 
 
-def test_without_joint_state_arms_are_not_enabled():
-    node = run([("controllers", controllers(0))])
+@pytest.mark.parametrize("robot_inputs", [[], ["joint_states"], ["lift"]])
+def test_without_joint_and_lift_state_arms_are_not_enabled(robot_inputs):
+    available = {"joint_states": ("joint_states", joints()), "lift": LIFT}
+    node = run([available[k] for k in robot_inputs] + [("controllers", controllers(0))])
     target = decode("ArmTargets", node.outputs["arm_targets"][-1])
     assert not target["left"]["enabled"] and not target["right"]["enabled"]
     diag = decode("Diagnostics", node.outputs["diagnostics"][-1])
@@ -112,6 +117,7 @@ def test_bad_messages_are_rejected_and_last_state_kept():
     bad_joints = encode("JointState", dict(stamp_ns=0, names=["left_shoulder_pan", "bogus"], position=[0.0, 0.0], velocity=[], effort=[]))
     inputs = [
         ("joint_states", joints()),
+        LIFT,
         ("controllers", pa.array([1, 2, 3])),
         ("joint_states", bad_joints),
         ("controllers", controllers(0)),
@@ -126,7 +132,7 @@ def test_bad_messages_are_rejected_and_last_state_kept():
 
 def test_tick_evaluates_pose_timeout_without_xr_traffic():
     clock = Clock()
-    inputs = [("joint_states", joints()), ("controllers", controllers(0))]
+    inputs = [("joint_states", joints()), LIFT, ("controllers", controllers(0))]
     # each tick advances the clock by 10 ms: 40 ticks = 400 ms > 300 ms pose timeout
     inputs += [("tick", pa.array([i])) for i in range(40)]
     node = OneByOne(inputs)
@@ -139,7 +145,7 @@ def test_tick_evaluates_pose_timeout_without_xr_traffic():
 
 
 def test_stop_before_last_input_does_not_end_the_loop():
-    inputs = [("joint_states", joints()), {"type": "STOP", "id": "early"}, ("controllers", controllers(0))]
+    inputs = [("joint_states", joints()), LIFT, {"type": "STOP", "id": "early"}, ("controllers", controllers(0))]
     node = run(inputs)
     assert len(node.outputs["arm_targets"]) == 1
 
@@ -147,7 +153,7 @@ def test_stop_before_last_input_does_not_end_the_loop():
 def test_a_burst_publishes_once_without_losing_edges():
     t = 0
     held = hand(t, secondary=True)
-    inputs = [("joint_states", joints()), ("controllers", controllers(t)), ("controllers", controllers(t, left=held)),
+    inputs = [("joint_states", joints()), LIFT, ("controllers", controllers(t)), ("controllers", controllers(t, left=held)),
               ("controllers", controllers(t))]
     node = run(inputs, burst=True)
     assert len(node.outputs["arm_targets"]) == 1
@@ -168,6 +174,6 @@ def test_outputs_carry_the_xr_report_for_tracing():
                 self.meta.append(dict(metadata or {}))
             return _Mock.send_output(self, output_id, data, metadata)
 
-    node = Recording([("joint_states", joints()), ("controllers", controllers(20 * MS))])
+    node = Recording([("joint_states", joints()), LIFT, ("controllers", controllers(20 * MS))])
     teleop.main([], node=node, clock=Clock())
     assert node.meta == [{"xr_seq": 20, "xr_stamp_ns": 20 * MS}]
