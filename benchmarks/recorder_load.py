@@ -191,11 +191,14 @@ def burst(n: int) -> None:
             )
 
 
-def load(duration_s: float) -> None:
+def load(duration_s: float, keep: Path | None) -> None:
     from teledora.recording import RunReader
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+            tmp, tmp_path = str(keep), keep
         src = REPO / "dataflows" / "sim.yml"
         flow = yaml.safe_load(src.read_text())
         for node in flow["nodes"]:
@@ -226,6 +229,9 @@ def load(duration_s: float) -> None:
         reader = RunReader(run)
         sent = json.loads(counts_file.read_text()) if counts_file.exists() else {}
         m = reader.manifest
+        if not m.get("complete"):
+            print("recorder did not close the run; dora log tail:\n" + "\n".join(text.splitlines()[-40:]))
+            return
         span_s = (m["end_ns"] - m["start_ns"]) / 1e9
         print(f"run {span_s:.1f} s recorded, {m.get('bytes', 0) / 1e6:.0f} MB, recorder CPU {m.get('recorder_cpu_s')} s")
         print(f"recorder CPU: {100 * m.get('recorder_cpu_s', 0) / span_s:.1f} % of one core; disk {m.get('bytes', 0) / 1e6 / span_s:.1f} MB/s")
@@ -246,8 +252,9 @@ def main() -> None:
     ap.add_argument("mode", choices=["offline", "burst", "load", "camera-node", "burst-node"])
     ap.add_argument("--n", type=int, default=10000, help="messages (offline, burst)")
     ap.add_argument("--duration", type=float, default=60.0, help="seconds of camera load (load)")
+    ap.add_argument("--keep", type=Path, default=None, help="keep the load run's files in this directory")
     args = ap.parse_args()
-    {"offline": lambda: offline(args.n), "burst": lambda: burst(args.n), "load": lambda: load(args.duration),
+    {"offline": lambda: offline(args.n), "burst": lambda: burst(args.n), "load": lambda: load(args.duration, args.keep),
      "camera-node": camera_node, "burst-node": burst_node}[args.mode]()
 
 
