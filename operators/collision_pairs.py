@@ -39,6 +39,9 @@ def _geom_id(model: mujoco.MjModel, name: str) -> int:
 
 
 def _touching_by_construction(model: mujoco.MjModel, g1: int, g2: int) -> bool:
+    """Same or parent/child welded bodies, or geoms that never collide (contype/conaffinity)."""
+    if not (model.geom_contype[g1] & model.geom_conaffinity[g2] or model.geom_contype[g2] & model.geom_conaffinity[g1]):
+        return True
     w1 = model.body_weldid[model.geom_bodyid[g1]]
     w2 = model.body_weldid[model.geom_bodyid[g2]]
     if w1 == w2:
@@ -46,6 +49,28 @@ def _touching_by_construction(model: mujoco.MjModel, g1: int, g2: int) -> bool:
     p1 = model.body_weldid[model.body_parentid[w1]]
     p2 = model.body_weldid[model.body_parentid[w2]]
     return bool(w1 == p2 or w2 == p1)
+
+
+def arm_lever_m(model: mujoco.MjModel, geoms: Sequence[str], root_body: str) -> float:
+    """An upper bound on how far any point of ``geoms`` lies from any joint axis
+    between ``root_body`` and the geom (path length through the body tree plus
+    the geom's bounding radius), so a joint step of ``dq`` rad moves no point
+    of these proxies by more than ``lever * |dq|``."""
+    root = int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, root_body))
+    if root < 0:
+        raise CollisionPairError(f"body {root_body!r} is not in the model")
+    lever = 0.0
+    for name in geoms:
+        g = _geom_id(model, name)
+        length = float(np.linalg.norm(model.geom_pos[g])) + float(model.geom_rbound[g])
+        body = int(model.geom_bodyid[g])
+        while body != root:
+            if body == 0:
+                raise CollisionPairError(f"proxy {name!r} does not hang below {root_body!r}")
+            length += float(np.linalg.norm(model.body_pos[body]))
+            body = int(model.body_parentid[body])
+        lever = max(lever, length)
+    return lever
 
 
 class CollisionPairs:
@@ -127,6 +152,14 @@ class CollisionPairs:
             height = np.einsum("ij,ij->i", normal, xpos[self._plane_other] - xpos[self._plane_geom])
             keep.append(self._plane_idx[height <= distmax + self._plane_rother])
         return np.concatenate(keep)
+
+    def distances_of(self, data: mujoco.MjData, indices: np.ndarray, distmax: float) -> np.ndarray:
+        """Signed distances of the pairs at ``indices`` (capped at ``distmax``)."""
+        out = np.empty(len(indices))
+        for j, k in enumerate(indices):
+            g1, g2 = self.id_pairs[k]
+            out[j] = mujoco.mj_geomDistance(self.model, data, g1, g2, distmax, self._fromto)
+        return out
 
     def distances_near(self, data: mujoco.MjData, distmax: float) -> np.ndarray:
         """Like :meth:`distances` but pairs outside the broadphase read ``distmax``."""

@@ -27,7 +27,7 @@ import mujoco
 import numpy as np
 import numpy.typing as npt
 
-from teledora.operators.collision_pairs import CollisionPairs
+from teledora.operators.collision_pairs import CollisionPairs, arm_lever_m
 from teledora.operators.joint_reference import JointReference, JointReferenceConfig
 from teledora.operators.robot_profile import RobotProfile
 from teledora.operators.rotations import matrix_to_quat_xyzw, quat_normalize, xyzw_to_wxyz
@@ -165,7 +165,42 @@ class GripTarget:
         return cls(np.asarray(position, dtype=float).copy(), quat_normalize(orientation_xyzw))
 
     def se3(self) -> mink.SE3:
-        return mink.SE3.from_rotation_and_translation(mink.SO3(xyzw_to_wxyz(self.orientation)), self.position)
+        return mink.SE3(wxyz_xyz=np.concatenate([xyzw_to_wxyz(self.orientation), self.position]))
+
+
+class _MeritFrameTask(mink.FrameTask):
+    """A FrameTask that remembers the squared weighted error of its last QP residual."""
+
+    last_merit = 0.0
+
+    def compute_qp_residual(self, configuration: mink.Configuration):  # type: ignore[override]
+        residual = super().compute_qp_residual(configuration)
+        self.last_merit = float(residual[1] @ residual[1])
+        return residual
+
+
+class _MeritPostureTask(mink.PostureTask):
+    """A PostureTask that remembers the squared weighted error of its last QP residual."""
+
+    last_merit = 0.0
+
+    def compute_qp_residual(self, configuration: mink.Configuration):  # type: ignore[override]
+        residual = super().compute_qp_residual(configuration)
+        self.last_merit = float(residual[1] @ residual[1])
+        return residual
+
+
+class _RecordingLimit(mink.Limit):
+    """Delegates to a limit and keeps its last constraint (the collision rows
+    tell the post-step guard which pairs were inside the detection range)."""
+
+    def __init__(self, inner: mink.Limit) -> None:
+        self.inner = inner
+        self.last: mink.limits.Constraint | None = None
+
+    def compute_qp_inequalities(self, configuration: mink.Configuration, dt: float) -> mink.limits.Constraint:
+        self.last = self.inner.compute_qp_inequalities(configuration, dt)
+        return self.last
 
 
 @dataclass
@@ -207,13 +242,13 @@ class BimanualIk:
         self._gripper_adr = {side: int(model.jnt_qposadr[self._joint_id(profile.arms[side].gripper)]) for side in SIDES}
 
         self.frame_tasks = {
-            side: mink.FrameTask(
+            side: _MeritFrameTask(
                 profile.arms[side].grip_site, "site",
                 position_cost=s.position_cost, orientation_cost=s.orientation_cost, lm_damping=s.lm_damping,
             )
             for side in SIDES
         }
-        self.posture_task = mink.PostureTask(model, cost=s.posture_cost)
+        self.posture_task = _MeritPostureTask(model, cost=s.posture_cost)
         q0 = self.configuration.q.copy()
         q0[self._lift_adr] = profile.lift_height_to_joint(profile.lift_travel_mm / 2000.0)
         for name, value in profile.home_q().items():
@@ -236,8 +271,19 @@ class BimanualIk:
                 minimum_distance_from_collisions=c.minimum_distance_m,
                 collision_detection_distance=c.detection_distance_m,
             )
-            self.limits.append(self.collision_limit)
+            self._collision_rows = _RecordingLimit(self.collision_limit)
+            self.limits.append(self._collision_rows)
+            ours = {p: k for k, p in enumerate(self.collision_pairs.id_pairs)}
+            theirs = [tuple(p) for p in self.collision_limit.geom_id_pairs]
+            # the guard may trust the QP's rows only when both list the same pairs
+            self._row_to_pair = np.array([ours[p] for p in theirs]) if set(theirs) == set(ours) else None
+            # proxies of one arm move at most lever * sum|dq| per step (guard broadphase)
+            self._lever = {
+                side: arm_lever_m(model, c.groups[f"{side}_arm"], model.body(model.jnt_bodyid[self._jid[profile.arms[side].joints[0]]]).name)
+                for side in SIDES
+            } if all(f"{side}_arm" in c.groups for side in SIDES) else None
         self._freezers: dict[tuple[bool, bool], mink.DofFreezingTask] = {}
+        self._side_idx = {side: np.array([self.arm_joint_names.index(j) for j in profile.arms[side].joints]) for side in SIDES}
 
         lower = np.array([model.jnt_range[self._jid[n]][0] for n in self.arm_joint_names])
         upper = np.array([model.jnt_range[self._jid[n]][1] for n in self.arm_joint_names])
@@ -358,8 +404,9 @@ class BimanualIk:
         Raises:
             IkSolveError: the QP failed or returned non-finite values.
         """
-        active = tuple(targets.get(side) is not None for side in SIDES)
-        tasks = self._set_targets(targets)
+        return self._solve(self._set_targets(targets), tuple(targets.get(side) is not None for side in SIDES))
+
+    def _solve(self, tasks: Sequence[mink.Task], active: tuple[bool, bool]) -> np.ndarray:
         try:
             v = mink.solve_ik(
                 self.configuration, tasks, self.dt, self.settings.solver.qp_solver,
@@ -382,8 +429,20 @@ class BimanualIk:
             return q_to, 1.0, float("inf")
         if guard is None:
             return q_to, 1.0, float("nan")
-        # only pairs that may end within the guard distance are measured
         data, distmax = self.configuration.data, guard + 1e-6
+        detection = self.settings.collision.detection_distance_m
+        rows = self._collision_rows.last
+        if self._lever is not None and self._row_to_pair is not None and rows is not None and rows.h is not None:
+            # pairs outside the detection range at q_from cannot close the gap
+            # to the guard distance if no proxy point moves that far
+            step = np.abs(q_to - q_from)
+            motion = sum(self._lever[s] * float(step[self._side_idx[s]].sum()) for s in SIDES)
+            if motion < detection - guard:
+                near = self._row_to_pair[np.isfinite(rows.h)]
+                d_near = pairs.distances_of(data, near, distmax)
+                if d_near.size == 0 or d_near.min() >= guard:
+                    return q_to, 1.0, float(d_near.min()) if d_near.size else detection
+        # only pairs that may end within the guard distance are measured
         d_to = pairs.distances_near(data, distmax)
         if d_to.min() >= guard:
             return q_to, 1.0, float(d_to.min())
@@ -420,8 +479,8 @@ class BimanualIk:
             return TickResult("hold", q_prev, self.reference.dq, active, 1.0, self.min_proxy_distance())
         try:
             tasks = self._set_targets(targets)
-            merit0 = self._merit(tasks)
-            v = self.solve_velocity(targets)
+            v = self._solve(tasks, (active["left"], active["right"]))
+            merit0 = sum(t.last_merit for t in tasks)  # recorded while the QP was assembled
         except IkSolveError as exc:
             self.failures += 1
             self.reference.hold()
@@ -449,8 +508,8 @@ class BimanualIk:
         """
         q_prev = self.arm_q()
         tasks = self._set_targets(targets)
-        merit0 = self._merit(tasks)
-        v = self.solve_velocity(targets)
+        v = self._solve(tasks, tuple(targets.get(side) is not None for side in SIDES))
+        merit0 = sum(t.last_merit for t in tasks)
         self.solves += 1
         q_new = self.reference.clamp(self.configuration.integrate(v, self.dt)[self._qadr])
         q_safe, _, _ = self._guard(q_prev, q_new)

@@ -142,6 +142,9 @@ class JointReference:
         if q_candidate.shape != self._q.shape or not np.all(np.isfinite(q_candidate)):
             raise JointReferenceError("proposal must hold one finite value per joint")
         step = q_candidate - self._q
+        velocity = step / dt
+        if np.all(np.abs(velocity) <= self.max_speed) and np.all(np.abs(velocity - self._dq) <= self.max_accel * dt):
+            return self.clamp(q_candidate)  # within every cap: nothing to scale
         s = uniform_scale(step, self.max_speed * dt)
         s = acceleration_scale(step / dt, self._dq, self.max_accel * dt, s)
         return self.clamp(self._q + s * step)

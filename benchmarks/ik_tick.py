@@ -1,0 +1,106 @@
+"""IK tick cost: our full tick side by side with a bare mink loop.
+
+Both run the same QP (frame tasks, posture, configuration/velocity/collision
+limits, frozen non-arm joints, DAQP) on the same target sequence — a random
+walk of both grips around the home pose, new targets every tick. "ours" is
+``BimanualIk.tick`` (QP, integrate, joint-reference guard, collision guard,
+backtracking, commit); "bare mink" is ``mink.solve_ik`` + ``integrate_inplace``.
+Blocks of ticks alternate between the two so machine load hits both alike,
+and each tick is timed in thread CPU time (what the tick itself costs, not
+time spent descheduled on a busy machine) next to wall time. Prints median
+and p99 per tick (ms) and our overhead as a ratio.
+
+    python benchmarks/ik_tick.py [--ticks 4000] [--block 200] [--no-collisions]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import time
+
+import mink
+import numpy as np
+
+from teledora import models
+from teledora.operators.ik_solver import SIDES, BimanualIk, GripTarget, IkSettings, build_ik_model
+
+
+def make(collisions: bool) -> BimanualIk:
+    data = copy.deepcopy(models.load_yaml("alohamini2/ik.yaml"))
+    data["collision"]["enabled"] = collisions
+    settings = IkSettings.from_mapping(data)
+    return BimanualIk(build_ik_model(models.path(settings.solver.model), True), models.load_profile(), settings)
+
+
+def target_walk(ik: BimanualIk, n: int, seed: int = 0) -> list[dict[str, GripTarget]]:
+    """Reachable-ish targets: each grip wanders within ±6 cm / ±0.3 rad of home at ≤ 0.5 m/s."""
+    rng = np.random.default_rng(seed)
+    home = {s: ik.grip_pose(s) for s in SIDES}
+    offset = {s: np.zeros(3) for s in SIDES}
+    out = []
+    for _ in range(n):
+        step = {}
+        for s in SIDES:
+            offset[s] = np.clip(offset[s] + rng.normal(0, 0.002, 3), -0.06, 0.06)
+            step[s] = GripTarget.of(home[s].position + offset[s], home[s].orientation)
+        out.append(step)
+    return out
+
+
+class BareMink:
+    """The same QP assembled straight from mink, integrated in place."""
+
+    def __init__(self, ik: BimanualIk) -> None:
+        self.ik = ik
+        self.cfg = ik.configuration
+        self.freeze = ik._freezer((True, True))
+
+    def tick(self, targets: dict[str, GripTarget]) -> None:
+        ik = self.ik
+        tasks = [ik.posture_task]
+        for s in SIDES:
+            ik.frame_tasks[s].set_target(targets[s].se3())
+            tasks.append(ik.frame_tasks[s])
+        v = mink.solve_ik(self.cfg, tasks, ik.dt, ik.settings.solver.qp_solver, damping=ik.settings.solver.regularization,
+                          limits=ik.limits, constraints=[self.freeze])
+        self.cfg.integrate_inplace(v, ik.dt)
+
+
+def measure(ticks: int, block: int, collisions: bool) -> dict[str, np.ndarray]:
+    ours, bare_ik = make(collisions), make(collisions)
+    bare = BareMink(bare_ik)
+    walk = target_walk(ours, ticks)
+    times: dict[str, list[float]] = {"ours": [], "bare mink": []}
+    wall: dict[str, list[float]] = {"ours": [], "bare mink": []}
+    for _ in range(50):  # warm-up
+        ours.tick(walk[0])
+        bare.tick(walk[0])
+    for start in range(0, ticks, block):
+        for name, fn in (("ours", ours.tick), ("bare mink", bare.tick)):
+            for targets in walk[start:start + block]:
+                w0, c0 = time.perf_counter(), time.thread_time()
+                fn(targets)
+                times[name].append(time.thread_time() - c0)
+                wall[name].append(time.perf_counter() - w0)
+    return {k: np.array(v) * 1e3 for k, v in times.items()}, {k: np.array(v) * 1e3 for k, v in wall.items()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ticks", type=int, default=4000)
+    ap.add_argument("--block", type=int, default=200)
+    ap.add_argument("--no-collisions", action="store_true")
+    args = ap.parse_args()
+    res, wall = measure(args.ticks, args.block, not args.no_collisions)
+    print(f"IK tick, AlohaMini2, collisions {'off' if args.no_collisions else 'on'}, {args.ticks} ticks each")
+    print(f"{'':<10} {'cpu median ms':>14} {'cpu p99 ms':>10} {'wall median ms':>15} {'wall p99 ms':>11}")
+    for name, t in res.items():
+        w = wall[name]
+        print(f"{name:<10} {np.median(t):14.3f} {np.percentile(t, 99):10.3f} {np.median(w):15.3f} {np.percentile(w, 99):11.3f}")
+    o, b = res["ours"], res["bare mink"]
+    print(f"ratio ours/bare (cpu): median {np.median(o) / np.median(b):.2f}x, p99 {np.percentile(o, 99) / np.percentile(b, 99):.2f}x")
+
+
+if __name__ == "__main__":
+    main()
