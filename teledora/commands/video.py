@@ -55,6 +55,16 @@ def image_topic(reader: RunReader, camera: str, topic: str | None) -> str | None
     return None
 
 
+def frame_time_ns(meta: dict[str, Any], recv_ns: int) -> int:
+    """When a frame was made: the renderer's ``render_ns``, else the image
+    ``stamp_ns``, else when the recorder received it (bursty under load)."""
+    for key in ("render_ns", "stamp_ns"):
+        value = meta.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return recv_ns
+
+
 def recorded_frames(reader: RunReader, topic: str) -> Iterator[tuple[int, np.ndarray]]:
     """(time ns, RGB image) of every recorded frame of an image topic."""
     from teledora.operators.messages import MessageError, decode_image
@@ -70,7 +80,7 @@ def recorded_frames(reader: RunReader, topic: str) -> Iterator[tuple[int, np.nda
             image = image[:, :, ::-1]
         elif meta.get("encoding") == "mono8":
             image = np.repeat(image, 3, axis=2)
-        yield msg.recv_ns, image
+        yield frame_time_ns(meta, msg.recv_ns), image
 
 
 class _FrameCollector:
@@ -110,6 +120,8 @@ def rendered_frames(reader: RunReader, camera: str, fps: float, width: int, heig
             if "ground_truth" not in inputs:
                 raise VideoError(f"run has no state for {group} (no {own} topic, no ground truth)")
             sources[group] = "ground_truth"
+    if "ground_truth" not in sources.values():
+        inputs.pop("ground_truth", None)  # recorded, but not needed: feeding it would only be reported
     settings = dataclasses.replace(config.cameras[camera], enabled=True, rate_hz=fps, width=width, height=height)
     config = dataclasses.replace(config, sources=sources, cameras={camera: settings}, max_renders_per_cycle=1)
     rig = CameraRig(resolve_model(config.model.path), config, [settings])
@@ -147,8 +159,10 @@ def _chain(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
 
 
 def write_mp4(frames: Iterator[tuple[int, np.ndarray]], out: Path, fps: float | None) -> tuple[int, float]:
-    """Writes RGB frames to an MP4 (mp4v); without ``fps`` it is the median
-    frame rate of the first 50 frames. Returns (frames written, fps used)."""
+    """Writes timed RGB frames to an MP4 (mp4v) at a constant rate, so that the
+    video plays in real time: each output frame shows the newest input frame
+    made by then (repeated or skipped as needed). Without ``fps`` the rate is
+    the median frame rate of the first 50 frames. Returns (frames written, fps)."""
     import cv2
 
     frames = iter(frames)
@@ -167,12 +181,20 @@ def write_mp4(frames: Iterator[tuple[int, np.ndarray]], out: Path, fps: float | 
     writer = cv2.VideoWriter(str(out), cv2.VideoWriter_fourcc(*"mp4v"), fps, (w, h))
     if not writer.isOpened():
         raise VideoError(f"OpenCV cannot write {out}")
+    period = 1e9 / fps
     count = 0
+    start = head[0][0]
+    shown: np.ndarray | None = None
     try:
-        for _, image in _chain_list(head, frames):
+        for t, image in _chain_list(head, frames):
             if image.shape[:2] != (h, w):
                 image = cv2.resize(image, (w, h))
-            writer.write(np.ascontiguousarray(image[:, :, ::-1]))
+            while shown is not None and start + count * period <= t - period / 2:
+                writer.write(shown)  # the previous frame still shows until this one is due
+                count += 1
+            shown = np.ascontiguousarray(image[:, :, ::-1])
+        if shown is not None:
+            writer.write(shown)
             count += 1
     finally:
         writer.release()
@@ -184,6 +206,28 @@ def _chain_list(head: list[Any], rest: Iterator[Any]) -> Iterator[Any]:
     yield from rest
 
 
+def _needs_fresh_process() -> bool:
+    """True when mujoco is already imported without a headless GL choice: its GL
+    backend is fixed at import, so rendering must happen in a new process."""
+    return (
+        "mujoco" in sys.modules
+        and not os.environ.get("MUJOCO_GL")
+        and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    )
+
+
+def _rerun_headless(args: argparse.Namespace) -> int:
+    import subprocess
+
+    argv = [sys.executable, "-m", "teledora.cli", "video", str(args.run), "--camera", args.camera, "--render",
+            "--width", str(args.width), "--height", str(args.height)]
+    if args.output:
+        argv += ["-o", str(args.output)]
+    if args.fps:
+        argv += ["--fps", str(args.fps)]
+    return subprocess.run(argv, env=dict(os.environ, MUJOCO_GL="egl")).returncode
+
+
 def make_video(args: argparse.Namespace) -> int:
     try:
         reader = RunReader(args.run)
@@ -193,6 +237,8 @@ def make_video(args: argparse.Namespace) -> int:
             count, fps = write_mp4(recorded_frames(reader, topic), out, args.fps)
             how = f"from recorded topic {topic}"
         else:
+            if _needs_fresh_process():
+                return _rerun_headless(args)
             fps_render = args.fps or 15.0
             frames = rendered_frames(reader, args.camera, fps_render, args.width, args.height)
             count, fps = write_mp4(frames, out, fps_render)

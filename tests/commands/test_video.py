@@ -90,3 +90,22 @@ def test_a_run_without_base_state_is_refused_with_a_reason(tmp_path, capsys):
                  "--width", "64", "--height", "48"])
     assert code == 1
     assert "no state for base" in capsys.readouterr().err
+
+
+def test_irregular_frames_play_in_real_time(tmp_path):
+    """Frames made at 0, 0.1 and 0.4 s at 10 fps: the second one stays on screen
+    until the third is due, so the video lasts as long as the recording."""
+    writer = RunWriter(tmp_path / "run", start_ns=T0)
+    for i, t_s in enumerate((0.0, 0.1, 0.4)):
+        img = np.zeros((48, 64, 3), np.uint8)
+        img[:] = COLORS[i]
+        t = T0 + int(t_s * 1e9)
+        meta = image_metadata(width=64, height=48, encoding="rgb8", camera="chest", stamp_ns=t, fx=1.0, fy=1.0,
+                              cx=31.5, cy=23.5)
+        meta["render_ns"] = t
+        writer.append("renderer__chest", pa.array(img.reshape(-1)), meta, recv_ns=T0 + 5 * 10**9)  # received in a burst
+    writer.close(T0 + 6 * 10**9)
+    out = tmp_path / "chest.mp4"
+    assert main(["video", str(tmp_path / "run"), "--camera", "chest", "-o", str(out), "--fps", "10"]) == 0
+    colors = [int(np.argmax(f.reshape(-1, 3).mean(axis=0))) for f in read_mp4(out)]
+    assert colors == [0, 1, 1, 1, 2]
