@@ -38,7 +38,7 @@ import yaml
 
 from teledora.nodes.dora_io import NodeIO, make_node, next_batch, node_id
 from teledora.operators.recording_gaps import GapDetector
-from teledora.recording import MANIFEST_NAME, RunWriter, TopicTypeError, new_run_dir
+from teledora.recording import MANIFEST_NAME, RunWriter, TopicNameError, TopicTypeError, new_run_dir
 
 DEFAULT_FLUSH_S = 0.5
 COUNTER_METADATA_KEY = "seq"
@@ -184,13 +184,15 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
             meta = event.get("metadata") or {}
             try:
                 result = writer.append(event["id"], event["value"], meta, recv_ns)
-            except TopicTypeError as exc:
+            except (TopicTypeError, TopicNameError) as exc:
                 io.reject(str(exc))
                 continue
             counter = meta.get(COUNTER_METADATA_KEY)
             event_ns = recv_ns if result.dora_ns is None else result.dora_ns
             for gap in gaps.observe(result.topic, event_ns, counter if isinstance(counter, int) else None):
-                io.log("warn", f"gap on {gap.topic}: {gap.kind}, {gap.duration_s:.3f} s, ~{gap.missing} missing")
+                # a stall may just be a busy machine; a counter jump is a lost message
+                level = "info" if gap.kind == "stall" else "warn"
+                io.log(level, f"gap on {gap.topic}: {gap.kind}, {gap.duration_s:.3f} s, ~{gap.missing} missing")
         now = clock()
         if writer.flush_due(now):
             writer.flush(now)
@@ -205,6 +207,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                 "type_errors": sum(writer.type_errors.values()),
             }
             io.publish_diagnostics()
+    io.diag.details.update(messages=writer.messages, gaps=gaps.counts(), complete=True)
+    io.publish_diagnostics(force=True)
     writer.manifest["gaps"] = gaps.counts()
     usage = resource.getrusage(resource.RUSAGE_SELF)
     writer.manifest["recorder_cpu_s"] = round(usage.ru_utime + usage.ru_stime, 3)

@@ -76,6 +76,20 @@ def test_type_change_is_rejected_and_counted_not_fatal(tmp_path):
     assert any(log["level"] == "warn" and "rejected" in log["message"] for log in node.logs)
 
 
+def test_input_id_that_cannot_be_a_file_name_is_rejected(tmp_path):
+    node = MockNode([ev("../escape", lift(0)), ev("lift__state", lift(1))])
+    run = recorder.main(["--run-dir", str(tmp_path / "r")], node=node, clock=StepClock())
+    assert RunReader(run).topics == ["lift__state"]
+    assert not (tmp_path / "escape.arrow").exists()
+    assert decode("Diagnostics", node.outputs["diagnostics"][-1])["rejected"] == 1
+
+
+def test_existing_recording_is_never_overwritten(tmp_path):
+    recorder.main(["--run-dir", str(tmp_path / "r")], node=MockNode([ev("lift__state", lift(0))]), clock=StepClock())
+    with pytest.raises(SystemExit, match="already holds a recording"):
+        recorder.main(["--run-dir", str(tmp_path / "r")], node=MockNode([]), clock=StepClock())
+
+
 def test_runs_dir_from_environment_and_stall_is_reported(tmp_path, monkeypatch):
     monkeypatch.setenv("TELEDORA_RUNS_DIR", str(tmp_path / "elsewhere"))
     base = 1_800_000_000_000_000_000
