@@ -8,6 +8,7 @@ import os
 
 os.environ.setdefault("MUJOCO_GL", "egl")  # offscreen (Mesa EGL) before the first mujoco.Renderer
 
+import dataclasses
 import itertools
 from pathlib import Path
 
@@ -486,3 +487,36 @@ def test_per_arm_messages_in_one_burst_both_apply(config_path):
                   clock=lambda: next(clock), rig=shared_rig(config_path, ("chest",)))
     # (the burst ends with STOP, so nothing is rendered: the pose is what counts)
     assert json.loads(decode("Diagnostics", burst.outputs["diagnostics"][-1])["details_json"])["missing_groups"] == []
+
+
+def test_published_intrinsics_project_a_point_onto_its_pixel(config_path):
+    """A red marker 1.5 m in front of the (rolled) chest camera, off-axis: its
+    centroid in the image is where fx, fy, cx, cy and the camera pose put it."""
+    import mujoco
+
+    config = renderer.load_config(config_path)
+    cam = dataclasses.replace(config.cameras["chest"], width=160, height=120)
+    rig = renderer.CameraRig(models.path(config.model.path), config, [cam])
+    try:
+        rig.render("chest")
+        r = rig._renderers[(160, 120)]
+        cid = rig.model.camera("chest").id
+        rot = rig.data.cam_xmat[cid].reshape(3, 3)  # columns: camera x (right), y (up), z (backwards)
+        point = rig.data.cam_xpos[cid] + rot @ np.array([0.5, -0.3, -1.5])
+        r.update_scene(rig.data, cid, rig._scene_option)
+        scn = r.scene
+        mujoco.mjv_initGeom(scn.geoms[scn.ngeom], mujoco.mjtGeom.mjGEOM_SPHERE, np.array([0.02, 0, 0]), point,
+                            np.eye(3).reshape(-1), np.array([1.0, 0.0, 0.0, 1.0], dtype=np.float32))
+        scn.geoms[scn.ngeom].emission = 1.0
+        scn.ngeom += 1
+        scn.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0
+        image = r.render().astype(int)
+    finally:
+        rig.close()
+    red = (image[:, :, 0] > 180) & (image[:, :, 1] < 60) & (image[:, :, 2] < 60)
+    assert red.sum() > 3
+    vs, us = np.nonzero(red)
+    intr = cam.intrinsics()
+    u, v = intr.project(np.array([0.5, 0.3, 1.5]))  # optical frame: x right, y down, z forward
+    # 0.3 px: a 1 % focal length error or cx = w/2 instead of (w-1)/2 would fail
+    assert abs(us.mean() - u) < 0.3 and abs(vs.mean() - v) < 0.3
