@@ -520,3 +520,19 @@ def test_published_intrinsics_project_a_point_onto_its_pixel(config_path):
     u, v = intr.project(np.array([0.5, 0.3, 1.5]))  # optical frame: x right, y down, z forward
     # 0.3 px: a 1 % focal length error or cx = w/2 instead of (w-1)/2 would fail
     assert abs(us.mean() - u) < 0.3 and abs(vs.mean() - v) < 0.3
+
+
+def test_configured_distortion_warps_the_image_but_not_its_centre(config_path):
+    config = renderer.load_config(config_path)
+    plain = dataclasses.replace(config.cameras["top_back"], width=W, height=H)
+    barrel = dataclasses.replace(plain, distortion=(-0.35, 0.1, 0.0, 0.0, 0.0))
+    images = []
+    for cam in (plain, barrel):
+        rig = renderer.CameraRig(models.path(config.model.path), config, [cam])
+        try:
+            images.append(rig.render("top_back").astype(int))
+        finally:
+            rig.close()
+    centre = (slice(H // 2 - 2, H // 2 + 2), slice(W // 2 - 2, W // 2 + 2))
+    assert np.abs(images[0][centre] - images[1][centre]).max() < 30
+    assert changed_fraction(images[0].astype(np.uint8), images[1].astype(np.uint8)) > 0.05
