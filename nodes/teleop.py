@@ -8,15 +8,16 @@ both have arrived.
 Outputs: ``arm_targets``, ``base_cmd``, ``lift_cmd``, ``state``, ``diagnostics``.
 
 Outputs carry dora metadata ``xr_seq`` / ``xr_stamp_ns``: the newest XR report
-they reflect (latency tracing). Every controller report is applied in order (button edges must not be lost);
-one step is published per batch of queued events that held a report, so a
+they reflect (latency tracing). Every controller report is applied in order
+(button edges must not be lost); one step is published per batch of queued events that held a report, so a
 backlog collapses instead of growing; a tick publishes only when no step went
-out within the last tick period. Joint and lift states are applied in order (cheap:
-forward kinematics runs lazily once per step), so an invalid newest one does not
-hide the valid one before it.
+out for ``--republish-s`` (default 50 ms). Of the joint and lift states in a batch
+only the newest valid one is decoded and applied (an invalid newest one does not
+hide the valid one before it); forward kinematics runs lazily once per change.
 
 Args: ``--config`` teleop YAML (default: the shipped alohamini2/teleop.yaml),
-``--model`` MJCF for forward kinematics (default alohamini2/alohamini2.xml).
+``--model`` MJCF for forward kinematics (default alohamini2/alohamini2.xml),
+``--republish-s`` (0.05).
 """
 
 from __future__ import annotations
@@ -39,7 +40,6 @@ from teledora.operators.rotations import matrix_to_quat_xyzw
 from teledora.operators.teleop_scheme import HANDS, TeleopConfig, TeleopScheme
 from teledora.operators.xr_frames import Pose
 
-_TICK_REPUBLISH_NS = 9_000_000
 _OUTPUTS = (("arm_targets", "ArmTargets"), ("base_cmd", "BaseCommand"), ("lift_cmd", "LiftCommand"), ("state", "TeleopState"))
 
 
@@ -84,10 +84,31 @@ class RobotGrips:
         return dict(self._grips)
 
 
+def apply_newest_valid(io: NodeIO, kin: RobotGrips, robot_state: dict[str, list]) -> None:
+    """Applies the newest valid joint and lift state of a batch; older ones are skipped
+    unread (only the newest matters), invalid newer ones are counted and passed over."""
+    for event in reversed(robot_state["joint_states"]):
+        msg = io.decode(event, "JointState")
+        if msg is None:
+            continue
+        try:
+            kin.set_joints(msg["names"], msg["position"])
+            break
+        except MessageError as exc:
+            io.reject(f"joint_states: {exc}")
+    for event in reversed(robot_state["lift"]):
+        msg = io.decode(event, "LiftState")
+        if msg is not None:
+            kin.set_lift_height(msg["height_m"])
+            break
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="teleop", description=__doc__.splitlines()[0])
     ap.add_argument("--config", type=Path, default=None, help="teleop YAML (default: shipped alohamini2/teleop.yaml)")
     ap.add_argument("--model", type=Path, default=None, help="MJCF for forward kinematics")
+    ap.add_argument("--republish-s", type=float, default=0.05,
+                    help="on a tick, publish when nothing went out for this long (timeouts act at this granularity)")
     return ap.parse_args(argv)
 
 
@@ -104,6 +125,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     kin = RobotGrips(args.model or models.path("alohamini2/alohamini2.xml"), models.load_profile())
     io = NodeIO(make_node(node), node_id("teleop"), clock)
     last_publish_ns = -(10**18)
+    republish_ns = int(args.republish_s * 1e9)
     trace: dict[str, int] = {}  # the XR report behind these outputs, for latency tracing
 
     def publish(now_ns: int) -> None:
@@ -117,6 +139,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
 
     while (batch := next_batch(io.node)) is not None:
         reported = ticked = False
+        robot_state: dict[str, list] = {"joint_states": [], "lift": []}
         for event in newest_per_input(batch, {"tick"}):
             if event["type"] != "INPUT":
                 continue  # STOP / INPUT_CLOSED: keep draining until the stream ends
@@ -129,21 +152,13 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                     reported = True
             elif eid == "tick":
                 ticked = True
-            elif eid == "joint_states":
-                msg = io.decode(event, "JointState")
-                if msg is not None:
-                    try:
-                        kin.set_joints(msg["names"], msg["position"])
-                    except MessageError as exc:
-                        io.reject(f"joint_states: {exc}")
-            elif eid == "lift":
-                msg = io.decode(event, "LiftState")
-                if msg is not None:
-                    kin.set_lift_height(msg["height_m"])
+            elif eid in robot_state:
+                robot_state[eid].append(event)
             else:
                 io.reject(f"unexpected input {eid!r}")
+        apply_newest_valid(io, kin, robot_state)
         now = clock()
-        if reported or (ticked and now - last_publish_ns >= _TICK_REPUBLISH_NS):
+        if reported or (ticked and now - last_publish_ns >= republish_ns):
             publish(now)
         io.diag.details.update(
             estop_latched=scheme.estop_latched, arms_paused=scheme.arms_paused, reset_count=scheme.reset_count,
