@@ -142,6 +142,7 @@ class RplidarA1Backend:
         self.info: dict[str, Any] = {}
         self.health = ""
         self.restarts = 0
+        self.connects = 0
         self.overflows = 0
         self.timeouts = 0
         self._last_data_ns = 0
@@ -152,6 +153,7 @@ class RplidarA1Backend:
             self.lidar = TimedRPLidar(self.port, self.hw.baudrate, timeout=self.hw.read_timeout_s)
         except RPLidarException as exc:
             raise ConnectionError(f"cannot open {self.port}: {exc}") from None
+        self.connects += 1
         self._stop_and_flush()
         self.info = self._call(self.lidar.get_info)
         self.restart_scan("connect")
@@ -272,6 +274,7 @@ class RplidarA1Backend:
             "model": self.info.get("model"),
             "firmware": list(self.info.get("firmware", ())),
             "restarts": self.restarts,
+            "connects": self.connects,
             "overflows": self.overflows,
             "timeouts": self.timeouts,
             "resync_bytes": self.parser.resync_bytes,

@@ -27,9 +27,9 @@ from fakes.rplidar_a1 import FakeRplidarA1, SyntheticRoom  # noqa: E402
 
 # Generous timeout where a timeout is not the subject (the test machine may be busy);
 # a short one where it is.
-HW = HardwareConfig(read_timeout_s=2.0, stop_settle_s=0.1, reset_settle_s=0.1, max_buffered_bytes=2000)
+HW = HardwareConfig(read_timeout_s=2.0, stop_settle_s=0.1, reset_settle_s=0.1, max_buffered_bytes=3500)
 HW_SHORT_TIMEOUT = replace(HW, read_timeout_s=0.6)
-FAKE_RATE = dict(scan_rate_hz=10.0, samples_per_second=4000.0)
+FAKE_RATE = dict(scan_rate_hz=10.0, samples_per_second=3000.0)
 
 
 def _scans(backend: RplidarA1Backend, count: int, budget_s: float = 5.0) -> list:
@@ -67,13 +67,14 @@ def test_scans_match_the_synthetic_room(make_backend):
     assert scan.frame_id == "lidar_front" and len(scan) == 360 and scan.time_increment < 0
     a = scan.angles()
     ok = np.isfinite(scan.ranges)
-    assert ok.sum() > 300  # 400 samples per turn fill almost every 1-degree sector
+    assert ok.sum() > 250  # 300 samples per turn fill most 1-degree sectors
     expected = np.array([room.distance(x) for x in a[ok]])
     # a sample may sit up to half a sector from the sector centre
     assert np.median(np.abs(scan.ranges[ok] - expected)) < 0.01
     assert scans[1].stamp_ns > scans[0].stamp_ns
     # the pillar at (1.5, 0.5): counter-clockwise (left of +x), as the conversion promises
-    i = int(np.argmin(np.abs(np.angle(np.exp(1j * (a - math.atan2(0.5, 1.5)))))))
+    off = np.abs(np.angle(np.exp(1j * (a - math.atan2(0.5, 1.5)))))
+    i = int(np.argmin(np.where(ok, off, np.inf)))  # nearest filled sector
     assert scan.ranges[i] == pytest.approx(math.hypot(1.5, 0.5) - 0.2, abs=0.03)
 
 
@@ -120,7 +121,8 @@ def test_lidar_going_quiet_mid_scan_times_out_and_restarts(make_backend):
         fake.stall_after_samples = None
         backend.restart_scan("fault")
         assert len(_scans(backend, 2)) == 2
-        assert backend.restarts == 1 and backend.timeouts == 1 and fake.scan_starts == 2
+        # (a busy machine may add overflow restarts; the timeout happened once)
+        assert backend.restarts >= 1 and backend.timeouts == 1 and fake.scan_starts >= 2
 
 
 def test_stray_bytes_are_skipped_by_resync(make_backend):
@@ -129,14 +131,14 @@ def test_stray_bytes_are_skipped_by_resync(make_backend):
         backend.connect()
         scans = _scans(backend, 2)
     assert len(scans) == 2 and backend.parser.resync_bytes >= 4
-    assert np.count_nonzero(np.isfinite(scans[-1].ranges)) > 300
+    assert np.count_nonzero(np.isfinite(scans[-1].ranges)) > 250
 
 
 def test_buffer_overflow_restarts_the_scan(make_backend):
     with FakeRplidarA1(**FAKE_RATE) as fake:
-        backend = make_backend(fake)
+        backend = make_backend(fake, replace(HW, max_buffered_bytes=2000))
         backend.connect()
-        fake.burst_revolutions = 10  # 4000 samples = 20 kB at once: far behind
+        fake.burst_revolutions = 10  # 3000 samples = 15 kB at once: far behind
         time.sleep(0.1)
         scans = _scans(backend, 2)
     assert backend.overflows >= 1 and backend.restarts >= 1
@@ -152,21 +154,24 @@ def test_health_error_resets_then_gives_up_with_the_code(make_backend):
 
 
 class TimerNode(MockNode):
-    """A MockNode whose ``tick`` events come at a timer's pace, one at a time;
-    ``on_tick`` (tick number -> action) lets a test change the fake mid-run."""
+    """A MockNode whose ``tick`` events come at a timer's pace, one at a time.
 
-    def __init__(self, ticks: int, period_s: float = 0.02, on_tick=None):
+    ``on_tick`` runs before each tick (a test changes the fake mid-run there);
+    the stream ends early once ``until`` is true (``ticks`` bounds the run).
+    """
+
+    def __init__(self, ticks: int, period_s: float = 0.02, on_tick=None, until=None):
         super().__init__([("tick", pa.array([k])) for k in range(ticks)])
         self.period_s = period_s
-        self.on_tick = on_tick or {}
-        self.count = 0
+        self.on_tick = on_tick
+        self.until = until
 
     def next(self, timeout=None):
         time.sleep(self.period_s)
-        action = self.on_tick.get(self.count)
-        if action:
-            action()
-        self.count += 1
+        if self.until is not None and self.until(self):
+            self._events.clear()
+        if self.on_tick is not None:
+            self.on_tick(self)
         return super().next(timeout)
 
     def drain(self):
@@ -184,7 +189,7 @@ def _config(tmp_path, port: str, read_timeout_s: float = 2.0) -> Path:
 
 def test_node_publishes_scans_and_diagnostics(tmp_path):
     with FakeRplidarA1(**FAKE_RATE) as fake:
-        node = TimerNode(50)
+        node = TimerNode(1000, until=lambda n: len(n.outputs.get("scan", [])) >= 3)
         lidar_rplidar.main(["--lidar", "front", "--config", str(_config(tmp_path, fake.port)), "--no-power-up-delay"], node=node)
         end = time.monotonic() + 2.0  # let the fake read the last requests before it closes
         while fake.requests[-2:] != [0x25, 0xF0] and time.monotonic() < end:
@@ -208,19 +213,29 @@ def test_node_reports_a_missing_port_and_keeps_running(tmp_path):
 
 
 def test_node_recovers_by_itself_from_a_lidar_that_went_quiet(tmp_path):
-    with FakeRplidarA1(stall_after_samples=2000, **FAKE_RATE) as fake:  # ~0.5 s of data, then silence
-        def unstall():
-            fake.stall_after_samples = None
+    with FakeRplidarA1(stall_after_samples=1500, **FAKE_RATE) as fake:  # ~0.5 s of data, then silence
+        state = {"scans_at_unstall": None, "unstall_ns": 0}
 
-        node = TimerNode(130, on_tick={70: unstall})
+        def unstall_after_a_restart(node):
+            # the node has timed out and restarted the scan: let the data flow again
+            if fake.scan_starts >= 2 and state["scans_at_unstall"] is None:
+                state["unstall_ns"] = time.time_ns()
+                fake.stall_after_samples = None
+                state["scans_at_unstall"] = len(node.outputs.get("scan", []))
+
+        def recovered(node):
+            n = state["scans_at_unstall"]
+            return n is not None and len(node.outputs.get("scan", [])) >= n + 2
+
+        node = TimerNode(1000, on_tick=unstall_after_a_restart, until=recovered)
         lidar_rplidar.main(["--lidar", "front", "--config", str(_config(tmp_path, fake.port, read_timeout_s=0.6)),
                             "--no-power-up-delay"], node=node)
+    assert recovered(node)
     diags = [decode("Diagnostics", v) for v in node.outputs["diagnostics"]]
     assert any("LidarTimeoutError" in d["last_error"] for d in diags)
     details = json.loads(diags[-1]["details_json"])
-    assert details["timeouts"] >= 1 and details["restarts"] >= 1
-    assert fake.scan_starts >= 2
-    # scans before the stall and after the recovery
-    stamps = [decode("LaserScan", v)["stamp_ns"] for v in node.outputs["scan"]]
-    gaps = np.diff(stamps)
-    assert len(stamps) >= 4 and gaps.max() > 5 * np.median(gaps)
+    assert details["timeouts"] >= 1 and details["restarts"] + details["connects"] >= 2
+    # scans before the stall and after the recovery (stamps are on the host clock)
+    stamps = np.array([decode("LaserScan", v)["stamp_ns"] for v in node.outputs["scan"]])
+    assert np.count_nonzero(stamps < state["unstall_ns"]) >= 1
+    assert np.count_nonzero(stamps > state["unstall_ns"]) >= 2
