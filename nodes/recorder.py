@@ -27,8 +27,10 @@ import argparse
 import datetime as dt
 import os
 import resource
+import signal
 import subprocess
 import sys
+import threading
 import time
 from importlib import metadata as importlib_metadata
 from pathlib import Path
@@ -71,6 +73,27 @@ def git_revision(cwd: str | os.PathLike[str]) -> dict[str, Any]:
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
     return {"commit": sha or None, "dirty": bool(status.strip())}
+
+
+class _TerminationFlag:
+    """Turns SIGTERM (what dora sends a node that outlives a stop) and SIGINT
+    into a flag the event loop checks, so the run is closed properly. The loop
+    wakes at least every flush interval, so it sees the flag promptly."""
+
+    def __init__(self) -> None:
+        self.signal_name: str | None = None
+        self._previous: dict[int, Any] = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                self._previous[sig] = signal.signal(sig, self._set)
+
+    def _set(self, signum: int, _frame: Any) -> None:
+        self.signal_name = signal.Signals(signum).name
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -175,7 +198,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     print(f"recording to {run_dir.resolve()}", flush=True)
     gaps = GapDetector()
     flushes = 0
-    while (batch := next_batch(node, args.flush_interval_s)) is not None:
+    stop = _TerminationFlag()
+    while not stop.signal_name and (batch := next_batch(node, args.flush_interval_s)) is not None:
         for event in batch:
             if event.get("type") != "INPUT":
                 continue
@@ -207,6 +231,10 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                 "type_errors": sum(writer.type_errors.values()),
             }
             io.publish_diagnostics()
+    stop.restore()
+    writer.manifest["ended_by"] = stop.signal_name or "end of stream"
+    if stop.signal_name:
+        io.log("warn", f"{stop.signal_name}: closing the run with what has arrived")
     io.diag.details.update(messages=writer.messages, gaps=gaps.counts(), complete=True)
     io.publish_diagnostics(force=True)
     writer.manifest["gaps"] = gaps.counts()

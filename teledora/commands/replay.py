@@ -7,7 +7,8 @@ replay into a new run directory (its manifest names the run it replays).
 Inputs fed by a replayer get ``queue_policy: backpressure`` and a large
 ``queue_size`` (dora 1.1.0 drops the oldest message past max(queue_size, 100)
 even under backpressure) so that nothing is dropped, even at ``--speed 0``. When every replayer has finished, the dataflow
-is stopped (Ctrl-C style) and the new run directory is printed.
+is stopped (Ctrl-C style) once the replay's recorder has stored every replayed
+message, and the new run directory is printed.
 """
 
 from __future__ import annotations
@@ -15,18 +16,20 @@ from __future__ import annotations
 import argparse
 import copy
 import datetime as dt
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any, Iterable
 
 import yaml
 
-from teledora.recording import RunFormatError, RunReader, new_run_dir
+from teledora.recording import MANIFEST_NAME, RunFormatError, RunReader, new_run_dir
 
 TIMER_PREFIX = "dora/timer/"
 REPLAY_YAML = "replay.yml"
@@ -218,12 +221,57 @@ def dora_command(yaml_path: Path, stop_after: str | None) -> list[str]:
     return cmd
 
 
-def run_until_replayed(cmd: list[str], env: dict[str, str], replayers: set[str], grace_s: float) -> int:
-    """Runs ``dora run``, echoing its output; once every replayer has said it is
-    done (and ``grace_s`` has passed) the dataflow is stopped with SIGINT."""
+def recorded_counts(run_dir: Path) -> dict[str, int]:
+    """Flushed per-topic counts of a run being recorded (empty until it starts)."""
+    try:
+        topics = json.loads((run_dir / MANIFEST_NAME).read_text()).get("topics", {})
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return {t: int(v.get("count", 0)) for t, v in topics.items()}
+
+
+def expected_counts(plan: dict[str, Any], reader: RunReader, replace: Iterable[str]) -> dict[str, int]:
+    """Replayed topics the replay's recorder records, with the counts it must reach."""
+    replace = set(replace)
+    recorded_inputs: set[str] = set()
+    for entry in plan.get("nodes", []):
+        if str(entry.get("path", "")).endswith("recorder.py"):
+            recorded_inputs |= set((entry.get("inputs") or {}).keys())
+    out = {}
+    for topic, (node, _output) in reader.sources().items():
+        if node in replace and topic in recorded_inputs:
+            out[topic] = reader.read_topic(topic).table.num_rows
+    return out
+
+
+def _stop_when_recorded(proc: subprocess.Popen, out_dir: Path, expect: dict[str, int], grace_s: float, wait_s: float) -> None:
+    deadline = time.monotonic() + wait_s
+    while proc.poll() is None and time.monotonic() < deadline:
+        have = recorded_counts(out_dir)
+        if all(have.get(t, 0) >= n for t, n in expect.items()):
+            break
+        time.sleep(0.2)
+    time.sleep(grace_s)
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+
+
+def run_until_replayed(
+    cmd: list[str],
+    env: dict[str, str],
+    replayers: set[str],
+    grace_s: float,
+    out_dir: Path | None = None,
+    expect: dict[str, int] | None = None,
+    wait_s: float = 120.0,
+) -> int:
+    """Runs ``dora run``, echoing its output. Once every replayer has said it is
+    done, waits until the replay's recorder has flushed ``expect`` (topic ->
+    count; at most ``wait_s``), then ``grace_s`` for the live nodes, then stops
+    the dataflow with SIGINT."""
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
     pending = set(replayers)
-    timer: threading.Timer | None = None
+    stopper: threading.Thread | None = None
     assert proc.stdout is not None
     try:
         for line in proc.stdout:
@@ -231,14 +279,13 @@ def run_until_replayed(cmd: list[str], env: dict[str, str], replayers: set[str],
             match = _DONE.search(line)
             if match and match.group(1) in pending:
                 pending.discard(match.group(1))
-                if not pending and timer is None:
-                    timer = threading.Timer(grace_s, lambda: proc.poll() is None and proc.send_signal(signal.SIGINT))
-                    timer.start()
+                if not pending and stopper is None:
+                    args = (proc, out_dir or Path("."), expect or {}, grace_s, wait_s)
+                    stopper = threading.Thread(target=_stop_when_recorded, args=args, daemon=True)
+                    stopper.start()
     except KeyboardInterrupt:  # the user stopped it: dora got the same Ctrl-C
         pending.clear()
     rc = proc.wait()
-    if timer is not None:
-        timer.cancel()
     # a stop we asked for is a normal end of the replay
     return 0 if (not pending and rc in (0, 1, -signal.SIGINT, 130)) else rc
 
@@ -269,6 +316,7 @@ def _run(args: argparse.Namespace) -> int:
     env.setdefault("MUJOCO_GL", "egl")
     cmd = dora_command(yaml_path, args.stop_after)
     print(f"teledora replay: {', '.join(replace)} from {args.run} at speed {args.speed:g}; {' '.join(cmd)}", flush=True)
-    rc = run_until_replayed(cmd, env, set(replace) if not args.loop else set(), args.grace_s)
+    expect = expected_counts(plan, RunReader(args.run), replace)
+    rc = run_until_replayed(cmd, env, set(replace) if not args.loop else set(), args.grace_s, out_dir, expect)
     print(f"teledora replay: recording of the replay in {out_dir}", flush=True)
     return rc

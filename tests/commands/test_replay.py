@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,7 @@ import yaml
 from teledora.cli import build_parser
 from teledora.commands import replay
 from teledora.operators.messages import encode
-from teledora.recording import RunWriter
+from teledora.recording import RunReader, RunWriter
 
 DATAFLOW = """
 nodes:
@@ -105,3 +107,30 @@ def test_run_without_dataflow_is_reported(tmp_path, capsys):
     args = build_parser().parse_args(["replay", str(run)])
     assert args.func(args) == 2
     assert "no dataflow in its manifest" in capsys.readouterr().err
+
+
+FAKE_DORA = "import time; print('replay xr done: 3 messages', flush=True); time.sleep(60)"
+
+
+def test_dataflow_is_stopped_once_the_replay_is_recorded(tmp_path, capsys):
+    from teledora.recording import write_manifest
+
+    write_manifest(tmp_path, {"topics": {"xr__controllers": {"count": 3}}})
+    rc = replay.run_until_replayed(
+        [sys.executable, "-c", FAKE_DORA], dict(os.environ), {"xr"}, 0.0, tmp_path, {"xr__controllers": 3}
+    )
+    assert rc == 0  # stopped by us with SIGINT: a normal end
+    assert "replay xr done" in capsys.readouterr().out
+    assert replay.recorded_counts(tmp_path) == {"xr__controllers": 3}
+
+
+def test_expected_counts_cover_replayed_topics_the_recorder_records(tmp_path):
+    run = tmp_path / "run"
+    w = RunWriter(run, {"dataflow_yaml": DATAFLOW}, start_ns=0)
+    for i in range(3):
+        w.append("xr__controllers", encode("LiftCommand", {"stamp_ns": i, "velocity_m_s": 0.0}), {}, recv_ns=i)
+    w.append("arms__joint_states", encode("LiftCommand", {"stamp_ns": 9, "velocity_m_s": 0.0}), {}, recv_ns=9)
+    w.close(10)
+    planned, _ = plan(["xr", "arms"])
+    # the recorder in DATAFLOW records xr/controllers only
+    assert replay.expected_counts(planned, RunReader(run), ["xr", "arms"]) == {"xr__controllers": 3}

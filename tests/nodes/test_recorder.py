@@ -118,7 +118,8 @@ CHILD = textwrap.dedent(
         def next(self, timeout=None):
             if not self.events:
                 print("blocked", flush=True)
-                time.sleep(3600)
+                time.sleep(float(sys.argv[2]))
+                return {"type": "ERROR", "error": "timeout"}
             kind, i = self.events.pop(0)
             if kind == "tick":
                 now[0] += 2_000_000_000
@@ -138,7 +139,7 @@ CHILD = textwrap.dedent(
 
 def test_kill_9_keeps_everything_up_to_the_last_flush(tmp_path):
     run = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(run)], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(run), "3600"], stdout=subprocess.PIPE, text=True, cwd=REPO)
     try:
         for line in proc.stdout:
             if line.strip() == "blocked":
@@ -156,3 +157,20 @@ def test_kill_9_keeps_everything_up_to_the_last_flush(tmp_path):
     assert table.num_rows == 100
     assert [v[0] for v in table.column("value").to_pylist()] == list(range(100))
     assert r.manifest["topics"]["src__out"]["count"] == 100
+
+
+def test_sigterm_closes_the_run_with_everything_received(tmp_path):
+    run = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(run), "0.05"], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        for line in proc.stdout:
+            if line.strip() == "blocked":
+                break
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+    r = RunReader(run)
+    assert r.complete and r.manifest["ended_by"] == "SIGTERM"
+    assert r.read_topic("src__out").table.num_rows == 150  # the 50 unflushed ones too
