@@ -314,6 +314,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     unit = setup.lidars[args.lidar]
     backend = RplidarA1Backend(args.port or unit.port, unit.frame_id, setup.grid, setup.hardware, clock, sleep)
     io = NodeIO(make_node(node), node_id(f"lidar_{args.lidar}"), clock)
+    io.diag.set_status("warn", f"connecting to {backend.port}")
     if not args.no_power_up_delay:
         sleep(unit.power_up_delay_s)  # the two units must not spin up together on one hub
     connected, failures, retry_at = False, 0, 0
