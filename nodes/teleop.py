@@ -23,18 +23,20 @@ Args: ``--config`` teleop YAML (default: the shipped alohamini2/teleop.yaml),
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import mujoco
 import numpy as np
+import pyarrow as pa
 import yaml
 
 from teledora import models
 from teledora.nodes.dora_io import NodeIO, make_node, newest_per_input, next_batch, node_id
 from teledora.operators.grip_kinematics import GripKinematics
-from teledora.operators.messages import MessageError, require_joint_names
+from teledora.operators.messages import MessageError, require_joint_names, schema
 from teledora.operators.robot_profile import RobotProfile
 from teledora.operators.rotations import matrix_to_quat_xyzw
 from teledora.operators.teleop_scheme import HANDS, TeleopConfig, TeleopScheme
@@ -82,6 +84,40 @@ class RobotGrips:
                 self._grips[side] = Pose(np.array(p), matrix_to_quat_xyzw(r))
             self._dirty = False
         return dict(self._grips)
+
+
+_XR_TYPE = schema("XrControllers")
+_HAND_VECTORS = (("position", 3), ("orientation", 4), ("stick", 2))
+
+
+def _plain_valid_hand(hand: Any) -> bool:
+    if not isinstance(hand, dict) or any(v is None for v in hand.values()):
+        return False
+    for name, n in _HAND_VECTORS:
+        vec = hand[name]
+        if len(vec) != n or not all(math.isfinite(x) for x in vec):
+            return False
+    q = hand["orientation"]
+    return abs(math.sqrt(sum(x * x for x in q)) - 1.0) <= 1e-4 and all(
+        math.isfinite(hand[k]) for k in ("trigger", "squeeze"))
+
+
+def decode_controllers(io: NodeIO, event: Any) -> dict[str, Any] | None:
+    """An XrControllers input as a dict, or None (rejected, counted, logged).
+
+    The contract's ``decode`` costs about 0.5 ms of CPU per report, which at 90 Hz
+    on a busy machine made teleop fall behind. A report whose Arrow type is exactly
+    the contract's and whose values are plainly valid (no nulls, right lengths,
+    finite, unit quaternion within 1e-4) is read directly (~5 us); anything else
+    goes through the contract's ``decode``, which stays the authority on rejection.
+    """
+    value = event["value"]
+    if isinstance(value, pa.StructArray) and value.type == _XR_TYPE and len(value) == 1 and not value.null_count:
+        row = value.to_pylist()[0]
+        if all(v is not None for v in row.values()) and _plain_valid_hand(row["left"]) and _plain_valid_hand(row["right"]):
+            io.diag.received += 1
+            return row
+    return io.decode(event, "XrControllers")
 
 
 def apply_newest_valid(io: NodeIO, kin: RobotGrips, robot_state: dict[str, list]) -> None:
@@ -145,7 +181,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                 continue  # STOP / INPUT_CLOSED: keep draining until the stream ends
             eid = event["id"]
             if eid == "controllers":
-                msg = io.decode(event, "XrControllers")
+                msg = decode_controllers(io, event)
                 if msg is not None:
                     scheme.on_controllers(msg, clock())
                     trace.update(xr_seq=int(msg["seq"]), xr_stamp_ns=int(msg["stamp_ns"]))

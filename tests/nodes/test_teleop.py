@@ -177,3 +177,56 @@ def test_outputs_carry_the_xr_report_for_tracing():
     node = Recording([("joint_states", joints()), LIFT, ("controllers", controllers(20 * MS))])
     teleop.main([], node=node, clock=Clock())
     assert node.meta == [{"xr_seq": 20, "xr_stamp_ns": 20 * MS}]
+
+
+class _Io:
+    """The slice of NodeIO that decode_controllers uses."""
+
+    def __init__(self):
+        from teledora.operators.diagnostics import Diagnostics
+
+        self.diag = Diagnostics("t")
+        self.rejected: list[str] = []
+
+    def decode(self, event, kind):
+        self.diag.received += 1
+        try:
+            return decode(kind, event["value"])
+        except Exception as exc:  # mirrors NodeIO: count and keep going
+            self.rejected.append(str(exc))
+            return None
+
+
+def _raw_controllers(**left_over) -> pa.Array:
+    """An XrControllers array built without the contract's encode (so it can be invalid)."""
+    from teledora.operators.messages import schema
+
+    row = decode("XrControllers", controllers(0))
+    row = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in row.items()}
+    for h in ("left", "right"):
+        row[h] = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in row[h].items()}
+    row["left"].update(left_over)
+    return pa.array([row], type=schema("XrControllers"))
+
+
+def test_fast_controllers_read_matches_the_contract_decode():
+    io = _Io()
+    value = controllers(5 * MS, left=hand(5 * MS, (0.1, 0.2, 0.3), stick=[0.5, -0.25], primary=True))
+    fast = teleop.decode_controllers(io, {"value": value})
+    full = decode("XrControllers", value)
+    assert set(fast) == set(full)
+    for h in ("left", "right"):
+        for k, v in full[h].items():
+            np.testing.assert_array_equal(np.asarray(fast[h][k]), np.asarray(v), err_msg=k)
+    assert io.diag.received == 1 and not io.rejected
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [dict(position=[0.0, float("nan"), 0.0]), dict(orientation=[0.0, 0.0, 0.0, 2.0]), dict(stick=[0.0]),
+     dict(trigger=float("inf"))],
+)
+def test_invalid_controllers_fall_through_to_the_contract_and_are_rejected(bad):
+    io = _Io()
+    assert teleop.decode_controllers(io, {"value": _raw_controllers(**bad)}) is None
+    assert len(io.rejected) == 1
