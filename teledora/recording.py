@@ -29,7 +29,7 @@ import heapq
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -438,12 +438,13 @@ class TopicTable:
     batches: int = 0
 
 
-@dataclass
 class RunReader:
-    """Reads a run directory (complete, or cut short by a crash)."""
+    """Reads a run directory (complete, or cut short by a crash).
 
-    run_dir: Path
-    manifest: dict[str, Any] = field(default_factory=dict)
+    Attributes:
+        run_dir: The directory.
+        manifest: ``manifest.json`` as a dict (empty if it is missing).
+    """
 
     def __init__(self, run_dir: str | os.PathLike[str]) -> None:
         self.run_dir = Path(run_dir)
@@ -459,6 +460,9 @@ class RunReader:
             raise RunFormatError(f"{self.run_dir} has neither {MANIFEST_NAME} nor *{TOPIC_SUFFIX} files")
         else:
             self.manifest = {}
+
+    def __repr__(self) -> str:
+        return f"RunReader({str(self.run_dir)!r})"
 
     @property
     def topics(self) -> list[str]:
