@@ -24,7 +24,6 @@ batch.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import heapq
 import json
 import os
@@ -36,13 +35,21 @@ from typing import Any, Iterable, Iterator, Mapping
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from teledora.operators.recorded_message import (  # noqa: F401  (re-exported: part of this module's API)
+    dora_timestamp_ns,
+    json_default,
+    message_stamp_ns,
+    metadata_json,
+    replay_metadata,
+    value_digest,
+)
+
 FORMAT_VERSION = 1
 MANIFEST_NAME = "manifest.json"
 TOPIC_SUFFIX = ".arrow"
 TOPIC_SEPARATOR = "__"
 RUN_DIR_TIME_FORMAT = "%Y%m%d-%H%M%S"
 _TOPIC_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 
 class RecordingError(Exception):
@@ -100,59 +107,7 @@ def new_run_dir(runs_dir: str | os.PathLike[str], start: _dt.datetime) -> Path:
     raise RecordingError(f"no free run directory name for {stem} in {base}")
 
 
-# --------------------------------------------------------------------------- message fields
-
-
-def dora_timestamp_ns(metadata: Mapping[str, Any]) -> int | None:
-    """The dora metadata ``timestamp`` in ns since the epoch (None if absent).
-
-    dora hands it to Python as a timezone-aware ``datetime`` (µs resolution).
-    """
-    ts = metadata.get("timestamp")
-    if isinstance(ts, _dt.datetime):
-        if ts.tzinfo is None:
-            ts = ts.replace(tzinfo=_dt.timezone.utc)
-        return ((ts - _EPOCH) // _dt.timedelta(microseconds=1)) * 1000
-    if isinstance(ts, int) and not isinstance(ts, bool):
-        return ts
-    return None
-
-
-def message_stamp_ns(value: pa.Array, metadata: Mapping[str, Any]) -> int | None:
-    """The message's own ``stamp_ns``: the struct field of a contract message,
-    else a ``stamp_ns`` metadata entry (images), else None."""
-    if pa.types.is_struct(value.type) and len(value) >= 1:
-        idx = value.type.get_field_index("stamp_ns")
-        if idx >= 0 and pa.types.is_integer(value.type.field(idx).type):
-            stamp = value.field(idx)[0].as_py()
-            if stamp is not None:
-                return int(stamp)
-    stamp = metadata.get("stamp_ns")
-    if isinstance(stamp, int) and not isinstance(stamp, bool):
-        return stamp
-    return None
-
-
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, _dt.datetime):
-        return obj.isoformat()
-    if isinstance(obj, bytes):
-        return obj.hex()
-    if hasattr(obj, "tolist"):
-        return obj.tolist()
-    return str(obj)
-
-
-def metadata_json(metadata: Mapping[str, Any]) -> str:
-    """The dora metadata as JSON (datetimes as ISO 8601 strings)."""
-    meta = dict(metadata)
-    ts = meta.get("timestamp")
-    if isinstance(ts, _dt.datetime):
-        meta["timestamp"] = ts.isoformat()
-    try:
-        return json.dumps(meta, sort_keys=True)
-    except (TypeError, ValueError):
-        return json.dumps(meta, sort_keys=True, default=_json_default)
+# --------------------------------------------------------------------------- writing helpers
 
 
 def _stamp_column(values: pa.Array, one_per_row: bool, rows: list[pa.Array], metas: list[Mapping[str, Any]]) -> pa.Array:
@@ -166,24 +121,6 @@ def _stamp_column(values: pa.Array, one_per_row: bool, rows: list[pa.Array], met
             if column.null_count == 0:
                 return column.cast(pa.int64())
     return pa.array([message_stamp_ns(v, m) for v, m in zip(rows, metas)], type=pa.int64())
-
-
-def replay_metadata(metadata_text: str) -> dict[str, Any]:
-    """The metadata to send again on replay: the recorded one without dora's
-    own ``timestamp`` (dora stamps the new send)."""
-    meta = json.loads(metadata_text) if metadata_text else {}
-    meta.pop("timestamp", None)
-    return {k: v for k, v in meta.items() if v is not None and not isinstance(v, dict)}
-
-
-def value_digest(value: pa.Array) -> str:
-    """SHA-256 of a value's Arrow type and canonical IPC bytes (byte equality)."""
-    compact = pa.concat_arrays([value])  # fresh buffers: slices digest like copies
-    sink = pa.BufferOutputStream()
-    batch = pa.RecordBatch.from_arrays([compact], names=["value"])
-    with ipc.new_stream(sink, batch.schema) as writer:
-        writer.write_batch(batch)
-    return hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()
 
 
 def record_schema(value_type: pa.DataType, topic: str) -> pa.Schema:
@@ -399,7 +336,7 @@ class RunWriter:
 def write_manifest(run_dir: Path, manifest: Mapping[str, Any]) -> None:
     """Atomically replaces ``run_dir/manifest.json``."""
     tmp = run_dir / (MANIFEST_NAME + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True, default=_json_default))
+    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True, default=json_default))
     os.replace(tmp, run_dir / MANIFEST_NAME)
 
 

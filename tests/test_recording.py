@@ -17,13 +17,9 @@ from teledora.recording import (
     RunWriter,
     TopicNameError,
     TopicTypeError,
-    dora_timestamp_ns,
-    message_stamp_ns,
     new_run_dir,
-    replay_metadata,
     split_topic,
     topic_name,
-    value_digest,
 )
 
 
@@ -126,21 +122,6 @@ def test_topic_names():
         split_topic("no_separator")
     with pytest.raises(TopicNameError):
         topic_name("a/b", "c")
-
-
-def test_field_extraction_helpers():
-    assert dora_timestamp_ns({"timestamp": dt.datetime(1970, 1, 1, 0, 0, 1, 5, tzinfo=dt.timezone.utc)}) == 1_000_005_000
-    assert dora_timestamp_ns({}) is None
-    assert message_stamp_ns(lift(3), {"stamp_ns": 1}) == 1003
-    assert message_stamp_ns(pa.array([1, 2]), {}) is None
-    assert replay_metadata('{"timestamp": "2026", "width": 4, "camera": "chest"}') == {"width": 4, "camera": "chest"}
-
-
-def test_digest_is_byte_equality_and_ignores_slicing():
-    both = pa.concat_arrays([lift(1), lift(2)])
-    assert value_digest(both.slice(1, 1)) == value_digest(lift(2))
-    assert value_digest(lift(1)) != value_digest(lift(2))
-    assert value_digest(pa.array([1], pa.int64())) != value_digest(pa.array([1], pa.int32()))
 
 
 def test_reader_refuses_a_directory_that_is_not_a_run(tmp_path):
