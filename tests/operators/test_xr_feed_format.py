@@ -129,3 +129,4 @@ def test_reconnect_after_disconnect_and_new_client_bump_epochs():
     a.new_client()
     msg = a.assemble(parse_frame(frame(seq=1)), 4)  # a new client starts its own sequence
     assert msg["left"]["epoch"] == 3
+
