@@ -230,3 +230,43 @@ def test_invalid_controllers_fall_through_to_the_contract_and_are_rejected(bad):
     io = _Io()
     assert teleop.decode_controllers(io, {"value": _raw_controllers(**bad)}) is None
     assert len(io.rejected) == 1
+
+
+def test_outputs_are_identical_to_the_contract_encoding():
+    from teledora.operators.teleop_scheme import TeleopScheme
+    from teledora.operators.xr_frames import Pose
+
+    class Sink:
+        def __init__(self):
+            self.sent = {}
+
+        def send_output(self, output, value, metadata=None):
+            self.sent[output] = value
+
+    from teledora.nodes.dora_io import NodeIO
+
+    scheme = TeleopScheme()
+    scheme.on_controllers(decode("XrControllers", controllers(0, left=hand(0, stick=[0.3, -0.7], trigger=0.4))), 0)
+    out = scheme.step(0, {"left": Pose.of([0.3, 0.2, 0.7], [0, 0, 0.6, 0.8]), "right": None})
+    io = NodeIO(Sink(), "t")
+    for output, kind in teleop._OUTPUTS:
+        teleop.send_output(io, output, kind, getattr(out, output), {})
+        assert io.node.sent[output].equals(encode(kind, getattr(out, output))), output
+
+
+def test_a_non_finite_output_goes_through_the_contract_and_is_refused():
+    from teledora.nodes.dora_io import NodeIO
+
+    class Sink:
+        sent: dict = {}
+
+        def send_output(self, output, value, metadata=None):
+            self.sent[output] = value
+
+        def log(self, level, message):
+            pass
+
+    io = NodeIO(Sink(), "t")
+    teleop.send_output(io, "base_cmd", "BaseCommand",
+                       {"stamp_ns": 0, "forward_m_s": float("nan"), "left_m_s": 0.0, "yaw_rad_s": 0.0}, {})
+    assert "base_cmd" not in io.node.sent and "not sent" in io.diag.last_error
