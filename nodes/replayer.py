@@ -9,9 +9,10 @@ Args (environment in brackets):
     --speed X        1.0 original timing, 2.0 twice as fast, 0 as fast as
                      the consumers accept (backpressure) [TELEDORA_REPLAY_SPEED]
     --stamps MODE    ``shifted`` (default): every ``stamp_ns``/``*_stamp_ns`` field
-                     and ``stamp_ns`` metadata moves by (replay start - run
-                     start), so live nodes that check freshness accept the
-                     data; ``recorded``: the recorded bytes, unchanged
+                     and ``stamp_ns`` metadata moves by (now - recorded send
+                     time), so each message is as fresh as when it was
+                     recorded and live nodes that check freshness accept it;
+                     ``recorded``: the recorded bytes, unchanged
                      [TELEDORA_REPLAY_STAMPS]
     --loop           start again from the beginning when done, until stopped
     --loops N        play the run N times (default 1)
@@ -53,7 +54,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--stamps",
         choices=["shifted", "recorded"],
         default=env.get("TELEDORA_REPLAY_STAMPS", "shifted"),
-        help="shifted: move stamp_ns fields by (replay start - run start) so live nodes see fresh data; "
+        help="shifted: move stamp_ns fields by (now - recorded send time) so live nodes see fresh data; "
         "recorded: send the recorded bytes unchanged",
     )
     ap.add_argument("--loop", dest="loops", action="store_const", const=0, default=1, help="repeat until stopped")
@@ -96,7 +97,9 @@ def main(
             value = pa.concat_arrays([msg.value])
             metadata = replay_metadata(msg.metadata)
             if args.stamps == "shifted":
-                offset = schedule.start_ns - schedule.run_t0_ns
+                # each message keeps its recorded age: a replayer that falls
+                # behind on a busy machine still sends data that looks fresh
+                offset = clock() - message_time_ns(msg)
                 value = shift_stamps(value, offset)
                 if isinstance(metadata.get("stamp_ns"), int) and metadata["stamp_ns"] > 0:
                     metadata["stamp_ns"] += offset
