@@ -1,8 +1,8 @@
 """IK tick cost: our full tick side by side with a bare mink loop.
 
 Both run the same QP (frame tasks, posture, configuration/velocity/collision
-limits, frozen non-arm joints, DAQP) on the same target sequence — a random
-walk of both grips around the home pose, new targets every tick. "ours" is
+limits, frozen non-arm joints, DAQP) on the same target sequence — a smooth
+random walk of both grips around the home pose, new targets every tick. "ours" is
 ``BimanualIk.tick`` (QP, integrate, joint-reference guard, collision guard,
 backtracking, commit); "bare mink" is ``mink.solve_ik`` + ``integrate_inplace``.
 Blocks of ticks alternate between the two so machine load hits both alike,
@@ -34,15 +34,21 @@ def make(collisions: bool) -> BimanualIk:
 
 
 def target_walk(ik: BimanualIk, n: int, seed: int = 0) -> list[dict[str, GripTarget]]:
-    """Reachable-ish targets: each grip wanders within ±6 cm / ±0.3 rad of home at ≤ 0.5 m/s."""
+    """Hand-like targets: each grip's velocity does a random walk (≤ 0.3 m/s),
+    its position stays within ±6 cm of home; orientation is kept."""
     rng = np.random.default_rng(seed)
     home = {s: ik.grip_pose(s) for s in SIDES}
     offset = {s: np.zeros(3) for s in SIDES}
+    velocity = {s: np.zeros(3) for s in SIDES}
     out = []
     for _ in range(n):
         step = {}
         for s in SIDES:
-            offset[s] = np.clip(offset[s] + rng.normal(0, 0.002, 3), -0.06, 0.06)
+            velocity[s] = np.clip(0.98 * velocity[s] + rng.normal(0, 0.02, 3), -0.3, 0.3)
+            offset[s] = offset[s] + velocity[s] * ik.dt
+            bounce = np.abs(offset[s]) > 0.06
+            velocity[s][bounce] *= -1
+            offset[s] = np.clip(offset[s], -0.06, 0.06)
             step[s] = GripTarget.of(home[s].position + offset[s], home[s].orientation)
         out.append(step)
     return out
