@@ -28,7 +28,7 @@ def ik():
 
 
 def test_adversarial_sequences_never_penetrate(ik):
-    res = adversarial.run(ik, sequences=80, ticks=30, seed=11)
+    res = adversarial.run(ik, sequences=40, ticks=30, seed=11)
     assert res.failures == 0
     assert res.min_distance_m >= 0.0, f"penetration {res.min_distance_m * 1000:.2f} mm during {res.worst_attack}"
 
