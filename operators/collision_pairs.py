@@ -1,5 +1,5 @@
-"""Collision proxy pairs: which capsule/box/plane proxies must stay apart, and
-how far apart they are.
+"""Collision proxy pairs: which capsule/box/plane proxies must stay apart, how
+far apart they are, and the exact post-step guard built on them.
 
 The IK's collision constraints and its post-step guard both work on the same
 list of geom id pairs, built here from named geom groups (``left_arm``,
@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
+import mink
 import mujoco
 import numpy as np
 
@@ -179,3 +180,91 @@ class CollisionPairs:
             if d < best:
                 best = d
         return float(best)
+
+
+class RecordingLimit(mink.Limit):
+    """Delegates to a limit and keeps its last constraint (the collision rows
+    tell the guard which pairs were inside the detection range)."""
+
+    def __init__(self, inner: mink.Limit) -> None:
+        self.inner = inner
+        self.last: mink.limits.Constraint | None = None
+
+    def compute_qp_inequalities(self, configuration: mink.Configuration, dt: float) -> mink.limits.Constraint:
+        self.last = self.inner.compute_qp_inequalities(configuration, dt)
+        return self.last
+
+
+class CollisionGuard:
+    """Exact check of a joint step: no proxy pair may end closer than the guard
+    distance unless it is moving apart; an unsafe step is shortened by bisection.
+
+    Args:
+        pairs: The proxy pairs (must list the same pairs as ``limit``).
+        limit: The QP's collision limit; wrapped so its rows can be read back.
+        guard_distance_m: Guard distance, or None to accept every step.
+        detection_distance_m: The limit's detection range.
+        levers: Per arm side, a bound on proxy motion per rad of joint motion
+            (see :func:`arm_lever_m`), or None to always measure every pair.
+        side_idx: Per arm side, that arm's positions in the joint vector.
+    """
+
+    def __init__(self, pairs: CollisionPairs, limit: mink.CollisionAvoidanceLimit, guard_distance_m: float | None,
+                 detection_distance_m: float, levers: dict[str, float] | None, side_idx: dict[str, np.ndarray]) -> None:
+        self.pairs = pairs
+        self.rows = RecordingLimit(limit)
+        self.guard = guard_distance_m
+        self.detection = detection_distance_m
+        self.levers = levers
+        self.side_idx = side_idx
+        ours = {p: k for k, p in enumerate(pairs.id_pairs)}
+        theirs = [tuple(p) for p in limit.geom_id_pairs]
+        # the QP's rows can stand in for a broadphase only when both list the same pairs
+        self.row_to_pair = np.array([ours[p] for p in theirs]) if set(theirs) == set(ours) else None
+
+    def _fast_accept(self, q_from: np.ndarray, q_to: np.ndarray, data: mujoco.MjData) -> float | None:
+        """Min distance when the step is provably fine from the QP's rows alone, else None."""
+        rows = self.rows.last
+        if self.levers is None or self.row_to_pair is None or rows is None or rows.h is None or self.guard is None:
+            return None
+        step = np.abs(q_to - q_from)
+        motion = sum(self.levers[s] * float(step[idx].sum()) for s, idx in self.side_idx.items())
+        if motion >= self.detection - self.guard:
+            return None  # something outside the detection range could get close
+        d_near = self.pairs.distances_of(data, self.row_to_pair[np.isfinite(rows.h)], self.guard + 1e-6)
+        if d_near.size == 0:
+            return self.detection
+        return float(d_near.min()) if d_near.min() >= self.guard else None
+
+    def check(self, q_from: np.ndarray, q_to: np.ndarray,
+              move: Callable[[np.ndarray], mujoco.MjData]) -> tuple[np.ndarray, float, float]:
+        """Returns (q, fraction of the step kept, min distance seen near the guard
+        distance); ``move(q)`` sets the kinematics to q and returns the data. The
+        kinematics are left at the returned q."""
+        data = move(q_to)
+        if self.guard is None:
+            return q_to, 1.0, float("nan")
+        fast = self._fast_accept(q_from, q_to, data)
+        if fast is not None:
+            return q_to, 1.0, fast
+        guard, distmax = self.guard, self.guard + 1e-6
+        d_to = self.pairs.distances_near(data, distmax)
+        if d_to.min() >= guard:
+            return q_to, 1.0, float(d_to.min())
+        d_from = self.pairs.distances_near(move(q_from), distmax)
+
+        def safe(d: np.ndarray) -> bool:
+            return bool(np.all((d >= guard) | (d >= d_from)))
+
+        if safe(d_to):
+            move(q_to)
+            return q_to, 1.0, float(d_to.min())
+        lo, hi = 0.0, 1.0
+        for _ in range(12):
+            mid = 0.5 * (lo + hi)
+            if safe(self.pairs.distances_near(move(q_from + mid * (q_to - q_from)), distmax)):
+                lo = mid
+            else:
+                hi = mid
+        q = q_from + lo * (q_to - q_from)
+        return q, lo, float(self.pairs.distances_near(move(q), distmax).min())

@@ -27,7 +27,7 @@ import mujoco
 import numpy as np
 import numpy.typing as npt
 
-from teledora.operators.collision_pairs import CollisionPairs, arm_lever_m
+from teledora.operators.collision_pairs import CollisionGuard, CollisionPairs, arm_lever_m
 from teledora.operators.joint_reference import JointReference, JointReferenceConfig
 from teledora.operators.robot_profile import RobotProfile
 from teledora.operators.rotations import matrix_to_quat_xyzw, quat_normalize, xyzw_to_wxyz
@@ -190,19 +190,6 @@ class _MeritPostureTask(mink.PostureTask):
         return residual
 
 
-class _RecordingLimit(mink.Limit):
-    """Delegates to a limit and keeps its last constraint (the collision rows
-    tell the post-step guard which pairs were inside the detection range)."""
-
-    def __init__(self, inner: mink.Limit) -> None:
-        self.inner = inner
-        self.last: mink.limits.Constraint | None = None
-
-    def compute_qp_inequalities(self, configuration: mink.Configuration, dt: float) -> mink.limits.Constraint:
-        self.last = self.inner.compute_qp_inequalities(configuration, dt)
-        return self.last
-
-
 @dataclass
 class TickResult:
     """What one IK tick did."""
@@ -271,19 +258,15 @@ class BimanualIk:
                 minimum_distance_from_collisions=c.minimum_distance_m,
                 collision_detection_distance=c.detection_distance_m,
             )
-            self._collision_rows = _RecordingLimit(self.collision_limit)
-            self.limits.append(self._collision_rows)
-            ours = {p: k for k, p in enumerate(self.collision_pairs.id_pairs)}
-            theirs = [tuple(p) for p in self.collision_limit.geom_id_pairs]
-            # the guard may trust the QP's rows only when both list the same pairs
-            self._row_to_pair = np.array([ours[p] for p in theirs]) if set(theirs) == set(ours) else None
-            # proxies of one arm move at most lever * sum|dq| per step (guard broadphase)
-            self._lever = {
+            side_idx = {side: np.array([self.arm_joint_names.index(j) for j in profile.arms[side].joints]) for side in SIDES}
+            levers = {
                 side: arm_lever_m(model, c.groups[f"{side}_arm"], model.body(model.jnt_bodyid[self._jid[profile.arms[side].joints[0]]]).name)
                 for side in SIDES
             } if all(f"{side}_arm" in c.groups for side in SIDES) else None
+            self.guard = CollisionGuard(self.collision_pairs, self.collision_limit, c.guard_distance_m,
+                                        c.detection_distance_m, levers, side_idx)
+            self.limits.append(self.guard.rows)
         self._freezers: dict[tuple[bool, bool], mink.DofFreezingTask] = {}
-        self._side_idx = {side: np.array([self.arm_joint_names.index(j) for j in profile.arms[side].joints]) for side in SIDES}
 
         lower = np.array([model.jnt_range[self._jid[n]][0] for n in self.arm_joint_names])
         upper = np.array([model.jnt_range[self._jid[n]][1] for n in self.arm_joint_names])
@@ -420,52 +403,17 @@ class BimanualIk:
         return v
 
     def _guard(self, q_from: np.ndarray, q_to: np.ndarray) -> tuple[np.ndarray, float, float]:
-        """Shortens the step q_from → q_to until no proxy pair ends closer than
-        the guard distance unless it is moving apart. Leaves the configuration
+        """The collision guard's verdict on q_from → q_to; leaves the configuration
         at the returned q. Returns (q, fraction of the step kept, min distance)."""
-        pairs, guard = self.collision_pairs, self.settings.collision.guard_distance_m
-        self._set_q(q_to)
-        if pairs is None:
-            return q_to, 1.0, float("inf")
-        if guard is None:
-            return q_to, 1.0, float("nan")
-        data, distmax = self.configuration.data, guard + 1e-6
-        detection = self.settings.collision.detection_distance_m
-        rows = self._collision_rows.last
-        if self._lever is not None and self._row_to_pair is not None and rows is not None and rows.h is not None:
-            # pairs outside the detection range at q_from cannot close the gap
-            # to the guard distance if no proxy point moves that far
-            step = np.abs(q_to - q_from)
-            motion = sum(self._lever[s] * float(step[self._side_idx[s]].sum()) for s in SIDES)
-            if motion < detection - guard:
-                near = self._row_to_pair[np.isfinite(rows.h)]
-                d_near = pairs.distances_of(data, near, distmax)
-                if d_near.size == 0 or d_near.min() >= guard:
-                    return q_to, 1.0, float(d_near.min()) if d_near.size else detection
-        # only pairs that may end within the guard distance are measured
-        d_to = pairs.distances_near(data, distmax)
-        if d_to.min() >= guard:
-            return q_to, 1.0, float(d_to.min())
-        self._set_q(q_from)
-        d_from = pairs.distances_near(data, distmax)
-
-        def safe(d: np.ndarray) -> bool:
-            return bool(np.all((d >= guard) | (d >= d_from)))
-
-        if safe(d_to):
+        if self.collision_pairs is None:
             self._set_q(q_to)
-            return q_to, 1.0, float(d_to.min())
-        lo, hi = 0.0, 1.0
-        for _ in range(12):
-            mid = 0.5 * (lo + hi)
-            self._set_q(q_from + mid * (q_to - q_from))
-            if safe(pairs.distances_near(data, distmax)):
-                lo = mid
-            else:
-                hi = mid
-        q = q_from + lo * (q_to - q_from)
-        self._set_q(q)
-        return q, lo, float(pairs.distances_near(data, distmax).min())
+            return q_to, 1.0, float("inf")
+
+        def move(q: np.ndarray) -> mujoco.MjData:
+            self._set_q(q)
+            return self.configuration.data
+
+        return self.guard.check(q_from, q_to, move)
 
     def tick(self, targets: Mapping[str, GripTarget | None]) -> TickResult:
         """Solves, integrates, guards and commits one control period.
