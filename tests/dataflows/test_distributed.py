@@ -138,17 +138,33 @@ def distributed_run(tmp_path_factory):
         pytest.skip("dora CLI not installed in this environment")
     root = tmp_path_factory.mktemp("cluster")
     run_dir = root / "run"
+    # the demo script, held idle at its end far beyond the test, so the dataflow
+    # is still running when the test stops it (it would otherwise end by itself)
+    from teledora import models
+
+    script = models.load_yaml("alohamini2/demo_script.yaml")
+    script["keyframes"].append({"t_s": 600.0})
+    script_path = root / "long_demo_script.yaml"
+    script_path.write_text(yaml.safe_dump(script))
     cluster = LocalCluster(root)
     try:
         cluster.up()
         started = cluster.dora("start", str(DATAFLOW), "--name", "am2-distributed", "--detach",
-                               "--env", f"TELEDORA_RUN_DIR={run_dir}")
+                               "--env", f"TELEDORA_RUN_DIR={run_dir}", "--env", f"TELEDORA_XR_SCRIPT={script_path}")
         assert started.returncode == 0, started.stdout + started.stderr + cluster.logs()
         crossed = cluster._wait_for(lambda: all(_rows(run_dir, t) >= 5 for t in ROBOT_TOPICS), START_DEADLINE_S)
+        lift_log = subprocess.CompletedProcess([], 1, "", "")
+        deadline = time.monotonic() + 20.0  # the lift logs once homed (~1.5 s after its first state)
+        while time.monotonic() < deadline and "lift homed" not in lift_log.stdout + lift_log.stderr:
+            try:
+                lift_log = cluster.dora("logs", "am2-distributed", "--node", "lift", timeout=10)
+            except subprocess.TimeoutExpired as exc:
+                lift_log = subprocess.CompletedProcess(exc.cmd, 124, str(exc.stdout or ""), str(exc.stderr or ""))
+            time.sleep(0.5)
         stopped = cluster.dora("stop", "--name", "am2-distributed", "--grace-duration", "10s", timeout=40)
         listed = cluster.dora("list")
         yield {"root": root, "run_dir": run_dir, "crossed": crossed, "start": started, "stop": stopped,
-               "list": listed, "logs": cluster.logs()}
+               "list": listed, "lift_log": lift_log, "logs": cluster.logs()}
     finally:
         cluster.down()
 
@@ -191,3 +207,8 @@ def test_dora_stop_ends_the_dataflow(distributed_run) -> None:
     listed = distributed_run["list"].stdout
     assert "am2-distributed" not in listed or "Running" not in listed, listed
     assert RunReader(distributed_run["run_dir"]).complete  # the recorder closed its run on STOP
+
+
+def test_dora_logs_reaches_a_node_on_the_robot_daemon(distributed_run) -> None:
+    log = distributed_run["lift_log"]
+    assert "lift homed" in log.stdout + log.stderr, (log.returncode, log.stdout[-2000:], log.stderr[-2000:])
