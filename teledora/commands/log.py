@@ -99,6 +99,9 @@ def summarize(reader: RunReader) -> dict[str, Any]:
         "git": m.get("git"),
         "replay_of": m.get("replay_of"),
         "flush_interval_s": m.get("flush_interval_s"),
+        "ended_by": m.get("ended_by"),
+        "recorder_cpu_s": m.get("recorder_cpu_s"),
+        "bytes": sum(t["bytes"] for t in topics.values()),
         "messages": seqs,
         "seq_missing": max_seq + 1 - seqs,
         "type_errors": m.get("type_errors") or {},
@@ -141,6 +144,12 @@ def format_summary(s: dict[str, Any]) -> str:
     if s.get("replay_of"):
         lines.append(f"replay of  {s['replay_of']}")
     lines.append(f"messages   {s['messages']} on {len(s['topics'])} topics; missing sequence numbers: {s['seq_missing']}")
+    recorder = f"size       {s['bytes'] / 1e6:.1f} MB"
+    if s.get("recorder_cpu_s") is not None and s["duration_s"]:
+        recorder += f"; recorder CPU {s['recorder_cpu_s']:.1f} s ({100 * s['recorder_cpu_s'] / s['duration_s']:.0f} % of a core)"
+    if s.get("ended_by") and s["ended_by"] != "end of stream":
+        recorder += f"; ended by {s['ended_by']}"
+    lines.append(recorder)
     lines.append("")
     header = f"{'topic':<30} {'count':>8} {'rate Hz':>9} {'MiB':>9}  gaps (stall/counter/back)  type"
     lines.append(header)

@@ -73,6 +73,7 @@ def test_info_text_flags_incomplete_runs(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "INCOMPLETE" in out and "lift__state" in out and "git        abc123" in out
     assert "lift__state: stall" in out
+    assert "size       0.0 MB" in out
 
 
 def test_info_json(tmp_path, capsys):
