@@ -271,8 +271,8 @@ class ArduPilotBridge:
         elif kind == "TIMESYNC":
             if msg.tc1 == 0:  # the autopilot asks for our time
                 self.link.write("timesync", now, msg.ts1)
-            elif not self.mav_clock.add_exchange(msg.ts1, msg.tc1, now):
-                pass  # slow or stale answer: counted in mav_clock.rejected
+            else:  # an answer to ours; a slow or stale one is counted in mav_clock.rejected
+                self.mav_clock.add_exchange(msg.ts1, msg.tc1, now)
         elif kind == "GPS_GLOBAL_ORIGIN":
             s.on_origin()
         elif kind == "EKF_STATUS_REPORT":
@@ -308,6 +308,7 @@ class ArduPilotBridge:
             "flows_sent": self.flows_sent, "flows_dropped": self.flows_dropped, "poses": self.poses,
             "ekf_flags": self.ekf_flags, "position_ok": position_ok(self.ekf_flags),
             "bad_data": self.link.bad_data, "clock_synced": self.mav_clock.synced,
+            "timesync_rejected": self.mav_clock.rejected,
         }
         if self.mav_clock.synced:
             out["clock_offset_ns"] = self.mav_clock.offset_ns
