@@ -3,6 +3,7 @@
     python benchmarks/recorder_load.py offline            # per-message cost, no dora
     python benchmarks/recorder_load.py burst              # 10,000 messages as fast as possible, under dora
     python benchmarks/recorder_load.py load --duration 60 # sim dataflow + two 640x480 cameras at 30 Hz
+    python benchmarks/recorder_load.py load --cameras-only  # the two cameras and the recorder alone
 
 ``offline`` feeds the recorder's event loop directly and prints the median and
 p99 cost per message for small contract messages and for 640x480 RGB images.
@@ -191,7 +192,7 @@ def burst(n: int) -> None:
             )
 
 
-def load(duration_s: float, keep: Path | None) -> None:
+def load(duration_s: float, keep: Path | None, with_sim: bool = True) -> None:
     from teledora.recording import RunReader
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -201,6 +202,9 @@ def load(duration_s: float, keep: Path | None) -> None:
             tmp, tmp_path = str(keep), keep
         src = REPO / "dataflows" / "sim.yml"
         flow = yaml.safe_load(src.read_text())
+        if not with_sim:  # cameras and recorder only
+            flow["nodes"] = [n for n in flow["nodes"] if str(n.get("path", "")).endswith("recorder.py")]
+            flow["nodes"][0]["inputs"] = {}
         for node in flow["nodes"]:
             p = node.get("path")
             if p and not os.path.isabs(p) and (src.parent / p).exists():
@@ -238,6 +242,9 @@ def load(duration_s: float, keep: Path | None) -> None:
         for cam, n in sent.items():
             got = reader.read_topic(f"cameras__{cam}").table.num_rows
             print(f"camera {cam:10s} published {n:5d} recorded {got:5d} {'OK' if got == n else 'LOST ' + str(n - got)}")
+        if not with_sim:
+            print(f"cameras alone: {len(reader.topics)} topics")
+            return
         xr = reader.read_topic("xr__controllers").table
         xr_seq = [v[0]["seq"] for v in xr.column("value").to_pylist()]
         contiguous = xr_seq == list(range(xr_seq[0], xr_seq[0] + len(xr_seq))) if xr_seq else False
@@ -253,8 +260,9 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=10000, help="messages (offline, burst)")
     ap.add_argument("--duration", type=float, default=60.0, help="seconds of camera load (load)")
     ap.add_argument("--keep", type=Path, default=None, help="keep the load run's files in this directory")
+    ap.add_argument("--cameras-only", action="store_true", help="load: record the two cameras without the sim dataflow")
     args = ap.parse_args()
-    {"offline": lambda: offline(args.n), "burst": lambda: burst(args.n), "load": lambda: load(args.duration, args.keep),
+    {"offline": lambda: offline(args.n), "burst": lambda: burst(args.n), "load": lambda: load(args.duration, args.keep, not args.cameras_only),
      "camera-node": camera_node, "burst-node": burst_node}[args.mode]()
 
 
