@@ -5,6 +5,11 @@ line, the format of docs/xr.md) to the ``xr`` UDP node, keeping the recorded
 timing from each frame's ``sent_ns`` (or ``--rate-hz`` when frames lack it).
 Frames are re-stamped with the current clock and a fresh session, so the node
 sees them as live.
+
+``teledora xr record-udp FILE`` listens where the node would (127.0.0.1:9870 by
+default; stop the node first) and writes every valid frame a bridge sends as one
+line, until ``--seconds``/``--count`` or Ctrl-C. Invalid frames are counted and
+skipped.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Iterator
 
-from teledora.operators.xr_feed_format import FeedFormatError, parse_frame
+from teledora.operators.xr_feed_format import MAX_FRAME_BYTES, FeedFormatError, parse_frame
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -32,6 +37,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     send.add_argument("--rate-hz", type=float, default=None, help="fixed rate instead of the recorded timing")
     send.add_argument("--loop", action="store_true", help="repeat the file until interrupted")
     send.set_defaults(func=send_udp)
+    rec = sub.add_parser("record-udp", help="record an XR feed from a UDP bridge to JSON lines")
+    rec.add_argument("file", type=Path, help="output JSON-lines file")
+    rec.add_argument("--bind", default="127.0.0.1")
+    rec.add_argument("--port", type=int, default=9870)
+    rec.add_argument("--seconds", type=float, default=None, help="stop after this long")
+    rec.add_argument("--count", type=int, default=None, help="stop after this many frames")
+    rec.set_defaults(func=record_udp)
     xr.set_defaults(func=lambda args: xr.print_help() or 2)
 
 
@@ -92,4 +104,33 @@ def send_udp(args: argparse.Namespace) -> int:
     finally:
         sock.close()
     print(f"sent {sent} frames to {args.host}:{args.port}")
+    return 0
+
+
+def record_udp(args: argparse.Namespace) -> int:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind((args.bind, args.port))
+    sock.settimeout(0.2)
+    end = time.monotonic() + args.seconds if args.seconds else None
+    kept = skipped = 0
+    print(f"recording XR frames on {args.bind}:{sock.getsockname()[1]} to {args.file}", flush=True)
+    try:
+        with args.file.open("w") as out:
+            while (end is None or time.monotonic() < end) and (args.count is None or kept < args.count):
+                try:
+                    data, _ = sock.recvfrom(MAX_FRAME_BYTES + 1)
+                except socket.timeout:
+                    continue
+                try:
+                    parse_frame(data)
+                except FeedFormatError:
+                    skipped += 1
+                    continue
+                out.write(data.decode() + "\n")
+                kept += 1
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
+    print(f"recorded {kept} frames ({skipped} invalid skipped)")
     return 0

@@ -130,3 +130,30 @@ def test_send_udp_rejects_a_bad_recording(tmp_path: Path, capsys):
 
     assert cli(["xr", "send-udp", str(rec)]) == 1
     assert "bad.jsonl:2" in capsys.readouterr().err
+
+
+def test_record_udp_writes_valid_frames_and_skips_bad_ones(tmp_path: Path):
+    from teledora.cli import main as cli
+
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    out = tmp_path / "rec.jsonl"
+    result = {}
+    t = threading.Thread(target=lambda: result.update(rc=cli(["xr", "record-udp", str(out), "--port", str(port),
+                                                              "--count", "2", "--seconds", "20"])))
+    t.start()
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    deadline = time.monotonic() + 15
+    seq = 0
+    while t.is_alive() and time.monotonic() < deadline:  # resend until the recorder is listening
+        seq += 1
+        s.sendto(b"garbage", ("127.0.0.1", port))
+        s.sendto(frame(seq), ("127.0.0.1", port))
+        t.join(0.05)
+    s.close()
+    t.join(5)
+    lines = out.read_text().splitlines()
+    assert result["rc"] == 0 and len(lines) == 2
+    assert [json.loads(x)["seq"] for x in lines] == sorted(json.loads(x)["seq"] for x in lines)
