@@ -18,6 +18,7 @@ docs/messages.md lists every topic with units, frames and rates.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -330,17 +331,33 @@ def _validate_fields(where: str, fields: Sequence[Field], msg: Mapping[str, Any]
                 raise MessageError(f"{path}: duplicate names {dup}")
 
 
+@functools.lru_cache(maxsize=None)
+def _category(f_type: pa.DataType) -> str:
+    """What kind of python value a field of this Arrow type holds (cached: the
+    pyarrow type predicates are too slow for a per-message hot path)."""
+    if f_type in _NESTED:
+        return "nested"
+    if pa.types.is_list(f_type):
+        return "str_list" if pa.types.is_string(f_type.value_type) else "num_list"
+    if pa.types.is_boolean(f_type):
+        return "bool"
+    if pa.types.is_integer(f_type):
+        return "int"
+    if pa.types.is_floating(f_type):
+        return "float"
+    if pa.types.is_string(f_type):
+        return "str"
+    raise MessageError(f"unsupported type {f_type}")  # pragma: no cover
+
+
 def _to_python(f_type: pa.DataType, v: Any, where: str) -> Any:
     """Normalises an encode() input value for validation."""
-    if f_type in _NESTED:
+    cat = _category(f_type)
+    if cat == "nested":
         if not isinstance(v, Mapping):
             raise MessageError(f"{where}: expected a mapping")
         return _normalise(where, _NESTED[f_type], v)
-    if pa.types.is_list(f_type):
-        if pa.types.is_string(f_type.value_type):
-            if isinstance(v, (str, bytes)) or not isinstance(v, Iterable):
-                raise MessageError(f"{where}: expected a list of strings")
-            return list(v)
+    if cat == "num_list":
         try:
             arr = np.asarray(v, dtype=np.float64)
         except (TypeError, ValueError) as exc:
@@ -348,23 +365,25 @@ def _to_python(f_type: pa.DataType, v: Any, where: str) -> Any:
         if arr.ndim != 1:
             raise MessageError(f"{where}: expected a flat list, got shape {arr.shape}")
         return arr
-    if pa.types.is_boolean(f_type):
+    if cat == "str_list":
+        if isinstance(v, (str, bytes)) or not isinstance(v, Iterable):
+            raise MessageError(f"{where}: expected a list of strings")
+        return list(v)
+    if cat == "bool":
         if not isinstance(v, (bool, np.bool_)):
             raise MessageError(f"{where}: expected bool, got {type(v).__name__}")
         return bool(v)
-    if pa.types.is_integer(f_type):
+    if cat == "int":
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
             raise MessageError(f"{where}: expected int, got {type(v).__name__}")
         return int(v)
-    if pa.types.is_floating(f_type):
+    if cat == "float":
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
             raise MessageError(f"{where}: expected float, got {type(v).__name__}")
         return float(v)
-    if pa.types.is_string(f_type):
-        if not isinstance(v, str):
-            raise MessageError(f"{where}: expected str, got {type(v).__name__}")
-        return v
-    raise MessageError(f"{where}: unsupported type {f_type}")  # pragma: no cover
+    if not isinstance(v, str):
+        raise MessageError(f"{where}: expected str, got {type(v).__name__}")
+    return v
 
 
 def _normalise(where: str, fields: Sequence[Field], msg: Mapping[str, Any]) -> dict[str, Any]:
@@ -409,27 +428,24 @@ def encode(kind: str, msg: Mapping[str, Any]) -> pa.StructArray:
         raise MessageError(f"{kind}: {exc}") from None
 
 
-def _from_arrow(f_type: pa.DataType, column: pa.Array) -> Any:
-    """Reads element 0 of ``column`` (non-null) into python/numpy."""
-    if f_type in _NESTED:
-        return {f.name: _from_arrow(f.type, column.field(f.name)) for f in _NESTED[f_type]}
-    if pa.types.is_list(f_type):
-        values = column.values[column.offsets[0].as_py() : column.offsets[1].as_py()]
-        if pa.types.is_string(f_type.value_type):
-            return values.to_pylist()
-        if values.null_count:
-            raise MessageError("null inside a numeric list")
-        return values.to_numpy(zero_copy_only=False)
-    return column[0].as_py()
-
-
-def _reject_nulls(where: str, fields: Sequence[Field], struct: pa.StructArray) -> None:
+def _from_row(where: str, fields: Sequence[Field], row: Mapping[str, Any]) -> dict[str, Any]:
+    """Converts one row (from ``to_pylist``) into python/numpy, rejecting nulls."""
+    out: dict[str, Any] = {}
     for f in fields:
-        col = struct.field(f.name)
-        if col.null_count:
+        v = row[f.name]
+        if v is None:
             raise MessageError(f"{where}.{f.name}: null value")
         if f.type in _NESTED:
-            _reject_nulls(f"{where}.{f.name}", _NESTED[f.type], col)
+            out[f.name] = _from_row(f"{where}.{f.name}", _NESTED[f.type], v)
+        elif _category(f.type) == "num_list":
+            if None in v:
+                raise MessageError(f"{where}.{f.name}: null inside a numeric list")
+            out[f.name] = np.asarray(v, dtype=np.float64)
+        elif _category(f.type) == "str_list" and None in v:
+            raise MessageError(f"{where}.{f.name}: null inside a string list")
+        else:
+            out[f.name] = v
+    return out
 
 
 def decode(kind: str, value: pa.Array) -> dict[str, Any]:
@@ -445,15 +461,10 @@ def decode(kind: str, value: pa.Array) -> dict[str, Any]:
         raise MessageError(f"{kind}: wrong Arrow type {value.type}; expected {struct}")
     if len(value) != 1:
         raise MessageError(f"{kind}: expected exactly one message, got {len(value)}")
-    if value.null_count:
+    row = value.to_pylist()[0]
+    if row is None:
         raise MessageError(f"{kind}: null message")
-    value = value.slice(0, 1) if value.offset else value
-    fields = KINDS[kind]
-    _reject_nulls(kind, fields, value)
-    try:
-        msg = {f.name: _from_arrow(f.type, value.field(f.name)) for f in fields}
-    except MessageError as exc:
-        raise MessageError(f"{kind}: {exc}") from None
+    msg = _from_row(kind, KINDS[kind], row)
     _check(kind, msg)
     return msg
 
