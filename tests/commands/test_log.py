@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -125,3 +126,20 @@ def test_export_subset_and_unknown_topic(tmp_path, capsys):
     args = build_parser().parse_args(["log", "export", str(tmp_path / "r"), "--topics", "nope"])
     assert args.func(args) == 2
     assert "no such topics" in capsys.readouterr().err
+
+
+def test_compare_reports_identical_and_differing_topics(tmp_path, capsys):
+    write_run(tmp_path / "a")
+    w = RunWriter(tmp_path / "b", start_ns=T0)
+    for i in range(30):
+        w.append("lift__state", lift(i), {}, recv_ns=T0 + i)
+    w.append("lidar_front__scan", encode("LiftCommand", {"stamp_ns": T0, "velocity_m_s": 1.0}), {}, recv_ns=T0)
+    w.close(T0 + 1)
+    args = build_parser().parse_args(["log", "compare", str(tmp_path / "a"), str(tmp_path / "b")])
+    assert args.func(args) == 1  # the scan differs
+    out = capsys.readouterr().out
+    assert re.search(r"lift__state\s+30\s+30\s+yes\s+30/30", out)
+    assert re.search(r"lidar_front__scan\s+1\s+1\s+NO\s+0/1", out)
+    assert "in one run only: raw__blob, renderer__chest" in out
+    args = build_parser().parse_args(["log", "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--topics", "lift__state"])
+    assert args.func(args) == 0
