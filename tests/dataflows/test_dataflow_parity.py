@@ -163,7 +163,7 @@ def test_sim_distributed_is_sim_yml_plus_deploy() -> None:
         assert d["path"] == "python"
         assert d["args"].split() == ["-m", f"teledora.nodes.{module}", *str(s.get("args", "")).split()], node_id
         for key in ("inputs", "input_types", "outputs", "output_types", "env"):
-            assert d.get(key) == s.get(key), (node_id, key)
+            assert d.get(key) == s.get(key), f"sim.yml changed ({node_id}.{key}): copy it into sim_distributed.yml"
         assert set(d) - set(s) - {"args"} == {"deploy"}, node_id
         assert set(s) - set(d) == set(), node_id
 
