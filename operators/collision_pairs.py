@@ -52,26 +52,27 @@ def _touching_by_construction(model: mujoco.MjModel, g1: int, g2: int) -> bool:
     return bool(w1 == p2 or w2 == p1)
 
 
-def arm_lever_m(model: mujoco.MjModel, geoms: Sequence[str], root_body: str) -> float:
-    """An upper bound on how far any point of ``geoms`` lies from any joint axis
-    between ``root_body`` and the geom (path length through the body tree plus
-    the geom's bounding radius), so a joint step of ``dq`` rad moves no point
-    of these proxies by more than ``lever * |dq|``."""
-    root = int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, root_body))
-    if root < 0:
-        raise CollisionPairError(f"body {root_body!r} is not in the model")
-    lever = 0.0
-    for name in geoms:
-        g = _geom_id(model, name)
-        length = float(np.linalg.norm(model.geom_pos[g])) + float(model.geom_rbound[g])
-        body = int(model.geom_bodyid[g])
-        while body != root:
-            if body == 0:
-                raise CollisionPairError(f"proxy {name!r} does not hang below {root_body!r}")
-            length += float(np.linalg.norm(model.body_pos[body]))
-            body = int(model.body_parentid[body])
-        lever = max(lever, length)
-    return lever
+def joint_levers_m(model: mujoco.MjModel, geoms: Sequence[str], joints: Sequence[str]) -> np.ndarray:
+    """Per joint, an upper bound on how far any point of ``geoms`` below it lies
+    from its anchor (path length through the body tree plus the geom's bounding
+    radius). A step ``dq`` then moves no point of these proxies by more than
+    ``sum(lever * |dq|)``."""
+    levers = np.zeros(len(joints))
+    for j, joint in enumerate(joints):
+        jid = int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, joint))
+        if jid < 0:
+            raise CollisionPairError(f"joint {joint!r} is not in the model")
+        jbody = int(model.jnt_bodyid[jid])
+        for name in geoms:
+            g = _geom_id(model, name)
+            length = float(np.linalg.norm(model.geom_pos[g])) + float(model.geom_rbound[g]) + float(np.linalg.norm(model.jnt_pos[jid]))
+            body = int(model.geom_bodyid[g])
+            while body not in (jbody, 0):
+                length += float(np.linalg.norm(model.body_pos[body]))
+                body = int(model.body_parentid[body])
+            if body == jbody:
+                levers[j] = max(levers[j], length)
+    return levers
 
 
 class CollisionPairs:
@@ -204,19 +205,17 @@ class CollisionGuard:
         limit: The QP's collision limit; wrapped so its rows can be read back.
         guard_distance_m: Guard distance, or None to accept every step.
         detection_distance_m: The limit's detection range.
-        levers: Per arm side, a bound on proxy motion per rad of joint motion
-            (see :func:`arm_lever_m`), or None to always measure every pair.
-        side_idx: Per arm side, that arm's positions in the joint vector.
+        levers: Per joint of the joint vector, a bound on proxy motion per rad
+            (see :func:`joint_levers_m`), or None to always measure every pair.
     """
 
     def __init__(self, pairs: CollisionPairs, limit: mink.CollisionAvoidanceLimit, guard_distance_m: float | None,
-                 detection_distance_m: float, levers: dict[str, float] | None, side_idx: dict[str, np.ndarray]) -> None:
+                 detection_distance_m: float, levers: np.ndarray | None) -> None:
         self.pairs = pairs
         self.rows = RecordingLimit(limit)
         self.guard = guard_distance_m
         self.detection = detection_distance_m
         self.levers = levers
-        self.side_idx = side_idx
         ours = {p: k for k, p in enumerate(pairs.id_pairs)}
         theirs = [tuple(p) for p in limit.geom_id_pairs]
         # the QP's rows can stand in for a broadphase only when both list the same pairs
@@ -227,8 +226,7 @@ class CollisionGuard:
         rows = self.rows.last
         if self.levers is None or self.row_to_pair is None or rows is None or rows.h is None or self.guard is None:
             return None
-        step = np.abs(q_to - q_from)
-        motion = sum(self.levers[s] * float(step[idx].sum()) for s, idx in self.side_idx.items())
+        motion = float(self.levers @ np.abs(q_to - q_from))
         if motion >= self.detection - self.guard:
             return None  # something outside the detection range could get close
         d_near = self.pairs.distances_of(data, self.row_to_pair[np.isfinite(rows.h)], self.guard + 1e-6)

@@ -22,12 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import daqp
 import mink
 import mujoco
 import numpy as np
 import numpy.typing as npt
 
-from teledora.operators.collision_pairs import CollisionGuard, CollisionPairs, arm_lever_m
+from teledora.operators.collision_pairs import CollisionGuard, CollisionPairs, joint_levers_m
 from teledora.operators.joint_reference import JointReference, JointReferenceConfig
 from teledora.operators.robot_profile import RobotProfile
 from teledora.operators.rotations import matrix_to_quat_xyzw, quat_normalize, xyzw_to_wxyz
@@ -258,13 +259,10 @@ class BimanualIk:
                 minimum_distance_from_collisions=c.minimum_distance_m,
                 collision_detection_distance=c.detection_distance_m,
             )
-            side_idx = {side: np.array([self.arm_joint_names.index(j) for j in profile.arms[side].joints]) for side in SIDES}
-            levers = {
-                side: arm_lever_m(model, c.groups[f"{side}_arm"], model.body(model.jnt_bodyid[self._jid[profile.arms[side].joints[0]]]).name)
-                for side in SIDES
-            } if all(f"{side}_arm" in c.groups for side in SIDES) else None
+            proxies = [g for group in c.groups.values() for g in group]
+            levers = joint_levers_m(model, proxies, self.arm_joint_names)
             self.guard = CollisionGuard(self.collision_pairs, self.collision_limit, c.guard_distance_m,
-                                        c.detection_distance_m, levers, side_idx)
+                                        c.detection_distance_m, levers)
             self.limits.append(self.guard.rows)
         self._freezers: dict[tuple[bool, bool], mink.DofFreezingTask] = {}
 
@@ -390,14 +388,31 @@ class BimanualIk:
         return self._solve(self._set_targets(targets), tuple(targets.get(side) is not None for side in SIDES))
 
     def _solve(self, tasks: Sequence[mink.Task], active: tuple[bool, bool]) -> np.ndarray:
-        try:
-            v = mink.solve_ik(
-                self.configuration, tasks, self.dt, self.settings.solver.qp_solver,
-                damping=self.settings.solver.regularization, limits=self.limits,
-                constraints=[self._freezer(active)],
-            )
-        except (mink.NoSolutionFound, ValueError) as exc:
-            raise IkSolveError(f"QP failed: {exc}") from None
+        """mink assembles the QP; DAQP is called directly (inactive collision rows
+        dropped, no per-call limit check: the joint reference keeps every joint
+        strictly inside its range). Any other solver goes through mink.solve_ik."""
+        solver = self.settings.solver
+        freezer = self._freezer(active)
+        if solver.qp_solver != "daqp":
+            try:
+                v = mink.solve_ik(self.configuration, tasks, self.dt, solver.qp_solver, damping=solver.regularization,
+                                  limits=self.limits, constraints=[freezer])
+            except (mink.NoSolutionFound, ValueError) as exc:
+                raise IkSolveError(f"QP failed: {exc}") from None
+        else:
+            qp = mink.build_ik(self.configuration, tasks, self.dt, damping=solver.regularization, limits=self.limits,
+                               constraints=[freezer])
+            finite = np.isfinite(qp.h)
+            n_in = int(finite.sum())
+            a_all = np.vstack([qp.G[finite], qp.A])
+            upper = np.concatenate([qp.h[finite], qp.b])
+            lower = np.full(upper.shape, -1e30)
+            sense = np.zeros(upper.shape, dtype=np.intc)
+            sense[n_in:] = 5  # equality rows
+            x, _, exitflag, _ = daqp.solve(qp.P, qp.q, a_all, upper, lower, sense)
+            if exitflag <= 0:
+                raise IkSolveError(f"QP failed: DAQP exit flag {exitflag}")
+            v = np.asarray(x) / self.dt
         if not np.all(np.isfinite(v)):
             raise IkSolveError("QP returned non-finite velocities")
         return v

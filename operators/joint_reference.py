@@ -46,10 +46,8 @@ class JointReferenceConfig:
 
 def uniform_scale(displacement: np.ndarray, limit: np.ndarray) -> float:
     """Largest factor in [0, 1] with ``|s * displacement| <= limit`` for every joint."""
-    moving = np.abs(displacement) > 0
-    if not np.any(moving):
-        return 1.0
-    return float(min(1.0, np.min(limit[moving] / np.abs(displacement[moving]))))
+    with np.errstate(divide="ignore"):
+        return min(1.0, float(np.min(limit / np.abs(displacement))))
 
 
 def acceleration_scale(velocity: np.ndarray, previous: np.ndarray, dv_max: np.ndarray, s_max: float) -> float:
@@ -57,15 +55,19 @@ def acceleration_scale(velocity: np.ndarray, previous: np.ndarray, dv_max: np.nd
 
     When no such s exists (the arm would have to brake harder than the cap
     allows along this direction), the s that minimises the worst violation.
+    Joints with zero proposed velocity are ignored (their acceleration does
+    not depend on s).
     """
-    moving = velocity != 0.0  # a still joint's acceleration does not depend on s
-    velocity, previous, dv_max = velocity[moving], previous[moving], dv_max[moving]
-    a, b = (previous - dv_max) / velocity, (previous + dv_max) / velocity
-    lo = float(np.max(np.minimum(a, b), initial=0.0))
-    hi = float(np.min(np.maximum(a, b), initial=s_max))
-    hi = min(hi, s_max)
+    still = velocity == 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = (previous - dv_max) / velocity
+        b = (previous + dv_max) / velocity
+    lo = float(np.max(np.where(still, -np.inf, np.minimum(a, b)), initial=0.0))
+    hi = min(s_max, float(np.min(np.where(still, np.inf, np.maximum(a, b)))))
     if lo <= hi:
         return hi
+    moving = ~still
+    velocity, previous, dv_max = velocity[moving], previous[moving], dv_max[moving]
 
     # the worst violation is convex and piecewise linear in s: two grid passes
     a, b = 0.0, s_max
@@ -143,10 +145,8 @@ class JointReference:
             raise JointReferenceError("proposal must hold one finite value per joint")
         step = q_candidate - self._q
         velocity = step / dt
-        if np.all(np.abs(velocity) <= self.max_speed) and np.all(np.abs(velocity - self._dq) <= self.max_accel * dt):
-            return self.clamp(q_candidate)  # within every cap: nothing to scale
-        s = uniform_scale(step, self.max_speed * dt)
-        s = acceleration_scale(step / dt, self._dq, self.max_accel * dt, s)
+        s = uniform_scale(velocity, self.max_speed)
+        s = acceleration_scale(velocity, self._dq, self.max_accel * dt, s)
         return self.clamp(self._q + s * step)
 
     def commit(self, q_new: npt.ArrayLike, dt: float) -> None:
