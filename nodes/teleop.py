@@ -73,14 +73,19 @@ class RobotGrips:
         self._names, self._positions, self._dirty = list(names), np.array(positions, dtype=float), True
 
     def set_lift_height(self, height_m: float) -> None:
-        self._lift_m, self._dirty = float(height_m), True
+        self._lift_m = float(height_m)
+
+    @property
+    def lift_m(self) -> float:
+        return self._lift_m or 0.0
 
     def grips(self) -> dict[str, Pose | None]:
-        """Grip poses in base_link; None for both until a joint state and a lift state arrived."""
+        """Grip poses on the lift carriage (base_link with the lift at height 0);
+        None for both until a joint state and a lift state arrived."""
         if not self.known:
             return dict.fromkeys(HANDS)
         if self._dirty:
-            for side, (p, r) in self._kin.grips(self._names, self._positions, self._lift_m).items():
+            for side, (p, r) in self._kin.grips(self._names, self._positions, 0.0).items():
                 self._grips[side] = Pose(np.array(p), matrix_to_quat_xyzw(r))
             self._dirty = False
         return dict(self._grips)
@@ -196,7 +201,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
 
     def publish(now_ns: int) -> None:
         nonlocal last_publish_ns
-        out = scheme.step(now_ns, kin.grips())
+        out = scheme.step(now_ns, kin.grips(), kin.lift_m)
         for output, kind in _OUTPUTS:
             send_output(io, output, kind, getattr(out, output), dict(trace))
         last_publish_ns = now_ns

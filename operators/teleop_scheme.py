@@ -327,9 +327,16 @@ class TeleopScheme:
     def _fresh(self, stamp: int | None, now_ns: int, timeout_s: float) -> bool:
         return stamp is not None and now_ns - stamp <= timeout_s * 1e9
 
-    def step(self, now_ns: int, robot_grips: Mapping[str, Pose | None]) -> TeleopOutput:
-        """Evaluates timeouts at ``now_ns`` and returns the commands to send."""
+    def step(self, now_ns: int, robot_grips: Mapping[str, Pose | None], lift_height_m: float = 0.0) -> TeleopOutput:
+        """Evaluates timeouts at ``now_ns`` and returns the commands to send.
+
+        Arm mapping happens on the lift carriage: ``robot_grips`` are the grip
+        poses with the lift at height 0, and the published targets (base_link)
+        add the current ``lift_height_m``. The operator's hands thus ride with
+        the lift, as the arms do: raising the lift raises the targets instead of
+        making the arms reach down to hold them where they were."""
         cfg = self.config
+        lift_offset = np.array([0.0, 0.0, float(lift_height_m)])
         arms: dict[str, Any] = {}
         sticks: dict[str, tuple[float, float]] = {}
         for hand in HANDS:
@@ -360,7 +367,7 @@ class TeleopScheme:
             target = st.hold or Pose.identity()
             arms[hand] = {
                 "enabled": tracking,
-                "position": target.position,
+                "position": target.position + lift_offset,
                 "orientation": target.orientation,
                 "gripper": float(st.gripper_rad),
                 "slow": self._slow[hand],

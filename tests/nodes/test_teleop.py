@@ -82,7 +82,7 @@ def test_enabled_arm_follows_controller_from_fk_anchor():
     grips = teleop.RobotGrips(teleop.models.path("alohamini2/alohamini2.xml"), teleop.models.load_profile())
     grips.set_joints(ARM, np.zeros(len(ARM)))
     grips.set_lift_height(0.3)
-    fk = grips.grips()["left"].position
+    fk = grips.grips()["left"].position + [0.0, 0.0, 0.3]  # carriage frame + lift height = base_link
     np.testing.assert_allclose(first["left"]["position"], fk, atol=1e-9)
     np.testing.assert_allclose(second["left"]["position"] - fk, [0.1, 0.0, 0.05], atol=1e-9)
     # the right hand did not move
@@ -270,3 +270,14 @@ def test_a_non_finite_output_goes_through_the_contract_and_is_refused():
     teleop.send_output(io, "base_cmd", "BaseCommand",
                        {"stamp_ns": 0, "forward_m_s": float("nan"), "left_m_s": 0.0, "yaw_rad_s": 0.0}, {})
     assert "base_cmd" not in io.node.sent and "not sent" in io.diag.last_error
+
+
+def test_targets_ride_with_the_lift():
+    # same controller pose, lift raised by 0.1 m between two reports: the target rises with it
+    lift_low = encode("LiftState", dict(stamp_ns=0, height_m=0.3, velocity_m_s=0.0, homed=True))
+    lift_high = encode("LiftState", dict(stamp_ns=0, height_m=0.4, velocity_m_s=0.0, homed=True))
+    inputs = [("joint_states", joints()), ("lift", lift_low), ("controllers", controllers(0)),
+              ("lift", lift_high), ("controllers", controllers(10 * MS))]
+    node = run(inputs, Clock())
+    first, second = (decode("ArmTargets", a) for a in node.outputs["arm_targets"])
+    np.testing.assert_allclose(second["left"]["position"] - first["left"]["position"], [0.0, 0.0, 0.1], atol=1e-9)
