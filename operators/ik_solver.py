@@ -439,7 +439,7 @@ class BimanualIk:
         q_prev = self.reference.q
         if not any(active.values()):
             self.reference.hold()
-            return TickResult("hold", q_prev, self.reference.dq, active, 1.0, self.min_proxy_distance())
+            return TickResult("hold", q_prev, self.reference.dq, active, 1.0, float("nan"))
         try:
             tasks = self._set_targets(targets)
             v = self._solve(tasks, (active["left"], active["right"]))
@@ -448,7 +448,7 @@ class BimanualIk:
             self.failures += 1
             self.reference.hold()
             self._set_q(q_prev)
-            return TickResult("failed", q_prev, self.reference.dq, active, 0.0, self.min_proxy_distance(), str(exc))
+            return TickResult("failed", q_prev, self.reference.dq, active, 0.0, float("nan"), str(exc))
         self.solves += 1
         q_full = self.configuration.integrate(v, self.dt)
         q_proposed = self.reference.propose(q_full[self._qadr], self.dt)
