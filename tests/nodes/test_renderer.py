@@ -449,9 +449,10 @@ def window(model, data):
     return handles[-1]
 
 clock = itertools.count(0, 400_000_000)
-renderer.main(["--viewer", "auto", "--cameras", "chest", "--config", sys.argv[1]], node=node,
-              clock=lambda: next(clock), window_factory=window)
-print("WINDOW", len(handles), "FRAMES", len(node.outputs.get("chest", [])))
+state = renderer.main(["--viewer", "auto", "--cameras", "chest", "--config", sys.argv[1]], node=node,
+                      clock=lambda: next(clock), window_factory=window)
+print("WINDOW", len(handles), "FRAMES", len(node.outputs.get("chest", [])), "STATE", state)
+renderer.exit_process(state)  # as the node's __main__ does
 '''
 
 
@@ -470,7 +471,7 @@ def test_real_viewer_window_opens_beside_the_cameras_on_a_display(config_path, t
     proc = subprocess.run([xvfb, "-a", "-s", "-screen 0 800x600x24", sys.executable, str(script), config_path],
                           env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert "WINDOW 1 FRAMES 6" in proc.stdout
+    assert "WINDOW 1 FRAMES 6 STATE closed" in proc.stdout
 
 
 def test_per_arm_messages_in_one_burst_both_apply(config_path):
