@@ -162,9 +162,8 @@ def cost(frames: int) -> None:
     from teledora import models
     from teledora.nodes.dora_io import NodeIO
     from teledora.nodes.teleop import _OUTPUTS as teleop_outputs
-    from teledora.nodes.teleop import RobotGrips, decode_controllers, send_output
-    from teledora.nodes.xr_feed_loop import controllers_array
-    from teledora.operators.messages import decode, encode
+    from teledora.nodes.teleop import RobotGrips
+    from teledora.operators.messages import encode
     from teledora.operators.teleop_scheme import TeleopScheme
     from teledora.operators.xr_feed_format import FeedAssembler, parse_frame
 
@@ -175,23 +174,20 @@ def cost(frames: int) -> None:
     kin.set_lift_height(0.3)
     io = NodeIO(MockNode([]), "bench")
     io.node.send_output = lambda *a, **k: None  # measure the node's work, not the mock's bookkeeping
-    xr_cpu, teleop_cpu, xr_wall, teleop_wall, codec_cpu = [], [], [], [], []
+    xr_cpu, teleop_cpu, xr_wall, teleop_wall = [], [], [], []
     for i in range(frames):
         now = time.time_ns()
         data = frame(i + 1, now, 2 * math.pi * i / 450)
         c0, w0 = time.thread_time_ns(), time.perf_counter_ns()
         msg = assembler.assemble(parse_frame(data), now)
-        value = controllers_array(msg)
+        value = encode("XrControllers", msg)
         c1, w1 = time.thread_time_ns(), time.perf_counter_ns()
-        scheme.on_controllers(decode_controllers(io, {"value": value}), now)
+        scheme.on_controllers(io.decode({"id": "controllers", "value": value}, "XrControllers"), now)
         kin.set_joints(names, np.full(len(names), 1e-3 * (i % 7)))  # force FK every frame
         out = scheme.step(now, kin.grips())
         for output, kind in teleop_outputs:
-            send_output(io, output, kind, getattr(out, output), {})
+            io.send(output, kind, getattr(out, output), {})
         c2, w2 = time.thread_time_ns(), time.perf_counter_ns()
-        c3 = time.thread_time_ns()
-        decode("XrControllers", encode("XrControllers", msg))  # what the contract codecs would cost instead
-        codec_cpu.append(time.thread_time_ns() - c3)
         xr_cpu.append(c1 - c0)
         teleop_cpu.append(c2 - c1)
         xr_wall.append(w1 - w0)
@@ -201,7 +197,6 @@ def cost(frames: int) -> None:
     for name, cpu, wall in (("xr (udp/webxr)", xr_cpu, xr_wall), ("teleop", teleop_cpu, teleop_wall)):
         c, w = np.array(cpu) / 1e3, np.array(wall) / 1e3
         print(f"{name:<18} {np.median(c):>14.0f} {np.percentile(c, 99):>11.0f} {np.median(w):>15.0f} {np.percentile(w, 99):>12.0f}")
-    print(f"(contract encode + decode of the same report, skipped by both nodes: median {np.median(codec_cpu) / 1e3:.0f} us)")
     share = (np.median(xr_cpu) + np.median(teleop_cpu)) * 90 / 1e9
     print(f"CPU share of one core at 90 Hz (both pieces, median): {100 * share:.1f} %")
 

@@ -23,20 +23,18 @@ Args: ``--config`` teleop YAML (default: the shipped alohamini2/teleop.yaml),
 from __future__ import annotations
 
 import argparse
-import math
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import mujoco
 import numpy as np
-import pyarrow as pa
 import yaml
 
 from teledora import models
 from teledora.nodes.dora_io import NodeIO, make_node, newest_per_input, next_batch, node_id
 from teledora.operators.grip_kinematics import GripKinematics
-from teledora.operators.messages import MessageError, require_joint_names, schema
+from teledora.operators.messages import MessageError, require_joint_names
 from teledora.operators.robot_profile import RobotProfile
 from teledora.operators.rotations import matrix_to_quat_xyzw
 from teledora.operators.teleop_scheme import HANDS, TeleopConfig, TeleopScheme
@@ -91,70 +89,6 @@ class RobotGrips:
         return dict(self._grips)
 
 
-_XR_TYPE = schema("XrControllers")
-_HAND_VECTORS = (("position", 3), ("orientation", 4), ("stick", 2))
-
-
-def _plain_valid_hand(hand: Any) -> bool:
-    if not isinstance(hand, dict) or any(v is None for v in hand.values()):
-        return False
-    for name, n in _HAND_VECTORS:
-        vec = hand[name]
-        if len(vec) != n or not all(math.isfinite(x) for x in vec):
-            return False
-    q = hand["orientation"]
-    return abs(math.sqrt(sum(x * x for x in q)) - 1.0) <= 1e-4 and all(
-        math.isfinite(hand[k]) for k in ("trigger", "squeeze"))
-
-
-def decode_controllers(io: NodeIO, event: Any) -> dict[str, Any] | None:
-    """An XrControllers input as a dict, or None (rejected, counted, logged).
-
-    The contract's ``decode`` costs about 0.5 ms of CPU per report, which at 90 Hz
-    on a busy machine made teleop fall behind. A report whose Arrow type is exactly
-    the contract's and whose values are plainly valid (no nulls, right lengths,
-    finite, unit quaternion within 1e-4) is read directly (~5 us); anything else
-    goes through the contract's ``decode``, which stays the authority on rejection.
-    """
-    value = event["value"]
-    if isinstance(value, pa.StructArray) and value.type == _XR_TYPE and len(value) == 1 and not value.null_count:
-        row = value.to_pylist()[0]
-        if all(v is not None for v in row.values()) and _plain_valid_hand(row["left"]) and _plain_valid_hand(row["right"]):
-            io.diag.received += 1
-            return row
-    return io.decode(event, "XrControllers")
-
-
-def _plain(v: Any) -> Any:
-    if isinstance(v, dict):
-        return {k: _plain(x) for k, x in v.items()}
-    return v.tolist() if isinstance(v, np.ndarray) else v
-
-
-def _all_finite(v: Any) -> bool:
-    if isinstance(v, dict):
-        return all(_all_finite(x) for x in v.values())
-    if isinstance(v, np.ndarray):
-        return bool(np.all(np.isfinite(v)))
-    if isinstance(v, float):
-        return math.isfinite(v)
-    return True
-
-
-def send_output(io: NodeIO, output: str, kind: str, msg: dict[str, Any], metadata: dict[str, Any]) -> None:
-    """Sends a scheme output. The scheme builds well-typed messages with unit
-    quaternions, so a finite one is converted straight to Arrow (the contract's
-    ``encode`` validation costs ~0.1-0.3 ms per message); anything non-finite goes
-    through ``encode``, which refuses and logs it. Receivers validate either way."""
-    if _all_finite(msg):
-        try:
-            io.send_raw(output, pa.array([_plain(msg)], type=schema(kind)), metadata)
-            return
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-            pass
-    io.send(output, kind, msg, metadata)
-
-
 def apply_newest_valid(io: NodeIO, kin: RobotGrips, robot_state: dict[str, list]) -> None:
     """Applies the newest valid joint and lift state of a batch; older ones are skipped
     unread (only the newest matters), invalid newer ones are counted and passed over."""
@@ -203,7 +137,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         nonlocal last_publish_ns
         out = scheme.step(now_ns, kin.grips(), kin.lift_m)
         for output, kind in _OUTPUTS:
-            send_output(io, output, kind, getattr(out, output), dict(trace))
+            io.send(output, kind, getattr(out, output), dict(trace))
         last_publish_ns = now_ns
         if out.state["events"]:
             io.diag.details["last_events"] = out.state["events"][-8:]
@@ -216,7 +150,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                 continue  # STOP / INPUT_CLOSED: keep draining until the stream ends
             eid = event["id"]
             if eid == "controllers":
-                msg = decode_controllers(io, event)
+                msg = io.decode(event, "XrControllers")
                 if msg is not None:
                     scheme.on_controllers(msg, clock())
                     trace.update(xr_seq=int(msg["seq"]), xr_stamp_ns=int(msg["stamp_ns"]))
