@@ -11,7 +11,9 @@ then integrated by the IK itself. A new arm_targets is solved at once unless a
 solve already ran within the last control period (then the next tick solves);
 ticks keep solving towards the last targets. An arm holds when it is disabled,
 its target is invalid or stale, or the joint feedback is stale; a failed QP
-holds both arms on the last good reference with zero feedforward.
+holds both arms on the last good reference with zero feedforward. A holding
+arm measured farther than ``resync_threshold_rad`` from its reference (moved by
+hand, sagged with torque off) restarts its reference from the measurement.
 
 Args: ``--config`` IK YAML (default: shipped alohamini2/ik.yaml).
 """
@@ -40,10 +42,12 @@ class IkNodeConfig:
     joint_state_timeout_s: float
     target_timeout_s: float
     diagnostics_period_s: float
+    resync_threshold_rad: float
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> "IkNodeConfig":
-        return cls(float(data["joint_state_timeout_s"]), float(data["target_timeout_s"]), float(data["diagnostics_period_s"]))
+        return cls(float(data["joint_state_timeout_s"]), float(data["target_timeout_s"]),
+                   float(data["diagnostics_period_s"]), float(data["resync_threshold_rad"]))
 
 
 @dataclass
@@ -80,6 +84,8 @@ class IkLoop:
         self.last_result: TickResult | None = None
         self.names = list(self.profile.arm_joint_names)
         self.targets_invalid = ""
+        self.measured: dict[str, float] = {}
+        self.resyncs = 0
 
     # -- inputs ---------------------------------------------------------------
 
@@ -87,6 +93,7 @@ class IkLoop:
         """Raises MessageError when names are not exactly the 14 arm joints."""
         require_joint_names(msg["names"], self.names)
         self.joint_stamp_ns = int(msg["stamp_ns"])
+        self.measured = dict(zip(msg["names"], (float(v) for v in msg["position"])))
         if not self.initialized and self.lift_joint is not None:
             q = dict(zip(msg["names"], (float(v) for v in msg["position"])))
             self.ik.reset(q, lift_joint=self.lift_joint)
@@ -161,6 +168,7 @@ class IkLoop:
             return None
         dt = self.ik.dt if self.last_solve_ns is None else min(2 * self.ik.dt, max(0.0, (now_ns - self.last_solve_ns) / 1e9))
         targets = {s: self._arm_target(s, now_ns, dt) for s in SIDES}
+        self._resync_holding_arms(targets, now_ns)
         result = self.ik.tick(targets)
         for s in SIDES:
             self.arms[s].was_active = targets[s] is not None and result.status == "ok"
@@ -179,6 +187,22 @@ class IkLoop:
             q[pos[self.profile.arms[s].gripper]] = self.gripper_ref[s]
         return {"stamp_ns": int(now_ns), "names": self.names, "q_ref": q, "dq_ref": dq, "status": result.status}
 
+    def _resync_holding_arms(self, targets: Mapping[str, GripTarget | None], now_ns: int) -> None:
+        """A holding arm whose fresh measurement is far from its reference
+        (moved by hand, sagged with torque off) restarts from the measurement,
+        so enabling it again does not jump back."""
+        if self.joint_stamp_ns is None or now_ns - self.joint_stamp_ns > self.config.joint_state_timeout_s * 1e9:
+            return
+        q_ref = dict(zip(self.ik.arm_joint_names, self.ik.reference.q))
+        for s in SIDES:
+            if targets[s] is not None:
+                continue
+            joints = self.profile.arms[s].joints
+            if max(abs(self.measured[j] - q_ref[j]) for j in joints) > self.config.resync_threshold_rad:
+                self.ik.resync_arm(s, self.measured)
+                self.arms[s].was_active = False
+                self.resyncs += 1
+
     def details(self) -> dict[str, Any]:
         r = self.last_result
         return {
@@ -188,6 +212,7 @@ class IkLoop:
             "solves": self.ik.solves,
             "failed_solves": self.ik.failures,
             "guard_shortened": self.ik.guard_shortened,
+            "resyncs": self.resyncs,
             "last_status": r.status if r else "",
             "last_error": r.error if r else "",
         }

@@ -307,6 +307,15 @@ class BimanualIk:
         self.configuration.update(q)
         self.reference.reset(self.arm_q())
 
+    def resync_arm(self, side: str, joint_q: Mapping[str, float]) -> None:
+        """Moves one arm's reference to measured values (the other arm keeps its
+        reference; the feedforward is cleared). Used when a holding arm has been
+        moved away from its reference, e.g. with torque off."""
+        q = self.reference.q
+        for j in self.profile.arms[side].joints:
+            q[self.arm_joint_names.index(j)] = float(joint_q[j])
+        self.reset(q)
+
     def set_lift(self, lift_joint: float) -> None:
         """Moves the (frozen) lift joint of the reference configuration."""
         lo, hi = self.model.jnt_range[self._joint_id(self.profile.lift_joint)]

@@ -225,3 +225,30 @@ def test_burst_keeps_only_the_newest_target():
     assert len(cmds) == 1
     grips = fk(cmds[0]["q_ref"], cmds[0]["names"])
     assert grips["left"][2] > GRIP_POS["left"][2]  # moved towards the newest target
+
+
+def test_holding_arm_moved_by_hand_restarts_from_the_measurement():
+    sagged = dict(HOME, left_shoulder_lift=HOME["left_shoulder_lift"] - 0.5)
+    inputs = startup()
+    for k in range(1, 4):
+        t = k * 10 * MS
+        inputs.append((t, "joint_states", joints(t, sagged)))
+        inputs.append((t, "arm_targets", targets(t, arm(GRIP_POS["left"], enabled=False), arm(GRIP_POS["right"]))))
+    cmds, diags = run(inputs)
+    q = dict(zip(cmds[-1]["names"], cmds[-1]["q_ref"]))
+    assert q["left_shoulder_lift"] == pytest.approx(sagged["left_shoulder_lift"])
+    assert q["right_shoulder_lift"] == pytest.approx(HOME["right_shoulder_lift"], abs=0.02)
+    assert json.loads(diags[-1]["details_json"])["resyncs"] == 1
+
+
+def test_small_tracking_lag_does_not_resync():
+    lagging = dict(HOME, left_shoulder_lift=HOME["left_shoulder_lift"] - 0.05)
+    inputs = startup()
+    for k in range(1, 4):
+        t = k * 10 * MS
+        inputs.append((t, "joint_states", joints(t, lagging)))
+        inputs.append((t, "arm_targets", targets(t, arm(GRIP_POS["left"], enabled=False), arm(GRIP_POS["right"]))))
+    cmds, diags = run(inputs)
+    q = dict(zip(cmds[-1]["names"], cmds[-1]["q_ref"]))
+    assert q["left_shoulder_lift"] == pytest.approx(HOME["left_shoulder_lift"])
+    assert json.loads(diags[-1]["details_json"])["resyncs"] == 0
