@@ -333,9 +333,23 @@ def load_config(path: str | None) -> RendererConfig:
         return renderer_config_from_dict(yaml.safe_load(f) or {})
 
 
-def resolve_model(path: str) -> Path:
+def resolve_model(path: str, log: Callable[[str, str], None] | None = None) -> Path:
+    """The MJCF to load: a shipped name, a file, or a URDF converted on the fly
+    (as `teledora model import` would, into a temporary folder)."""
     p = Path(path)
-    return p if p.is_absolute() or p.exists() else models.path(path)
+    p = p if p.is_absolute() or p.exists() else models.path(path)
+    if p.suffix.lower() != ".urdf":
+        return p
+    import tempfile
+
+    from teledora.commands.model import ImportOptions, convert_urdf
+
+    out = Path(tempfile.mkdtemp(prefix="teledora-renderer-")) / f"{p.stem}.xml"
+    report = convert_urdf(p, out, ImportOptions())
+    for line in report.lines():
+        if log is not None and not line.startswith("mesh "):
+            log("info", f"URDF import: {line}")
+    return out
 
 
 def passive_viewer(model: Any, data: Any) -> Any:
@@ -387,7 +401,8 @@ def main(
         if not window:
             os.environ.setdefault("MUJOCO_GL", "egl")  # before the first mujoco.Renderer
         if rig is None:
-            rig = CameraRig(resolve_model(args.model or config.model.path), config, chosen_cameras(config, args.cameras))
+            model_path = resolve_model(args.model or config.model.path, io.log)
+            rig = CameraRig(model_path, config, chosen_cameras(config, args.cameras))
         factory = (window_factory or passive_viewer) if window else None
         app = RendererNode(io, config, rig, models.load_profile(), factory)
     except (ValueError, OSError, RuntimeError, yaml.YAMLError) as exc:

@@ -15,6 +15,7 @@ import os
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from teledora.operators.urdf_import import (
@@ -71,29 +72,45 @@ def _camera_map(pairs: list[str] | None) -> dict[str, str]:
     return out
 
 
-def import_urdf(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class ImportOptions:
+    """What `teledora model import` does beyond the defaults."""
+
+    mesh_dirs: tuple[Path, ...] = ()
+    decimate_cell_m: float | None = None
+    cameras: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_CAMERAS))
+    fovy_deg: float = 65.0
+    floor: bool = True
+    min_mass_kg: float = 1e-3
+    min_inertia_kg_m2: float = 1e-6
+    max_link_mass_kg: float | None = None
+
+
+def convert_urdf(urdf_path: Path, out_path: Path, options: ImportOptions) -> ImportReport:
+    """Converts ``urdf_path`` into ``out_path`` (MJCF) and ``<out stem>_meshes/``.
+
+    Raises:
+        UrdfImportError: unreadable URDF, MuJoCo refused it, or a camera body is absent.
+    """
     import mujoco
 
-    urdf_path = Path(args.urdf).resolve()
-    out_path = Path(args.output or f"{urdf_path.stem}.xml").resolve()
+    urdf_path, out_path = Path(urdf_path).resolve(), Path(out_path).resolve()
     mesh_out = out_path.parent / f"{out_path.stem}_meshes"
     try:
         root = parse_urdf(urdf_path.read_text())
-    except (OSError, UrdfImportError) as exc:
-        print(f"teledora model import: {urdf_path}: {exc}", file=sys.stderr)
-        return 1
-    search = [Path(d).resolve() for d in args.mesh_dir or []] + [urdf_path.parent, urdf_path.parent.parent]
+    except OSError as exc:
+        raise UrdfImportError(f"{urdf_path}: {exc}") from None
+    search = [Path(d).resolve() for d in options.mesh_dirs] + [urdf_path.parent, urdf_path.parent.parent]
     sources = find_meshes(search)
     report = ImportReport()
     resolve_meshes(root, {key: path.name for key, path in sources.items()}, report)
-    bound_inertials(root, report, args.min_mass_kg, args.min_inertia_kg_m2, args.max_link_mass_kg)
+    bound_inertials(root, report, options.min_mass_kg, options.min_inertia_kg_m2, options.max_link_mass_kg)
     mesh_out.mkdir(parents=True, exist_ok=True)
     for name in sorted(set(report.resolved.values())):
-        src = sources[mesh_key(name)]
-        data = src.read_bytes()
-        if args.decimate and name.lower().endswith(".stl"):
+        data = sources[mesh_key(name)].read_bytes()
+        if options.decimate_cell_m and name.lower().endswith(".stl"):
             tris = read_stl(data)
-            small = decimate(tris, args.decimate)
+            small = decimate(tris, options.decimate_cell_m)
             report.decimated[name] = (len(tris), len(small))
             data = write_stl(small)
         (mesh_out / name).write_bytes(data)
@@ -104,19 +121,37 @@ def import_urdf(args: argparse.Namespace) -> int:
         try:
             model = mujoco.MjModel.from_xml_path(str(staged))
         except ValueError as exc:
-            print(f"teledora model import: MuJoCo refused the cleaned URDF: {exc}", file=sys.stderr)
-            return 1
+            raise UrdfImportError(f"MuJoCo refused the cleaned URDF: {exc}") from None
         compiled = Path(tmp) / "compiled.xml"
         mujoco.mj_saveLastXML(str(compiled), model)
         text = compiled.read_text()
+    text = add_cameras(text, options.cameras, options.fovy_deg, report)
+    if options.floor:
+        text = add_floor(text)
+    out_path.write_text(relocate_meshdir(text, mesh_out.name) + "\n")
+    return report
+
+
+def import_urdf(args: argparse.Namespace) -> int:
+    import mujoco
+
+    urdf_path = Path(args.urdf)
+    out_path = Path(args.output or f"{urdf_path.stem}.xml").resolve()
+    options = ImportOptions(
+        mesh_dirs=tuple(Path(d) for d in args.mesh_dir or []),
+        decimate_cell_m=args.decimate,
+        cameras=_camera_map(args.camera),
+        fovy_deg=args.fovy_deg,
+        floor=args.floor,
+        min_mass_kg=args.min_mass_kg,
+        min_inertia_kg_m2=args.min_inertia_kg_m2,
+        max_link_mass_kg=args.max_link_mass_kg,
+    )
     try:
-        text = add_cameras(text, _camera_map(args.camera), args.fovy_deg, report)
-        if args.floor:
-            text = add_floor(text)
+        report = convert_urdf(urdf_path, out_path, options)
     except UrdfImportError as exc:
         print(f"teledora model import: {exc}", file=sys.stderr)
         return 1
-    out_path.write_text(relocate_meshdir(text, mesh_out.name) + "\n")
     final = mujoco.MjModel.from_xml_path(str(out_path))  # the written file must load as is
     for line in report.lines():
         print(line)

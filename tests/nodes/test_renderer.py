@@ -537,3 +537,28 @@ def test_configured_distortion_warps_the_image_but_not_its_centre(config_path):
     centre = (slice(H // 2 - 2, H // 2 + 2), slice(W // 2 - 2, W // 2 + 2))
     assert np.abs(images[0][centre] - images[1][centre]).max() < 30
     assert changed_fraction(images[0].astype(np.uint8), images[1].astype(np.uint8)) > 0.05
+
+
+_VENDOR_URDF = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "alohamini2" / "urdf" / "alohamini2.urdf"
+
+
+@pytest.mark.skipif(not _VENDOR_URDF.exists(), reason=f"vendor URDF not found at {_VENDOR_URDF} (reference data, not part of the project)")
+def test_a_vendor_urdf_is_rendered_with_joints_mapped_by_name(tmp_path):
+    data = models.load_yaml("alohamini2/renderer.yaml")
+    data["model"] = {"path": str(_VENDOR_URDF),
+                     "base_joints": ["root_x_axis_joint", "root_y_axis_joint", "root_z_rotation_joint"],
+                     "lift_joint": "vertical_move", "base_yaw_offset_rad": 1.5707963267948966}
+    data["camera_defaults"].update(width=W, height=H)
+    data["cameras"]["left_wrist"].update(enabled=True, rate_hz=1000.0)
+    path = tmp_path / "urdf.yaml"
+    path.write_text(yaml.safe_dump(data))
+    node = PacedNode(full_state(overrides={"left_gripper": 0.0}) + [TICK]
+                     + [("joint_states", arms(overrides={"left_gripper": 0.7})), TICK])
+    clock = itertools.count(start=10**9, step=20_000_000)
+    renderer.main(["--config", str(path), "--viewer", "off", "--cameras", "left_wrist"], node=node,
+                  clock=lambda: next(clock))
+    assert any("MISSING mesh" in str(log) for log in node.logs)
+    frames = node.images("left_wrist")
+    images = [frames[0], frames[-1]]
+    assert images[0].std() > 5
+    assert changed_fraction(images[0], images[1]) > 0.01  # the vendor jaw moves in its own wrist camera
