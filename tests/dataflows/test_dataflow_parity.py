@@ -153,7 +153,8 @@ def test_two_machine_split(name: str) -> None:
 
 
 def test_sim_distributed_is_sim_yml_plus_deploy() -> None:
-    """Same nodes, inputs, env, outputs and types as sim.yml; only the start command and deploy differ."""
+    """Same nodes, input sources, env, outputs and types as sim.yml; only the start
+    command and deploy differ (queue tuning may lag behind sim.yml)."""
     sim = {n["id"]: n for n in _load("sim.yml")["nodes"]}
     dist = {n["id"]: n for n in _load("sim_distributed.yml")["nodes"]}
     assert list(dist) == list(sim)
@@ -162,8 +163,10 @@ def test_sim_distributed_is_sim_yml_plus_deploy() -> None:
         module = Path(s["path"]).stem
         assert d["path"] == "python"
         assert d["args"].split() == ["-m", f"teledora.nodes.{module}", *str(s.get("args", "")).split()], node_id
-        for key in ("inputs", "input_types", "outputs", "output_types", "env"):
+        for key in ("input_types", "outputs", "output_types", "env"):
             assert d.get(key) == s.get(key), f"sim.yml changed ({node_id}.{key}): copy it into sim_distributed.yml"
+        sources = node_interfaces({"nodes": [s]})[node_id].inputs
+        assert node_interfaces({"nodes": [d]})[node_id].inputs == sources, f"sim.yml changed ({node_id}.inputs)"
         assert set(d) - set(s) - {"args"} == {"deploy"}, node_id
         assert set(s) - set(d) == set(), node_id
 
