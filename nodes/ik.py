@@ -166,10 +166,13 @@ class IkLoop:
         """One control step; the JointCommands dict to publish (None while waiting)."""
         if not self.initialized:
             return None
-        dt = self.ik.dt if self.last_solve_ns is None else min(2 * self.ik.dt, max(0.0, (now_ns - self.last_solve_ns) / 1e9))
+        # the step is the real time since the last solve (solves are at least
+        # 0.9 periods apart), capped at one period: speed caps hold in real time
+        elapsed = self.ik.dt if self.last_solve_ns is None else (now_ns - self.last_solve_ns) / 1e9
+        dt = min(self.ik.dt, max(elapsed, 0.5 * self.ik.dt))
         targets = {s: self._arm_target(s, now_ns, dt) for s in SIDES}
         self._resync_holding_arms(targets, now_ns)
-        result = self.ik.tick(targets)
+        result = self.ik.tick(targets, dt)
         for s in SIDES:
             self.arms[s].was_active = targets[s] is not None and result.status == "ok"
             if result.status == "failed" and targets[s] is not None:

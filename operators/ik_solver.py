@@ -396,20 +396,21 @@ class BimanualIk:
         """
         return self._solve(self._set_targets(targets), tuple(targets.get(side) is not None for side in SIDES))
 
-    def _solve(self, tasks: Sequence[mink.Task], active: tuple[bool, bool]) -> np.ndarray:
+    def _solve(self, tasks: Sequence[mink.Task], active: tuple[bool, bool], dt: float | None = None) -> np.ndarray:
         """mink assembles the QP; DAQP is called directly (inactive collision rows
         dropped, no per-call limit check: the joint reference keeps every joint
         strictly inside its range). Any other solver goes through mink.solve_ik."""
         solver = self.settings.solver
         freezer = self._freezer(active)
+        dt = self.dt if dt is None else dt
         if solver.qp_solver != "daqp":
             try:
-                v = mink.solve_ik(self.configuration, tasks, self.dt, solver.qp_solver, damping=solver.regularization,
+                v = mink.solve_ik(self.configuration, tasks, dt, solver.qp_solver, damping=solver.regularization,
                                   limits=self.limits, constraints=[freezer])
             except (mink.NoSolutionFound, ValueError) as exc:
                 raise IkSolveError(f"QP failed: {exc}") from None
         else:
-            qp = mink.build_ik(self.configuration, tasks, self.dt, damping=solver.regularization, limits=self.limits,
+            qp = mink.build_ik(self.configuration, tasks, dt, damping=solver.regularization, limits=self.limits,
                                constraints=[freezer])
             finite = np.isfinite(qp.h)
             n_in = int(finite.sum())
@@ -421,7 +422,7 @@ class BimanualIk:
             x, _, exitflag, _ = daqp.solve(qp.P, qp.q, a_all, upper, lower, sense)
             if exitflag <= 0:
                 raise IkSolveError(f"QP failed: DAQP exit flag {exitflag}")
-            v = np.asarray(x) / self.dt
+            v = np.asarray(x) / dt
         if not np.all(np.isfinite(v)):
             raise IkSolveError("QP returned non-finite velocities")
         return v
@@ -439,11 +440,19 @@ class BimanualIk:
 
         return self.guard.check(q_from, q_to, move)
 
-    def tick(self, targets: Mapping[str, GripTarget | None]) -> TickResult:
-        """Solves, integrates, guards and commits one control period.
+    def tick(self, targets: Mapping[str, GripTarget | None], dt: float | None = None) -> TickResult:
+        """Solves, integrates, guards and commits one control step.
+
+        Args:
+            targets: Per arm, a grip target or None (the arm holds).
+            dt: Length of this step in seconds (default: the control period);
+                speed caps and the collision bound use it.
 
         A failed QP or a hold changes nothing but clears the feedforward.
         """
+        dt = self.dt if dt is None else float(dt)
+        if not dt > 0:
+            raise IkConfigError(f"tick dt must be > 0, got {dt}")
         active = {side: targets.get(side) is not None for side in SIDES}
         q_prev = self.reference.q
         if not any(active.values()):
@@ -451,7 +460,7 @@ class BimanualIk:
             return TickResult("hold", q_prev, self.reference.dq, active, 1.0, float("nan"))
         try:
             tasks = self._set_targets(targets)
-            v = self._solve(tasks, (active["left"], active["right"]))
+            v = self._solve(tasks, (active["left"], active["right"]), dt)
             merit0 = sum(t.last_merit for t in tasks)  # recorded while the QP was assembled
         except IkSolveError as exc:
             self.failures += 1
@@ -459,13 +468,13 @@ class BimanualIk:
             self._set_q(q_prev)
             return TickResult("failed", q_prev, self.reference.dq, active, 0.0, float("nan"), str(exc))
         self.solves += 1
-        q_full = self.configuration.integrate(v, self.dt)
-        q_proposed = self.reference.propose(q_full[self._qadr], self.dt)
+        q_full = self.configuration.integrate(v, dt)
+        q_proposed = self.reference.propose(q_full[self._qadr], dt)
         q_safe, fraction, dmin = self._guard(q_prev, q_proposed)
         if fraction < 1.0:
             self.guard_shortened += 1
         q_safe = self._backtrack(q_prev, q_safe, tasks, merit0)
-        self.reference.commit(q_safe, self.dt)
+        self.reference.commit(q_safe, dt)
         if not np.array_equal(self.reference.q, q_safe):
             self._set_q(self.reference.q)
         return TickResult("ok", self.reference.q, self.reference.dq, active, fraction, dmin)

@@ -149,3 +149,14 @@ def test_config_errors_name_the_key():
     coll = dict(DATA["collision"], detection_distance_m=0.001)
     with pytest.raises(IkConfigError, match="detection"):
         CollisionConfig.from_mapping(coll)
+
+
+def test_shorter_step_caps_the_displacement_in_real_time(ik):
+    far = {"left": _offset(ik, "left", [0.1, 0.1, 0.2]), "right": _offset(ik, "right", [0.15, -0.1, -0.2])}
+    q0 = ik.arm_q()
+    for _ in range(20):
+        res = ik.tick(far, dt=0.005)
+        assert np.max(np.abs(res.dq)) <= SETTINGS.solver.arm_max_speed_rad_s + 1e-9
+    assert np.max(np.abs(ik.arm_q() - q0)) <= 20 * 0.005 * SETTINGS.solver.arm_max_speed_rad_s + 1e-9
+    with pytest.raises(IkConfigError, match="dt"):
+        ik.tick(far, dt=0.0)
