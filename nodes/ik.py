@@ -167,9 +167,10 @@ class IkLoop:
         if not self.initialized:
             return None
         # the step is the real time since the last solve (solves are at least
-        # 0.9 periods apart), capped at one period: speed caps hold in real time
+        # 0.9 periods apart), at most two periods: the caps hold in real time,
+        # and a late solve after a stall does not make up for more than that
         elapsed = self.ik.dt if self.last_solve_ns is None else (now_ns - self.last_solve_ns) / 1e9
-        dt = min(self.ik.dt, max(elapsed, 0.5 * self.ik.dt))
+        dt = min(2.0 * self.ik.dt, max(elapsed, 0.5 * self.ik.dt))
         targets = {s: self._arm_target(s, now_ns, dt) for s in SIDES}
         self._resync_holding_arms(targets, now_ns)
         result = self.ik.tick(targets, dt)
