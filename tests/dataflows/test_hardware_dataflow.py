@@ -78,7 +78,7 @@ def _local_dataflow(tmp: Path, devices: dict[str, str], run_dir: Path) -> Path:
         "/dev/autopilot": devices["autopilot"],
     }
     extra = {
-        "arms": ["--timeout-s", "1.0"], "base": ["--timeout-s", "1.0"], "lift": ["--timeout-s", "1.0"],
+        "arms": ["--timeout-s", "2.0"], "base": ["--timeout-s", "2.0"], "lift": ["--timeout-s", "2.0"],
         "lidar_front": ["--no-power-up-delay"], "lidar_back": ["--no-power-up-delay"],
         "xr": ["--host", "127.0.0.1", "--port", devices["xr_port"], "--cert-dir", str(tmp / "cert")],
         "mocap": ["--server", "127.0.0.1", "--command-port", devices["motive_port"]],

@@ -96,7 +96,7 @@ def _dataflow(tmp: Path, left_port: str, right_port: str, crash_after_s: float) 
         entry.pop("input_types", None)
         entry.pop("output_types", None)  # the type files sit beside hardware.yml, not here
         entry["args"] = (entry["args"].replace("/dev/am2_bus_left", left_port).replace("/dev/am2_bus_right", right_port)
-                         + " --timeout-s 1.0")  # generous: the fake buses share the CPU with the nodes
+                         + " --timeout-s 2.0")  # generous: the fake buses share the CPU with the nodes
         entry["inputs"] = {k: (f"commander/{k}" if not str(v).startswith("dora/") else v) for k, v in entry["inputs"].items()}
         nodes.append(entry)
     (tmp / "commander.py").write_text(COMMANDER)
