@@ -2,7 +2,7 @@
 
 Outputs: controllers (XrControllers), diagnostics
 Inputs:  none needed; the node paces itself and exits when the script ends,
-         which ends the demo dataflow.
+         which ends the demo dataflow, or when dora asks it to stop.
 
 Env: TELEDORA_XR_SCRIPT (a YAML file, default the shipped demo script),
      TELEDORA_XR_RATE_HZ (default 90), TELEDORA_SIM_SPEED (default 1.0).
@@ -28,6 +28,14 @@ def load_script(path: str | None):
     return models.load_yaml("alohamini2/demo_script.yaml")
 
 
+def _stop_requested(node) -> bool:
+    """True once dora asks the node to stop (`dora stop`, Ctrl-C, --stop-after)."""
+    while (event := node.try_recv()) is not None:
+        if event.get("type") == "STOP":
+            return True
+    return False
+
+
 def main(argv: list[str] | None = None, node=None, clock=time.monotonic, sleep=time.sleep) -> None:
     script = ScriptedOperator(load_script(os.environ.get("TELEDORA_XR_SCRIPT")))
     rate_hz = float(os.environ.get("TELEDORA_XR_RATE_HZ", "90"))
@@ -41,7 +49,7 @@ def main(argv: list[str] | None = None, node=None, clock=time.monotonic, sleep=t
         io.send("controllers", "XrControllers", script.report(min(t, script.duration_s), time.time_ns(), seq))
         seq += 1
         io.publish_diagnostics()
-        if t >= script.duration_s:
+        if t >= script.duration_s or _stop_requested(io.node):
             break
         next_t = start + seq / rate_hz / speed
         sleep(max(0.0, next_t - clock()))

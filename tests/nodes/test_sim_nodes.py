@@ -89,9 +89,21 @@ def test_scripted_xr_plays_the_whole_script_and_ends(tmp_path, monkeypatch) -> N
     monkeypatch.setenv("TELEDORA_XR_SCRIPT", str(script))
     monkeypatch.setenv("TELEDORA_XR_RATE_HZ", "10")
     now = [0.0]
-    node = MockNode([])
+
+    class NoStop(MockNode):
+        def try_recv(self):
+            return None  # dora never stops this run early
+
+    node = NoStop([])
     xr_scripted.main(node=node, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
     reports = [decode("XrControllers", v) for v in node.outputs["controllers"]]
     assert [r["seq"] for r in reports] == list(range(len(reports)))
     assert len(reports) == 6  # 0.0 .. 0.5 s at 10 Hz
     assert reports[-1]["left"]["position"][2] == 1.1
+
+
+def test_scripted_xr_stops_when_dora_asks() -> None:
+    now = [0.0]
+    node = MockNode([{"type": "STOP", "id": "MANUAL"}])
+    xr_scripted.main(node=node, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
+    assert len(node.outputs["controllers"]) == 1  # one report, then the stop was seen
