@@ -107,3 +107,23 @@ def test_scripted_xr_stops_when_dora_asks() -> None:
     node = MockNode([{"type": "STOP", "id": "MANUAL"}])
     xr_scripted.main(node=node, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
     assert len(node.outputs["controllers"]) == 1  # one report, then the stop was seen
+
+
+def test_scripted_xr_can_wait_for_the_robot(monkeypatch) -> None:
+    monkeypatch.setenv("TELEDORA_XR_WAIT_FOR", "robot_ready")
+    now = [0.0]
+    node = MockNode([])  # the stream ends before the robot ever reported
+    xr_scripted.main(node=node, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
+    assert "controllers" not in node.outputs
+
+    class NoStopAfterStart(MockNode):
+        def try_recv(self):
+            return None
+
+    state = encode("JointState", dict(stamp_ns=1, names=JOINTS, position=[0.0] * 14, velocity=[], effort=[]))
+    node = NoStopAfterStart([("robot_ready", state)])
+    monkeypatch.setenv("TELEDORA_XR_RATE_HZ", "10")
+    script = models.path("alohamini2/demo_script.yaml")
+    monkeypatch.setenv("TELEDORA_XR_SCRIPT", str(script))
+    xr_scripted.main(node=node, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
+    assert len(node.outputs["controllers"]) > 200  # the whole 25 s script at 10 Hz
