@@ -12,13 +12,14 @@ bytes. A reply with a bad checksum is dropped and the transaction retried
 
 from __future__ import annotations
 
+import argparse
 import errno
 import fcntl
 import os
 import select
 import time
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 import serial
 
@@ -208,3 +209,16 @@ class FeetechBus:
         reg = fp.register(name)
         data = {i: fp.encode_register(name, v) for i, v in values.items()}
         self.transact(fp.sync_write(reg.address, reg.size, data), [], f"SYNC_WRITE {name}")
+
+
+def add_left_bus_args(parser: argparse.ArgumentParser) -> None:
+    """Command-line overrides of the left bus settings in drive.yaml (base and lift share that bus)."""
+    parser.add_argument("--port", default=None, help="serial port of the left bus (overrides drive.yaml)")
+    parser.add_argument("--baud-rate", type=int, default=None)
+    parser.add_argument("--timeout-s", type=float, default=None)
+
+
+def left_bus_from_args(args: argparse.Namespace, config: Any) -> FeetechBus:
+    """The left bus, from drive.yaml's ``buses.left`` with command-line overrides applied."""
+    cfg = config.buses["left"]
+    return FeetechBus(args.port or cfg.port, args.baud_rate or cfg.baud_rate, args.timeout_s or cfg.timeout_s)

@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 from teledora.nodes.base_node import add_config_arg, load_drive_config, parse_args
 from teledora.nodes.dora_io import NodeIO, make_node, node_id
-from teledora.nodes.feetech_bus import FeetechBus, FeetechBusError
+from teledora.nodes.feetech_bus import FeetechBus, FeetechBusError, add_left_bus_args, left_bus_from_args
 from teledora.nodes.lift_node import LiftReading, run_lift
 from teledora.operators import feetech_protocol as fp
 
@@ -56,13 +56,10 @@ class FeetechLift:
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_config_arg(parser)
-    parser.add_argument("--port", default=None, help="serial port of the left bus (overrides drive.yaml)")
-    parser.add_argument("--baud-rate", type=int, default=None)
-    parser.add_argument("--timeout-s", type=float, default=None)
+    add_left_bus_args(parser)
     args = parse_args(parser, argv)
     config = load_drive_config(args.config)
-    bus_cfg = config.buses["left"]
-    bus = FeetechBus(args.port or bus_cfg.port, args.baud_rate or bus_cfg.baud_rate, args.timeout_s or bus_cfg.timeout_s)
+    bus = left_bus_from_args(args, config)
     io = NodeIO(make_node(node), node_id("lift"), clock)
     run_lift(io, FeetechLift(bus, config.lift.servo_id), config.lift, clock)
 
