@@ -39,17 +39,46 @@ def make_node(node: Any = None) -> Any:
 class NodeIO:
     """Binds the message contract and diagnostics to one dora node.
 
+    Every message sent carries the dora metadata ``seq``: a counter per output
+    starting at 0, which names the message for gap detection and input journals.
+
     Args:
         node: ``dora.Node`` or ``dora.testing.MockNode``.
         name: Node id used in diagnostics and logs.
         clock: Returns host time in ns (injectable for tests).
+        journal: Journal the node's input batches and clock reads on the
+            ``journal`` output (and follow a recorded journal when
+            ``TELEDORA_FOLLOW_JOURNAL`` is set); the node must then read
+            batches with :meth:`next_batch` and the time with :meth:`now`.
     """
 
-    def __init__(self, node: Any, name: str, clock=time.time_ns) -> None:
+    def __init__(self, node: Any, name: str, clock=time.time_ns, journal: bool = False) -> None:
         self.node = node
         self.name = name
         self.clock = clock
         self.diag = Diagnostics(name)
+        self.sent_per_output: dict[str, int] = {}
+        self.journal = None
+        if journal:
+            from teledora.nodes.node_journal import NodeJournal, follow_run_from_env
+
+            self.journal = NodeJournal(self, follow_run_from_env(), next_batch)
+
+    def now(self) -> int:
+        """The time now (host ns); journaled, or replayed from a journal."""
+        return self.journal.now() if self.journal is not None else self.clock()
+
+    def next_batch(self) -> list[Mapping[str, Any]] | None:
+        """The next batch of events (see :func:`next_batch`), journaled."""
+        return self.journal.next_batch() if self.journal is not None else next_batch(self.node)
+
+    def _metadata(self, output: str, metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+        meta = dict(metadata or {})
+        meta["seq"] = self.sent_per_output.get(output, 0)
+        return meta
+
+    def _count(self, output: str) -> None:
+        self.sent_per_output[output] = self.sent_per_output.get(output, 0) + 1
 
     def decode(self, event: Mapping[str, Any], kind: str) -> dict[str, Any] | None:
         """Decodes an INPUT event as ``kind``; on a contract violation counts the
@@ -74,20 +103,23 @@ class NodeIO:
             self.diag.error(f"output {output!r} not sent: {exc}")
             self.log("error", f"output {output!r} not sent: {exc}")
             return False
-        self.node.send_output(output, value, metadata or {})
+        self.node.send_output(output, value, self._metadata(output, metadata))
+        self._count(output)
         self.diag.sent += 1
         return True
 
     def send_raw(self, output: str, value: pa.Array, metadata: dict[str, Any] | None = None) -> None:
         """Sends a non-struct array (images)."""
-        self.node.send_output(output, value, metadata or {})
+        self.node.send_output(output, value, self._metadata(output, metadata))
+        self._count(output)
         self.diag.sent += 1
 
     def publish_diagnostics(self, force: bool = False) -> None:
         """Sends ``diagnostics`` if a period has passed (or ``force``)."""
-        now = self.clock()
+        now = self.now()
         if force or self.diag.due(now):
-            self.node.send_output("diagnostics", encode("Diagnostics", self.diag.snapshot(now)), {})
+            self.node.send_output("diagnostics", encode("Diagnostics", self.diag.snapshot(now)), self._metadata("diagnostics", None))
+            self._count("diagnostics")
 
     def log(self, level: str, message: str) -> None:
         try:

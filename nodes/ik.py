@@ -30,7 +30,7 @@ import numpy as np
 import yaml
 
 from teledora import models
-from teledora.nodes.dora_io import NodeIO, make_node, newest_per_input, next_batch, node_id
+from teledora.nodes.dora_io import NodeIO, make_node, newest_per_input, node_id
 from teledora.operators.ik_solver import SIDES, BimanualIk, GripTarget, IkSettings, TickResult, build_ik_model
 from teledora.operators.messages import MessageError, require_joint_names
 from teledora.operators.robot_profile import RobotProfile
@@ -243,7 +243,7 @@ def build_loop(config_path: Path | None) -> IkLoop:
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     args = parse_args(argv)
     loop = build_loop(args.config)
-    io = NodeIO(make_node(node), node_id("ik"), clock)
+    io = NodeIO(make_node(node), node_id("ik"), clock, journal=True)
     io.diag.period_ns = int(loop.config.diagnostics_period_s * 1e9)
 
     def publish(now: int) -> None:
@@ -253,7 +253,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         meta = {f"{s}_status": loop.arms[s].status for s in SIDES}
         io.send("joint_commands", "JointCommands", cmd, meta)
 
-    while (batch := next_batch(io.node)) is not None:
+    while (batch := io.next_batch()) is not None:
         for event in newest_per_input(batch, {"tick", "joint_states", "lift", "arm_targets"}):
             if event["type"] != "INPUT":
                 continue  # STOP / INPUT_CLOSED: keep draining until the stream ends
@@ -274,7 +274,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                 if msg is None:
                     loop.on_invalid_targets(io.diag.last_error)
                 else:
-                    now = clock()
+                    now = io.now()
                     try:
                         if loop.on_targets(msg, now):
                             publish(now)
@@ -282,7 +282,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                         io.reject(f"arm_targets: {exc}")
                         loop.on_invalid_targets(str(exc))
             elif eid == "tick":
-                now = clock()
+                now = io.now()
                 if loop.tick_due(now):
                     publish(now)
             else:

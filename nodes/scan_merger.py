@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 import mujoco
 
 from teledora import models
-from teledora.nodes.dora_io import NodeIO, make_node, next_batch, node_id
+from teledora.nodes.dora_io import NodeIO, make_node, node_id
 from teledora.nodes.lidar_rplidar import load_lidar_setup
 from teledora.operators.laser_scan import LaserScan, ScanGeometryError
 from teledora.operators.lidar_mounts import mount_from_site
@@ -53,7 +53,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     merger = ScanMerger(mounts, cfg.footprint, cfg.compensation, cfg.frame_id, cfg.range_min_m)
     pairer = ScanPairer(SOURCES, cfg.tolerance_s, cfg.silence_timeout_s)
     odom = PoseHistory(cfg.odom_max_age_s, cfg.odom_max_extrapolation_s)
-    io = NodeIO(make_node(node), node_id("scan_merger"), clock)
+    io = NodeIO(make_node(node), node_id("scan_merger"), clock, journal=True)
     stats: dict[str, Any] = {"merged": 0, "self_hits": {s: 0 for s in SOURCES}, "compensation": "", "odom_error": ""}
 
     def publish(group: ScanGroup) -> None:
@@ -73,7 +73,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         io.send("scan", "LaserScan", result.scan.to_message(),
                 {"sources": ",".join(group.scans), "alone": bool(group.alone)})
 
-    while (batch := next_batch(io.node)) is not None:
+    while (batch := io.next_batch()) is not None:
         for event in batch:
             if event["type"] != "INPUT":
                 continue  # STOP / INPUT_CLOSED: keep merging until the stream ends
@@ -88,15 +88,15 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                 except ScanGeometryError as exc:
                     io.reject(f"input {eid!r}: {exc}")
                     continue
-                groups = pairer.offer(eid, scan, clock())
+                groups = pairer.offer(eid, scan, io.now())
             elif eid == "odom":
                 msg = io.decode(event, "Odometry")
                 if msg is None:
                     continue
                 odom.add(PlanarPose(msg["stamp_ns"], msg["x"], msg["y"], msg["yaw"], msg["vx"], msg["vy"], msg["wz"]))
-                groups = pairer.poll(clock())
+                groups = pairer.poll(io.now())
             elif eid == "tick":
-                groups = pairer.poll(clock())
+                groups = pairer.poll(io.now())
             for group in groups:
                 publish(group)
             io.diag.dropped = odom.out_of_order + pairer.unpaired_dropped + pairer.stale_dropped
@@ -107,7 +107,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                 "unpaired_dropped": pairer.unpaired_dropped,
                 "stale_dropped": pairer.stale_dropped,
                 "odom_out_of_order": odom.out_of_order,
-                "silent": pairer.silent_sources(clock()),
+                "silent": pairer.silent_sources(io.now()),
             }
         io.publish_diagnostics()
     io.publish_diagnostics(force=True)

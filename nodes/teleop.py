@@ -32,7 +32,7 @@ import numpy as np
 import yaml
 
 from teledora import models
-from teledora.nodes.dora_io import NodeIO, make_node, newest_per_input, next_batch, node_id
+from teledora.nodes.dora_io import NodeIO, make_node, newest_per_input, node_id
 from teledora.operators.grip_kinematics import GripKinematics
 from teledora.operators.messages import MessageError, require_joint_names
 from teledora.operators.robot_profile import RobotProfile
@@ -128,7 +128,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     args = parse_args(argv)
     scheme = TeleopScheme(load_config(args.config))
     kin = RobotGrips(args.model or models.path("alohamini2/alohamini2.xml"), models.load_profile())
-    io = NodeIO(make_node(node), node_id("teleop"), clock)
+    io = NodeIO(make_node(node), node_id("teleop"), clock, journal=True)
     last_publish_ns = -(10**18)
     republish_ns = int(args.republish_s * 1e9)
     trace: dict[str, int] = {}  # the XR report behind these outputs, for latency tracing
@@ -142,7 +142,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         if out.state["events"]:
             io.diag.details["last_events"] = out.state["events"][-8:]
 
-    while (batch := next_batch(io.node)) is not None:
+    while (batch := io.next_batch()) is not None:
         reported = ticked = False
         robot_state: dict[str, list] = {"joint_states": [], "lift": []}
         for event in newest_per_input(batch, {"tick"}):
@@ -152,7 +152,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
             if eid == "controllers":
                 msg = io.decode(event, "XrControllers")
                 if msg is not None:
-                    scheme.on_controllers(msg, clock())
+                    scheme.on_controllers(msg, io.now())
                     trace.update(xr_seq=int(msg["seq"]), xr_stamp_ns=int(msg["stamp_ns"]))
                     reported = True
             elif eid == "tick":
@@ -162,7 +162,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
             else:
                 io.reject(f"unexpected input {eid!r}")
         apply_newest_valid(io, kin, robot_state)
-        now = clock()
+        now = io.now()
         if reported or (ticked and now - last_publish_ns >= republish_ns):
             publish(now)
         io.diag.details.update(

@@ -58,6 +58,7 @@ class Field:
 
 F64, I64, I32, I16, BOOL, STR = pa.float64(), pa.int64(), pa.int32(), pa.int16(), pa.bool_(), pa.string()
 F64_LIST, F32_LIST, STR_LIST = pa.list_(pa.float64()), pa.list_(pa.float32()), pa.list_(pa.string())
+I64_LIST = pa.list_(pa.int64())
 
 _QUAT_TOLERANCE = 1e-3
 
@@ -250,6 +251,19 @@ KINDS: dict[str, tuple[Field, ...]] = {
         Field("last_error", STR),
         Field("details_json", STR),
     ),
+    # a journaled node's input batches and clock reads (see operators/input_journal.py)
+    "InputJournal": (
+        _stamp(),
+        Field("node", STR),
+        Field("first_step", I64),
+        Field("step_events", I64_LIST),
+        Field("event_inputs", STR_LIST),
+        Field("event_seqs", I64_LIST, same_length_as="event_inputs"),
+        Field("step_reads", I64_LIST, same_length_as="step_events"),
+        Field("clock_ns", I64_LIST),
+        Field("outputs", STR_LIST),
+        Field("output_counts", I64_LIST, same_length_as="outputs"),
+    ),
 }
 
 DIAGNOSTIC_LEVELS = ("ok", "warn", "error")
@@ -267,6 +281,15 @@ def _extra_diagnostics_check(msg: Mapping[str, Any]) -> None:
         raise MessageError(f"Diagnostics.level must be one of {DIAGNOSTIC_LEVELS}, got {msg['level']!r}")
 
 
+def _extra_journal_check(msg: Mapping[str, Any]) -> None:
+    if int(np.sum(msg["step_events"])) != len(msg["event_inputs"]):
+        raise MessageError("InputJournal.step_events must add up to the number of events")
+    if int(np.sum(msg["step_reads"])) != len(msg["clock_ns"]):
+        raise MessageError("InputJournal.step_reads must add up to the number of clock reads")
+    if np.any(msg["step_events"] < 0) or np.any(msg["step_reads"] < 0) or msg["first_step"] < 0:
+        raise MessageError("InputJournal: counts and first_step must be >= 0")
+
+
 def _extra_scan_check(msg: Mapping[str, Any]) -> None:
     if not msg["angle_increment"] > 0 and len(msg["ranges"]) > 1:
         raise MessageError("LaserScan.angle_increment must be > 0")
@@ -278,6 +301,7 @@ _EXTRA_CHECKS: dict[str, Callable[[Mapping[str, Any]], None]] = {
     "MocapPose": _extra_mocap_check,
     "Diagnostics": _extra_diagnostics_check,
     "LaserScan": _extra_scan_check,
+    "InputJournal": _extra_journal_check,
 }
 
 SCHEMAS: dict[str, pa.StructType] = {
@@ -338,7 +362,9 @@ def _category(f_type: pa.DataType) -> str:
     if f_type in _NESTED:
         return "nested"
     if pa.types.is_list(f_type):
-        return "str_list" if pa.types.is_string(f_type.value_type) else "num_list"
+        if pa.types.is_string(f_type.value_type):
+            return "str_list"
+        return "int_list" if pa.types.is_integer(f_type.value_type) else "num_list"
     if pa.types.is_boolean(f_type):
         return "bool"
     if pa.types.is_integer(f_type):
@@ -365,6 +391,11 @@ def _to_python(f_type: pa.DataType, v: Any, where: str) -> Any:
         if arr.ndim != 1:
             raise MessageError(f"{where}: expected a flat list, got shape {arr.shape}")
         return arr
+    if cat == "int_list":
+        arr = np.asarray(v)
+        if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
+            raise MessageError(f"{where}: expected a flat list of integers")
+        return arr.astype(np.int64)
     if cat == "str_list":
         if isinstance(v, (str, bytes)) or not isinstance(v, Iterable):
             raise MessageError(f"{where}: expected a list of strings")
@@ -441,6 +472,10 @@ def _from_row(where: str, fields: Sequence[Field], row: Mapping[str, Any]) -> di
             if None in v:
                 raise MessageError(f"{where}.{f.name}: null inside a numeric list")
             out[f.name] = np.asarray(v, dtype=np.float64)
+        elif _category(f.type) == "int_list":
+            if None in v:
+                raise MessageError(f"{where}.{f.name}: null inside an integer list")
+            out[f.name] = np.asarray(v, dtype=np.int64)
         elif _category(f.type) == "str_list" and None in v:
             raise MessageError(f"{where}.{f.name}: null inside a string list")
         else:

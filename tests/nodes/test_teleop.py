@@ -176,7 +176,7 @@ def test_outputs_carry_the_xr_report_for_tracing():
 
     node = Recording([("joint_states", joints()), LIFT, ("controllers", controllers(20 * MS))])
     teleop.main([], node=node, clock=Clock())
-    assert node.meta == [{"xr_seq": 20, "xr_stamp_ns": 20 * MS}]
+    assert node.meta == [{"xr_seq": 20, "xr_stamp_ns": 20 * MS, "seq": 0}]
 
 
 def test_targets_ride_with_the_lift():

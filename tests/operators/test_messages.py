@@ -56,6 +56,9 @@ SAMPLES = {
                         joint_names=NAMES, joint_position=[0.0, 0.1], joint_velocity=[0.0, 0.0]),
     "Diagnostics": dict(stamp_ns=1, node="sim", level="ok", message="", received=1, sent=2, rejected=0, dropped=0,
                         last_error="", details_json="{}"),
+    "InputJournal": dict(stamp_ns=1, node="ik", first_step=0, step_events=[0, 2], event_inputs=["arm_targets", "tick"],
+                         event_seqs=[7, -1], step_reads=[1, 2], clock_ns=[1_700_000_000_000_000_001, 2, 3],
+                         outputs=["joint_commands"], output_counts=[4]),
 }
 
 
@@ -174,3 +177,20 @@ def test_images_round_trip_through_metadata() -> None:
         m.decode_image(pa.array(img.ravel()[:-1]), meta)
     with pytest.raises(m.MessageError, match="encoding"):
         m.image_metadata(width=3, height=4, encoding="yuv", camera="c", stamp_ns=0, fx=1, fy=1, cx=0, cy=0)
+
+
+def test_journal_clock_values_keep_every_nanosecond() -> None:
+    # float64 would round ns timestamps of today to 256 ns steps
+    msg = dict(SAMPLES["InputJournal"], clock_ns=[1_800_000_000_000_000_001, 1, 2])
+    assert m.decode("InputJournal", m.encode("InputJournal", msg))["clock_ns"].tolist() == msg["clock_ns"]
+
+
+@pytest.mark.parametrize("change, why", [
+    (dict(step_events=[0, 3]), "step_events"),
+    (dict(step_reads=[1, 1]), "step_reads"),
+    (dict(event_seqs=[7]), "does not match"),
+    (dict(clock_ns=[1.5, 2, 3]), "integers"),
+])
+def test_journal_counts_must_agree(change, why) -> None:
+    with pytest.raises(m.MessageError, match=why):
+        m.encode("InputJournal", dict(SAMPLES["InputJournal"], **change))
