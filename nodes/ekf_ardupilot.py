@@ -23,7 +23,7 @@ import argparse
 import math
 import os
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -44,25 +44,29 @@ class LinkError(OSError):
     """The MAVLink connection failed (open, read or write)."""
 
 
+def bridge_streams(message_interval_s: float = 0.05, status_interval_s: float = 0.5) -> dict[int, float]:
+    """The streams the bridge requests (message id -> period s): pose and attitude, EKF status."""
+    return {MSG_LOCAL_POSITION_NED: message_interval_s, MSG_ATTITUDE: message_interval_s,
+            MSG_EKF_STATUS_REPORT: status_interval_s}
+
+
+# YAML keys of the ``ardupilot`` section that become SessionConfig.streams
+_STREAM_KEYS = ("message_interval_s", "status_interval_s")
+
+
 @dataclass(frozen=True)
 class BridgeConfig:
-    """The ``ardupilot`` section of estimation.yaml."""
+    """The ``ardupilot`` section of estimation.yaml.
+
+    The section is flat: the session's timings sit next to the bridge's own keys,
+    and ``message_interval_s`` / ``status_interval_s`` give the stream periods.
+    :meth:`from_dict` gathers them into :attr:`session`.
+    """
 
     connection: str = "udpout:127.0.0.1:14555"
     baud: int = 115200
     source_system: int = 1
     source_component: int = 191
-    heartbeat_timeout_s: float = 5.0
-    link_timeout_s: float = 3.0
-    reconnect_delay_s: float = 1.0
-    heartbeat_period_s: float = 1.0
-    timesync_period_s: float = 1.0
-    retry_period_s: float = 1.0
-    origin_wait_s: float = 1.0
-    set_origin: bool = True
-    stream_timeout_s: float = 2.0
-    message_interval_s: float = 0.05
-    status_interval_s: float = 0.5
     origin_lat_deg: float = 0.0
     origin_lon_deg: float = 0.0
     origin_alt_m: float = 0.0
@@ -70,24 +74,19 @@ class BridgeConfig:
     position_std_m: float = 0.02
     yaw_std_rad: float = 0.02
     lost_position_std_m: float = 100.0
+    session: SessionConfig = field(default_factory=lambda: SessionConfig(streams=bridge_streams()))
 
     @classmethod
     def from_dict(cls, cfg: Mapping[str, Any]) -> "BridgeConfig":
-        known = {f.name for f in fields(cls)}
+        own = {f.name for f in fields(cls)} - {"session"}
+        timing = {f.name for f in fields(SessionConfig)} - {"streams"}
+        known = own | timing | set(_STREAM_KEYS)
         unknown = sorted(set(cfg) - known)
         if unknown:
             raise ValueError(f"unknown ardupilot settings {unknown}; known: {sorted(known)}")
-        return cls(**dict(cfg))
-
-    def session(self) -> SessionConfig:
-        return SessionConfig(
-            heartbeat_timeout_s=self.heartbeat_timeout_s, link_timeout_s=self.link_timeout_s,
-            reconnect_delay_s=self.reconnect_delay_s, heartbeat_period_s=self.heartbeat_period_s,
-            timesync_period_s=self.timesync_period_s, retry_period_s=self.retry_period_s,
-            origin_wait_s=self.origin_wait_s, set_origin=self.set_origin, stream_timeout_s=self.stream_timeout_s,
-            streams={MSG_LOCAL_POSITION_NED: self.message_interval_s, MSG_ATTITUDE: self.message_interval_s,
-                     MSG_EKF_STATUS_REPORT: self.status_interval_s},
-        )
+        streams = bridge_streams(**{k: cfg[k] for k in _STREAM_KEYS if k in cfg})
+        session = SessionConfig(**{k: cfg[k] for k in timing if k in cfg}, streams=streams)
+        return cls(**{k: cfg[k] for k in own if k in cfg}, session=session)
 
 
 class ArduPilotLink:
@@ -176,7 +175,7 @@ class ArduPilotBridge:
         self.config = config
         self.link = link
         self.clock = clock
-        self.session = AutopilotSession(config.session())
+        self.session = AutopilotSession(config.session)
         self.mav_clock = MavlinkClock()
         self.cov = PoseCovariance(config.position_std_m, config.yaw_std_rad, config.lost_position_std_m)
         self.ekf_flags = 0

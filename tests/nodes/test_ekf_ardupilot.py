@@ -22,7 +22,7 @@ from fakes.ardupilot import FakeArduPilot  # noqa: E402
 
 from teledora.nodes import ekf_ardupilot  # noqa: E402
 from teledora.nodes.ekf_ardupilot import ArduPilotBridge, ArduPilotLink, BridgeConfig  # noqa: E402
-from teledora.operators.autopilot_session import LinkState  # noqa: E402
+from teledora.operators.autopilot_session import LinkState, SessionConfig  # noqa: E402
 from teledora.operators.flow_model import FlowModel, FlowModelConfig  # noqa: E402
 from teledora.operators.messages import decode, encode  # noqa: E402
 
@@ -61,7 +61,7 @@ def fake():
 
 
 def make_bridge(fake: FakeArduPilot, clock=time.time_ns, **kw) -> ArduPilotBridge:
-    cfg = BridgeConfig(connection=f"udpout:127.0.0.1:{fake.port}", **{**FAST, **kw})
+    cfg = BridgeConfig.from_dict({"connection": f"udpout:127.0.0.1:{fake.port}", **FAST, **kw})
     return ArduPilotBridge(cfg, ArduPilotLink(cfg.connection), clock)
 
 
@@ -72,6 +72,35 @@ def streaming(bridge):
 def flow_msg(stamp_ns: int, fx: float, fy: float, quality: int = 200, h: float = 0.05) -> dict:
     return {"stamp_ns": stamp_ns, "frame_id": "flow_sensor", "flow_rate_x": fx, "flow_rate_y": fy,
             "quality": quality, "ground_distance_m": h, "integration_time_s": 0.02}
+
+
+def test_config_from_the_shipped_yaml_splits_session_and_bridge_settings():
+    from teledora import models
+
+    section = models.load_yaml("alohamini2/estimation.yaml")["ardupilot"]
+    cfg = BridgeConfig.from_dict(section)
+    assert cfg.connection == section["connection"] and cfg.origin_lat_deg == section["origin_lat_deg"]
+    assert cfg.send_distance_sensor is section["send_distance_sensor"]
+    assert cfg.session == SessionConfig(
+        heartbeat_timeout_s=section["heartbeat_timeout_s"], link_timeout_s=section["link_timeout_s"],
+        reconnect_delay_s=section["reconnect_delay_s"], heartbeat_period_s=section["heartbeat_period_s"],
+        timesync_period_s=section["timesync_period_s"], retry_period_s=section["retry_period_s"],
+        origin_wait_s=section["origin_wait_s"], set_origin=section["set_origin"],
+        stream_timeout_s=section["stream_timeout_s"],
+        streams={32: section["message_interval_s"], 30: section["message_interval_s"],
+                 193: section["status_interval_s"]})
+    # an empty section gives the defaults, which request the same three streams
+    assert BridgeConfig.from_dict({}) == BridgeConfig()
+    assert BridgeConfig().session.streams == {32: 0.05, 30: 0.05, 193: 0.5}
+
+
+def test_config_rejects_unknown_keys_and_invalid_session_timings():
+    with pytest.raises(ValueError, match=r"unknown ardupilot settings \['link_timeout'\]"):
+        BridgeConfig.from_dict({"link_timeout": 3.0})
+    with pytest.raises(ValueError, match="link_timeout_s must be > 0"):
+        BridgeConfig.from_dict({"link_timeout_s": 0.0})
+    with pytest.raises(ValueError, match="period must be > 0"):
+        BridgeConfig.from_dict({"status_interval_s": 0.0})
 
 
 def test_handshake_without_gps_sets_origin_and_requests_streams(fake):
@@ -276,7 +305,7 @@ def test_node_main_publishes_poses_and_diagnostics(fake, tmp_path):
 def test_serial_link_over_a_pty():
     """The same bridge over a serial device (pyserial on a pseudo-terminal)."""
     with FakeArduPilot(heartbeat_period_s=0.05, serial=True) as f:
-        cfg = BridgeConfig(connection=f.device, baud=115200, **FAST)
+        cfg = BridgeConfig.from_dict({"connection": f.device, "baud": 115200, **FAST})
         bridge = ArduPilotBridge(cfg, ArduPilotLink(cfg.connection, cfg.baud))
         poses: list = []
         try:
@@ -291,7 +320,7 @@ def test_serial_link_over_a_pty():
 
 def test_missing_serial_device_is_retried_not_fatal(tmp_path):
     clock = SkewClock()
-    cfg = BridgeConfig(connection=str(tmp_path / "ttyACM9"), reconnect_delay_s=1.0)
+    cfg = BridgeConfig.from_dict({"connection": str(tmp_path / "ttyACM9"), "reconnect_delay_s": 1.0})
     bridge = ArduPilotBridge(cfg, ArduPilotLink(cfg.connection), clock)
     assert bridge.poll() == []
     assert bridge.session.state is LinkState.LOST and "cannot open" in bridge.last_error
