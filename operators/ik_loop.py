@@ -1,0 +1,214 @@
+"""The ik node's control loop without dora: inputs in, JointCommands out.
+
+Takes joint states, lift states and arm targets (decoded message mappings) with
+host times passed in by the caller, and runs the bimanual IK on them. The
+reference starts from the first joint state once the lift height is known and
+is then integrated by the IK itself. A new target solves at once unless a solve
+ran within the last 0.9 control periods (then it is left pending for the next
+tick). An arm holds when it is disabled, its target is invalid or stale, or the
+joint feedback is stale; a failed QP holds both arms. A holding arm measured
+farther than ``resync_threshold_rad`` from its reference restarts from the
+measurement, so enabling it again does not jump back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from teledora.operators.ik_solver import SIDES, BimanualIk, GripTarget, TickResult
+from teledora.operators.messages import MessageError, require_joint_names
+from teledora.operators.robot_profile import RobotProfile
+from teledora.operators.workspace_limits import CartesianSpeedLimiter, WorkspaceConfig, WorkspaceLimits
+
+
+@dataclass(frozen=True)
+class IkNodeConfig:
+    """The ``node`` section of the IK YAML: feedback and target timeouts,
+    diagnostics period and the resync threshold of a holding arm."""
+
+    joint_state_timeout_s: float
+    target_timeout_s: float
+    diagnostics_period_s: float
+    resync_threshold_rad: float
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> "IkNodeConfig":
+        return cls(float(data["joint_state_timeout_s"]), float(data["target_timeout_s"]),
+                   float(data["diagnostics_period_s"]), float(data["resync_threshold_rad"]))
+
+
+@dataclass
+class ArmState:
+    """One arm's last decision, reported in diagnostics."""
+
+    status: str = "waiting"
+    projection_m: float = 0.0
+    rate_limited: bool = False
+    was_active: bool = False
+
+
+@dataclass
+class IkLoop:
+    """The ik node's logic without dora: feeds inputs to the IK, decides holds,
+    and builds JointCommands. Times are host ns passed in by the caller."""
+
+    ik: BimanualIk
+    workspace: WorkspaceConfig
+    config: IkNodeConfig
+    profile: RobotProfile
+    arms: dict[str, ArmState] = field(default_factory=lambda: {s: ArmState() for s in SIDES})
+
+    def __post_init__(self) -> None:
+        self.limits = WorkspaceLimits(self.workspace)
+        self.limiters = {s: CartesianSpeedLimiter(self.workspace) for s in SIDES}
+        self.period_ns = int(self.ik.dt * 1e9)
+        self.initialized = False
+        self.joint_stamp_ns: int | None = None
+        self.lift_joint: float | None = None
+        self.targets: dict[str, Any] | None = None
+        self.targets_received_ns: int | None = None
+        self.last_solve_ns: int | None = None
+        self.pending = False
+        self.gripper_ref = {s: 0.0 for s in SIDES}
+        self.last_result: TickResult | None = None
+        self.names = list(self.profile.arm_joint_names)
+        self.targets_invalid = ""
+        self.measured: dict[str, float] = {}
+        self.resyncs = 0
+
+    # -- inputs ---------------------------------------------------------------
+
+    def on_joint_states(self, msg: Mapping[str, Any]) -> None:
+        """Raises MessageError when names are not exactly the 14 arm joints."""
+        require_joint_names(msg["names"], self.names)
+        self.joint_stamp_ns = int(msg["stamp_ns"])
+        self.measured = dict(zip(msg["names"], (float(v) for v in msg["position"])))
+        if not self.initialized and self.lift_joint is not None:
+            q = dict(zip(msg["names"], (float(v) for v in msg["position"])))
+            self.ik.reset(q, lift_joint=self.lift_joint)
+            for s in SIDES:
+                lo, hi = self.ik.gripper_range(s)
+                self.gripper_ref[s] = float(np.clip(q[self.profile.arms[s].gripper], lo, hi))
+            self.initialized = True
+
+    def on_lift(self, msg: Mapping[str, Any]) -> None:
+        self.lift_joint = self.profile.lift_height_to_joint(float(msg["height_m"]))
+        if self.initialized:
+            self.ik.set_lift(self.lift_joint)
+
+    def on_targets(self, msg: Mapping[str, Any], now_ns: int) -> bool:
+        """Stores new targets; True when a solve should run now (rate cap)."""
+        if msg["frame_id"] != self.profile.base_frame:
+            raise MessageError(f"arm_targets.frame_id must be {self.profile.base_frame!r}, got {msg['frame_id']!r}")
+        self.targets = msg
+        self.targets_received_ns = now_ns
+        self.targets_invalid = ""
+        if self.last_solve_ns is not None and now_ns - self.last_solve_ns < 0.9 * self.period_ns:
+            self.pending = True
+            return False
+        return True
+
+    def on_invalid_targets(self, reason: str) -> None:
+        """A rejected arm_targets message: both arms hold until a valid one arrives."""
+        self.targets_invalid = reason
+
+    def tick_due(self, now_ns: int) -> bool:
+        return self.last_solve_ns is None or now_ns - self.last_solve_ns >= 0.9 * self.period_ns
+
+    # -- one solve ------------------------------------------------------------
+
+    def _arm_target(self, side: str, now_ns: int, dt: float) -> GripTarget | None:
+        arm = self.arms[side]
+        if self.joint_stamp_ns is None or now_ns - self.joint_stamp_ns > self.config.joint_state_timeout_s * 1e9:
+            arm.status = "stale_feedback"
+            return None
+        if self.targets is None or self.targets_received_ns is None:
+            arm.status = "no_target"
+            return None
+        if self.targets_invalid:
+            arm.status = "invalid_target"
+            return None
+        if now_ns - self.targets_received_ns > self.config.target_timeout_s * 1e9:
+            arm.status = "stale_target"
+            return None
+        t = self.targets[side]
+        if not t["enabled"]:
+            arm.status = "disabled"
+            return None
+        pos = np.asarray(t["position"], dtype=float)
+        if np.linalg.norm(pos) > self.workspace.max_target_distance_m:
+            arm.status = "invalid_target"
+            return None
+        projected = self.limits.project(side, pos)
+        arm.projection_m = projected.projection_m
+        if not arm.was_active or not self.limiters[side].initialized:
+            pose = self.ik.grip_pose(side)
+            self.limiters[side].reset(pose.position, pose.orientation)
+        shaped = self.limiters[side].step(projected.position, t["orientation"], dt, bool(t["slow"]))
+        arm.rate_limited = shaped.rate_limited
+        lo, hi = self.ik.gripper_range(side)
+        self.gripper_ref[side] = float(np.clip(t["gripper"], lo, hi))
+        arm.status = "ok"
+        return GripTarget.of(shaped.position, shaped.orientation)
+
+    def solve(self, now_ns: int) -> dict[str, Any] | None:
+        """One control step; the JointCommands dict to publish (None while waiting)."""
+        if not self.initialized:
+            return None
+        # the step is the real time since the last solve (solves are at least
+        # 0.9 periods apart), at most two periods: the caps hold in real time,
+        # and a late solve after a stall does not make up for more than that
+        elapsed = self.ik.dt if self.last_solve_ns is None else (now_ns - self.last_solve_ns) / 1e9
+        dt = min(2.0 * self.ik.dt, max(elapsed, 0.5 * self.ik.dt))
+        targets = {s: self._arm_target(s, now_ns, dt) for s in SIDES}
+        self._resync_holding_arms(targets, now_ns)
+        result = self.ik.tick(targets, dt)
+        for s in SIDES:
+            self.arms[s].was_active = targets[s] is not None and result.status == "ok"
+            if result.status == "failed" and targets[s] is not None:
+                self.arms[s].status = "failed"
+        self.last_solve_ns = now_ns
+        self.pending = False
+        self.last_result = result
+        q = np.empty(len(self.names))
+        dq = np.zeros(len(self.names))
+        pos = {n: i for i, n in enumerate(self.names)}
+        for i, n in enumerate(self.ik.arm_joint_names):
+            q[pos[n]] = result.q[i]
+            dq[pos[n]] = result.dq[i]
+        for s in SIDES:
+            q[pos[self.profile.arms[s].gripper]] = self.gripper_ref[s]
+        return {"stamp_ns": int(now_ns), "names": self.names, "q_ref": q, "dq_ref": dq, "status": result.status}
+
+    def _resync_holding_arms(self, targets: Mapping[str, GripTarget | None], now_ns: int) -> None:
+        """A holding arm whose fresh measurement is far from its reference
+        (moved by hand, sagged with torque off) restarts from the measurement,
+        so enabling it again does not jump back."""
+        if self.joint_stamp_ns is None or now_ns - self.joint_stamp_ns > self.config.joint_state_timeout_s * 1e9:
+            return
+        q_ref = dict(zip(self.ik.arm_joint_names, self.ik.reference.q))
+        for s in SIDES:
+            if targets[s] is not None:
+                continue
+            joints = self.profile.arms[s].joints
+            if max(abs(self.measured[j] - q_ref[j]) for j in joints) > self.config.resync_threshold_rad:
+                self.ik.resync_arm(s, self.measured)
+                self.arms[s].was_active = False
+                self.resyncs += 1
+
+    def details(self) -> dict[str, Any]:
+        r = self.last_result
+        return {
+            "initialized": self.initialized,
+            "arms": {s: {"status": a.status, "projection_m": round(a.projection_m, 6), "rate_limited": a.rate_limited}
+                     for s, a in self.arms.items()},
+            "solves": self.ik.solves,
+            "failed_solves": self.ik.failures,
+            "guard_shortened": self.ik.guard_shortened,
+            "resyncs": self.resyncs,
+            "last_status": r.status if r else "",
+            "last_error": r.error if r else "",
+        }
