@@ -186,14 +186,20 @@ class _StreamState:
 _streams: dict[int, tuple[Any, _StreamState]] = {}
 
 
-def next_batch(node: Any, timeout_s: float | None = None) -> list[Mapping[str, Any]] | None:
+def data_inputs() -> frozenset[str]:
+    """This node's inputs that other nodes feed (empty outside a dataflow)."""
+    return _data_inputs(os.environ.get("DORA_NODE_CONFIG", ""))
+
+
+def next_batch(node: Any, timeout_s: float | None = None, ending: frozenset[str] | None = None) -> list[Mapping[str, Any]] | None:
     """Blocks for the next event, then takes whatever else is already queued.
 
     Returns None at end of stream. A node whose ending inputs (see
     ``_ending_inputs``) have closed also reaches the end, even while dora
     timers would keep ticking: upstream is gone, so a control node finishes
-    (and its device stops) instead of running on forever. A timeout yields an empty list (dora reports a timeout
-    as an ERROR event, which is not data)."""
+    (and its device stops) instead of running on forever. ``ending`` names
+    those inputs instead. A timeout yields an empty list (dora reports a
+    timeout as an ERROR event, which is not data)."""
     entry = _streams.get(id(node))
     if entry is None or entry[0] is not node:
         entry = _streams[id(node)] = (node, _StreamState())
@@ -210,10 +216,10 @@ def next_batch(node: Any, timeout_s: float | None = None) -> list[Mapping[str, A
         rest = []
         state.finished = True
     batch = [first] + rest
-    data_inputs = _ending_inputs()
+    ending_inputs = _ending_inputs() if ending is None else ending
     for ev in batch:
         if ev.get("type") == "INPUT_CLOSED":
             state.closed.add(ev.get("id"))
-    if data_inputs and data_inputs <= state.closed:
+    if ending_inputs and ending_inputs <= state.closed:
         state.finished = True
     return [ev for ev in batch if not (ev.get("type") == "ERROR" and "timeout" in str(ev.get("error", "")).lower())]

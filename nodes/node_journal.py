@@ -22,8 +22,9 @@ from typing import Any, Callable, Mapping
 
 import pyarrow as pa
 
+from teledora.nodes.dora_io import data_inputs
 from teledora.operators.input_journal import FollowReport, JournalChunk, JournalError, JournalFollower, JournalWriter, join_chunks
-from teledora.operators.messages import MessageError, decode, encode
+from teledora.operators.messages import MessageError, decode
 
 JOURNAL_OUTPUT = "journal"
 FOLLOW_ENV = "TELEDORA_FOLLOW_JOURNAL"
@@ -69,7 +70,7 @@ class NodeJournal:
         next_raw: The plain batch source (``dora_io.next_batch``).
     """
 
-    def __init__(self, io: Any, follow_run: str | None, next_raw: Callable[[Any], list | None]) -> None:
+    def __init__(self, io: Any, follow_run: str | None, next_raw: Callable[..., list | None]) -> None:
         self.io = io
         self._next_raw = next_raw
         self.follower: JournalFollower | None = None
@@ -81,6 +82,7 @@ class NodeJournal:
         self.writer = JournalWriter(io.name, self._source_clock)
         self._last_chunk_ns = io.clock()
         self._ended = False
+        self._stopping = False
 
     def _source_clock(self) -> int:
         if self.follower is not None:
@@ -102,8 +104,11 @@ class NodeJournal:
             self._ended = True
             return None
         self.writer.begin_step(batch)
+        # once the dataflow stops, every step goes out at once: dora drops what
+        # a node sends after its event stream has closed
+        self._stopping = self._stopping or any(ev.get("type") == "STOP" for ev in batch)
         real_now = self.io.clock()
-        if real_now - self._last_chunk_ns >= CHUNK_PERIOD_NS or self.writer.pending_steps >= CHUNK_MAX_STEPS:
+        if self._stopping or real_now - self._last_chunk_ns >= CHUNK_PERIOD_NS or self.writer.pending_steps >= CHUNK_MAX_STEPS:
             self._send_chunk()
             self._last_chunk_ns = real_now
         return batch
@@ -120,7 +125,9 @@ class NodeJournal:
         while not follower.finished and not follower.ready():
             if follower.report.missing:
                 break
-            raw = self._next_raw(self.io.node)
+            # a replay ends when every input has been replayed, not when the
+            # live dataflow's command input closes (replayers finish unevenly)
+            raw = self._next_raw(self.io.node, ending=data_inputs())
             if raw is None:
                 waiting = follower.blocker()
                 follower.report.missing = f"inputs ended while waiting for {waiting[0]} seq {waiting[1]}" if waiting else "inputs ended"

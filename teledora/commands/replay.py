@@ -9,6 +9,12 @@ Inputs fed by a replayer get ``queue_policy: backpressure`` and a large
 even under backpressure) so that nothing is dropped, even at ``--speed 0``. When every replayer has finished, the dataflow
 is stopped (Ctrl-C style) once the replay's recorder has stored every replayed
 message, and the new run directory is printed.
+
+``--exact`` reproduces the live nodes' outputs byte for byte: each live node
+that recorded an input journal (teleop, ik, scan_merger) follows it, getting
+its recorded batches and clock values (``TELEDORA_FOLLOW_JOURNAL``), every
+input of such a node is lossless, and stamps are replayed unchanged. The
+dataflow stops once every replayer and every follower is done.
 """
 
 from __future__ import annotations
@@ -24,16 +30,20 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
 import yaml
 
+from teledora.operators.input_journal import JournalError
 from teledora.recording import MANIFEST_NAME, RunFormatError, RunReader, new_run_dir
 
 TIMER_PREFIX = "dora/timer/"
 REPLAY_YAML = "replay.yml"
-_DONE = re.compile(r"replay (\S+) done:")
+JOURNAL_OUTPUT = "journal"
+FOLLOW_ENV = "TELEDORA_FOLLOW_JOURNAL"
+_DONE = re.compile(r"(?:replay|journal) (\S+) done:")
 
 
 class ReplayPlanError(ValueError):
@@ -43,15 +53,19 @@ class ReplayPlanError(ValueError):
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("replay", help="re-run a recording: replayed nodes stand in for recorded ones")
     p.add_argument("run", type=Path, help="run directory (runs/<YYYYmmdd-HHMMSS>)")
-    p.add_argument("--replace", default=None, help="comma-separated node ids to replay (default: the source nodes)")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--replace", default=None, help="comma-separated node ids to replay (default: the source nodes)")
+    which.add_argument("--live", default=None, help="comma-separated node ids to run live; every other recorded node is replayed")
     p.add_argument("--speed", type=float, default=1.0, help="1.0 original timing, 0 as fast as possible (default 1.0)")
     p.add_argument(
         "--stamps",
         choices=["shifted", "recorded"],
-        default="shifted",
+        default=None,
         help="shifted (default): replayed stamp_ns fields move to replay time so live nodes see fresh data; "
-        "recorded: replay the recorded bytes unchanged (determinism checks)",
+        "recorded (default with --exact): replay the recorded bytes unchanged",
     )
+    p.add_argument("--exact", action="store_true",
+                   help="live nodes with a recorded input journal follow it: their outputs come out byte-equal")
     p.add_argument("--loop", action="store_true", help="replay again from the start until stopped")
     p.add_argument("--dataflow", type=Path, default=None, help="dataflow YAML to use instead of the recorded one")
     p.add_argument("--runs-dir", type=Path, default=None, help="where the replay's own run goes (default: beside RUN)")
@@ -99,6 +113,8 @@ def build_replay_dataflow(
     loop: bool,
     queue_size: int = 1000,
     stamps: str = "shifted",
+    follow: Iterable[str] = (),
+    topic_counts: dict[str, int] | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """The replay dataflow, plus warnings for the user.
 
@@ -112,8 +128,14 @@ def build_replay_dataflow(
         queue_size: Least ``queue_size`` for inputs fed by a replayer. dora 1.1.0
             drops the oldest message once a backpressure queue holds
             max(queue_size, 100), so a fast replay needs room.
+        follow: Live nodes that follow their recorded journal (``--exact``):
+            all their data inputs become lossless too.
+        topic_counts: "node/output" -> messages recorded; an input fed by a
+            replayer or feeding a follower gets at least that much queue.
     """
     replace = list(dict.fromkeys(replace))
+    follow = set(follow)
+    topic_counts = topic_counts or {}
     by_id = {entry.get("id"): entry for entry in dataflow.get("nodes", [])}
     warnings: list[str] = []
     for node in replace:
@@ -141,11 +163,21 @@ def build_replay_dataflow(
         inputs = entry.get("inputs") or {}
         for name, spec in list(inputs.items()):
             source = _input_source(spec)
-            if source and source.split("/")[0] in replace:
+            if source and source.startswith(TIMER_PREFIX) and nid in follow:
+                del inputs[name]  # a follower takes its ticks from the journal
+                continue
+            if not source or source.startswith(TIMER_PREFIX):
+                continue
+            if source.split("/")[0] in replace or nid in follow:
                 new_spec = dict(spec) if isinstance(spec, dict) else {"source": source}
                 new_spec["queue_policy"] = "backpressure"
-                new_spec["queue_size"] = max(int(new_spec.get("queue_size") or 0), queue_size)
+                least = max(queue_size, topic_counts.get(source, 0) + 1)
+                new_spec["queue_size"] = max(int(new_spec.get("queue_size") or 0), least)
                 inputs[name] = new_spec
+        if nid in follow:
+            env = dict(entry.get("env") or {})
+            env[FOLLOW_ENV] = str(run_dir)
+            entry["env"] = env
         if str(entry.get("path", "")).endswith("recorder.py"):
             env = dict(entry.get("env") or {})
             env["TELEDORA_REPLAY_OF"] = str(run_dir)
@@ -155,8 +187,18 @@ def build_replay_dataflow(
     return out, warnings
 
 
-def plan_from_run(args: argparse.Namespace) -> tuple[dict[str, Any], list[str], list[str]]:
-    """(replay dataflow, replaced node ids, warnings) for the command's arguments."""
+@dataclass(frozen=True)
+class ReplayPlan:
+    """A replay dataflow and what it does."""
+
+    dataflow: dict[str, Any]
+    replace: list[str]  # nodes replayed from the run
+    follow: list[str]  # live nodes that follow their recorded journal
+    warnings: list[str]
+
+
+def plan_from_run(args: argparse.Namespace) -> ReplayPlan:
+    """The replay for the command's arguments."""
     reader = RunReader(args.run)
     run_dir = args.run.resolve()
     if args.dataflow is not None:
@@ -171,15 +213,37 @@ def plan_from_run(args: argparse.Namespace) -> tuple[dict[str, Any], list[str], 
     recorded: dict[str, set[str]] = {}
     for node, output in reader.sources().values():
         recorded.setdefault(node, set()).add(output)
-    if args.replace:
+    recorders = {e.get("id") for e in dataflow.get("nodes", []) if str(e.get("path", "")).endswith("recorder.py")}
+    live: list[str] = []
+    if args.live:
+        live = [n.strip() for n in args.live.split(",") if n.strip()]
+        known = {e.get("id") for e in dataflow.get("nodes", [])}
+        for node in live:
+            if node not in known:
+                raise ReplayPlanError(f"node {node!r} is not in the recorded dataflow (nodes: {', '.join(sorted(known))})")
+        replace = [e["id"] for e in dataflow.get("nodes", [])
+                   if e.get("id") not in live and e.get("id") not in recorders and recorded.get(e.get("id"))]
+    elif args.replace:
         replace = [n.strip() for n in args.replace.split(",") if n.strip()]
     else:
         replace = [n for n in source_nodes(dataflow) if recorded.get(n)]
         if not replace:
             raise ReplayPlanError("no recorded source node to replay by default: name nodes with --replace")
+    follow: list[str] = []
+    warnings: list[str] = []
+    if args.exact:
+        for entry in dataflow.get("nodes", []):
+            nid = entry.get("id")
+            if nid in replace or nid in recorders:
+                continue
+            if JOURNAL_OUTPUT in recorded.get(nid, set()):
+                follow.append(nid)
+            else:
+                warnings.append(f"{nid} runs live without a recorded journal: its outputs can differ from the recording")
+    counts = {f"{node}/{output}": reader.read_topic(topic).table.num_rows for topic, (node, output) in reader.sources().items()}
     from teledora.nodes import replayer
 
-    plan, warnings = build_replay_dataflow(
+    plan, plan_warnings = build_replay_dataflow(
         dataflow,
         recorded,
         replace,
@@ -190,8 +254,10 @@ def plan_from_run(args: argparse.Namespace) -> tuple[dict[str, Any], list[str], 
         loop=args.loop,
         queue_size=args.queue_size,
         stamps=args.stamps,
+        follow=follow,
+        topic_counts=counts,
     )
-    return plan, replace, warnings
+    return ReplayPlan(plan, replace, follow, warnings + plan_warnings)
 
 
 def plan_dataflow_dir(args: argparse.Namespace) -> Path:
@@ -241,6 +307,26 @@ def expected_counts(plan: dict[str, Any], reader: RunReader, replace: Iterable[s
     for topic, (node, _output) in reader.sources().items():
         if node in replace and topic in recorded_inputs:
             out[topic] = reader.read_topic(topic).table.num_rows
+    return out
+
+
+def follower_counts(plan: dict[str, Any], run_dir: Path, follow: Iterable[str]) -> dict[str, int]:
+    """Topics of the followers' outputs that the replay's recorder records,
+    with the counts their journals account for."""
+    from teledora.nodes.node_journal import load_journal
+
+    recorded_inputs: dict[str, str] = {}
+    for entry in plan.get("nodes", []):
+        if str(entry.get("path", "")).endswith("recorder.py"):
+            for topic, spec in (entry.get("inputs") or {}).items():
+                recorded_inputs[_input_source(spec) or ""] = topic
+    out = {}
+    for node in follow:
+        _, counts = load_journal(run_dir, node)
+        for output, n in counts.items():
+            topic = recorded_inputs.get(f"{node}/{output}")
+            if topic and output != "diagnostics":
+                out[topic] = n
     return out
 
 
@@ -294,12 +380,19 @@ def _run(args: argparse.Namespace) -> int:
     if args.speed < 0:
         print("teledora replay: --speed must be >= 0", file=sys.stderr)
         return 2
+    if args.exact and args.stamps == "shifted":
+        print("teledora replay: --exact replays the recorded stamps; it cannot be combined with --stamps shifted", file=sys.stderr)
+        return 2
+    args.stamps = args.stamps or ("recorded" if args.exact else "shifted")
     try:
-        plan, replace, warnings = plan_from_run(args)
-    except (ReplayPlanError, RunFormatError, OSError) as exc:
+        replay = plan_from_run(args)
+        plan, replace, follow = replay.dataflow, replay.replace, replay.follow
+        expect = expected_counts(plan, RunReader(args.run), replace)
+        expect.update(follower_counts(plan, args.run.resolve(), follow))
+    except (ReplayPlanError, RunFormatError, JournalError, OSError) as exc:
         print(f"teledora replay: {exc}", file=sys.stderr)
         return 2
-    for warning in warnings:
+    for warning in replay.warnings:
         print(f"teledora replay: warning: {warning}", file=sys.stderr)
     text = yaml.safe_dump(plan, sort_keys=False)
     if args.dry_run:
@@ -315,8 +408,9 @@ def _run(args: argparse.Namespace) -> int:
     env["TELEDORA_RUN_DIR"] = str(out_dir.resolve())
     env.setdefault("MUJOCO_GL", "egl")
     cmd = dora_command(yaml_path, args.stop_after)
-    print(f"teledora replay: {', '.join(replace)} from {args.run} at speed {args.speed:g}; {' '.join(cmd)}", flush=True)
-    expect = expected_counts(plan, RunReader(args.run), replace)
-    rc = run_until_replayed(cmd, env, set(replace) if not args.loop else set(), args.grace_s, out_dir, expect)
+    followers = f"; following the journals of {', '.join(follow)}" if follow else ""
+    print(f"teledora replay: {', '.join(replace)} from {args.run} at speed {args.speed:g}{followers}; {' '.join(cmd)}", flush=True)
+    waiting = set(replace) | set(follow) if not args.loop else set()
+    rc = run_until_replayed(cmd, env, waiting, args.grace_s, out_dir, expect)
     print(f"teledora replay: recording of the replay in {out_dir}", flush=True)
     return rc

@@ -134,3 +134,57 @@ def test_expected_counts_cover_replayed_topics_the_recorder_records(tmp_path):
     planned, _ = plan(["xr", "arms"])
     # the recorder in DATAFLOW records xr/controllers only
     assert replay.expected_counts(planned, RunReader(run), ["xr", "arms"]) == {"xr__controllers": 3}
+
+
+def test_followers_lose_nothing_and_take_their_ticks_from_the_journal():
+    recorded = {"xr": {"controllers"}, "arms": {"joint_states"}, "teleop": {"arm_targets", "journal"}}
+    out, _ = replay.build_replay_dataflow(
+        yaml.safe_load(DATAFLOW), recorded, ["xr", "arms"], run_dir=Path("/runs/r1"),
+        dataflow_dir=Path("/d"), replayer_path=Path("/x/replayer.py"), speed=0.0, loop=False,
+        stamps="recorded", follow=["teleop"], topic_counts={"arms/joint_states": 5000},
+    )
+    teleop = {n["id"]: n for n in out["nodes"]}["teleop"]
+    assert teleop["env"] == {replay.FOLLOW_ENV: "/runs/r1"}
+    assert "tick" not in teleop["inputs"]
+    # as much queue as the recording holds of the topic: nothing can be dropped
+    assert teleop["inputs"]["joint_states"] == {"source": "arms/joint_states", "queue_policy": "backpressure", "queue_size": 5001}
+    assert teleop["inputs"]["controllers"]["queue_size"] == 1000
+
+
+def exact_run(tmp_path, with_journal: bool) -> Path:
+    run = tmp_path / "run"
+    wiring = {"xr__controllers": "xr/controllers", "arms__joint_states": "arms/joint_states"}
+    if with_journal:
+        wiring["teleop__journal"] = "teleop/journal"
+    w = RunWriter(run, {"dataflow_yaml": DATAFLOW, "dataflow_dir": str(tmp_path), "recorded_inputs": wiring}, start_ns=0)
+    w.append("xr__controllers", encode("LiftCommand", {"stamp_ns": 1, "velocity_m_s": 0.0}), {"seq": 0}, recv_ns=1)
+    w.append("arms__joint_states", encode("LiftCommand", {"stamp_ns": 1, "velocity_m_s": 0.0}), {"seq": 0}, recv_ns=1)
+    if with_journal:
+        journal = dict(stamp_ns=2, node="teleop", first_step=0, step_events=[0, 2], event_inputs=["controllers", "joint_states"],
+                       event_seqs=[0, 0], step_reads=[0, 1], clock_ns=[5], outputs=["arm_targets"], output_counts=[1])
+        w.append("teleop__journal", encode("InputJournal", journal), {"seq": 0}, recv_ns=2)
+    w.close(3)
+    return run
+
+
+def test_exact_live_plan_replays_everything_else_and_follows_journals(tmp_path, capsys):
+    run = exact_run(tmp_path, with_journal=True)
+    args = build_parser().parse_args(["replay", str(run), "--live", "teleop", "--exact", "--speed", "0", "--dry-run"])
+    assert args.func(args) == 0
+    nodes = {n["id"]: n for n in yaml.safe_load(capsys.readouterr().out)["nodes"]}
+    assert nodes["xr"]["path"].endswith("replayer.py") and nodes["arms"]["path"].endswith("replayer.py")
+    assert "--stamps recorded" in nodes["xr"]["args"]
+    assert nodes["teleop"]["env"][replay.FOLLOW_ENV] == str(run.resolve())
+    assert nodes["recorder"]["path"].endswith("recorder.py")
+
+
+def test_exact_without_a_journal_warns_and_shifted_stamps_are_refused(tmp_path, capsys):
+    run = exact_run(tmp_path, with_journal=False)
+    args = build_parser().parse_args(["replay", str(run), "--live", "teleop", "--exact", "--dry-run"])
+    assert args.func(args) == 0
+    assert "teleop runs live without a recorded journal" in capsys.readouterr().err
+    args = build_parser().parse_args(["replay", str(run), "--exact", "--stamps", "shifted", "--dry-run"])
+    assert args.func(args) == 2
+    assert "cannot be combined" in capsys.readouterr().err
+    args = build_parser().parse_args(["replay", str(run), "--live", "nosuch", "--dry-run"])
+    assert args.func(args) == 2
