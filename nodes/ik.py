@@ -4,7 +4,8 @@ Inputs: ``arm_targets`` (ArmTargets, grip targets in base_link), ``joint_states`
 (JointState of the 14 arm + gripper joints), ``lift`` (LiftState) and ``tick``
 (dora timer, e.g. dora/timer/millis/10).
 Outputs: ``joint_commands`` (JointCommands: the 14 joints' q_ref, feedforward
-dq_ref, status "ok" / "hold" / "failed") and ``diagnostics``.
+dq_ref, status "ok" / "hold" / "failed"), ``journal`` (InputJournal, see
+nodes/node_journal.py) and ``diagnostics``.
 
 The reference starts from the first valid joint state (and lift state) and is
 then integrated by the IK itself. A new arm_targets is solved at once unless a

@@ -4,7 +4,8 @@ Inputs: ``front`` (LaserScan from ``lidar_front/scan``), ``back`` (LaserScan fro
 ``lidar_back/scan``), ``odom`` (Odometry from ``base/odom``), optionally
 ``tick`` (a timer; lets a lone lidar's scans out even when odometry is quiet).
 Outputs: ``scan`` (LaserScan, frame ``base_link``, stamped halfway between the
-merged scans; dora metadata ``sources`` and ``alone``), ``diagnostics`` (~1 Hz).
+merged scans; dora metadata ``sources`` and ``alone``), ``journal``
+(InputJournal, see nodes/node_journal.py), ``diagnostics`` (~1 Hz).
 
 Pairing, motion compensation and the footprint come from lidar.yaml
 (``merger``); the mounts from the model's ``lidar_front`` / ``lidar_back``

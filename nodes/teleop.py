@@ -5,7 +5,8 @@ timeouts are evaluated without XR traffic), ``joint_states`` (JointState of the
 arms) and ``lift`` (LiftState), the last two for the robot's current grip poses
 (MuJoCo forward kinematics), which (re)anchoring needs: arms stay disabled until
 both have arrived.
-Outputs: ``arm_targets``, ``base_cmd``, ``lift_cmd``, ``state``, ``diagnostics``.
+Outputs: ``arm_targets``, ``base_cmd``, ``lift_cmd``, ``state``, ``journal``
+(InputJournal, see nodes/node_journal.py), ``diagnostics``.
 
 Outputs carry dora metadata ``xr_seq`` / ``xr_stamp_ns``: the newest XR report
 they reflect (latency tracing). Every controller report is applied in order
