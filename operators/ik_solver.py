@@ -19,8 +19,7 @@ The numbers come from ``models/alohamini2/ik.yaml``; nothing is hard-coded.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import daqp
 import mink
@@ -28,167 +27,21 @@ import mujoco
 import numpy as np
 import numpy.typing as npt
 
+# Settings, model building and task terms live in their own modules; they stay
+# importable from here, where callers have always found them.
 from teledora.operators.collision_pairs import CollisionGuard, CollisionPairs, joint_levers_m
+from teledora.operators.ik_model import build_ik_model
+from teledora.operators.ik_settings import CollisionConfig, IkConfigError, IkSettings, SolverConfig
+from teledora.operators.ik_tasks import GripTarget, MeritFrameTask, MeritPostureTask
 from teledora.operators.joint_reference import JointReference, JointReferenceConfig
 from teledora.operators.robot_profile import RobotProfile
-from teledora.operators.rotations import matrix_to_quat_xyzw, quat_normalize, xyzw_to_wxyz
+from teledora.operators.rotations import matrix_to_quat_xyzw
 
 SIDES = ("left", "right")
 
 
-class IkConfigError(ValueError):
-    """The IK configuration is missing a key or holds an invalid value."""
-
-
 class IkSolveError(RuntimeError):
     """The QP found no solution (or a non-finite one); nothing was changed."""
-
-
-def _req(data: Mapping[str, Any], key: str, where: str) -> Any:
-    if key not in data:
-        raise IkConfigError(f"{where}: missing key {key!r}")
-    return data[key]
-
-
-@dataclass(frozen=True)
-class SolverConfig:
-    model: str
-    add_floor: bool
-    qp_solver: str
-    control_period_s: float
-    position_cost: float
-    orientation_cost: float
-    lm_damping: float
-    posture_cost: float
-    regularization: float
-    configuration_limit_gain: float
-    arm_max_speed_rad_s: float
-    backtracking_steps: int
-    frozen_joints: tuple[str, ...]
-
-    @classmethod
-    def from_mapping(cls, data: Mapping[str, Any]) -> "SolverConfig":
-        w = "solver"
-        cfg = cls(
-            model=str(_req(data, "model", w)),
-            add_floor=bool(_req(data, "add_floor", w)),
-            qp_solver=str(_req(data, "qp_solver", w)),
-            control_period_s=float(_req(data, "control_period_s", w)),
-            position_cost=float(_req(data, "position_cost", w)),
-            orientation_cost=float(_req(data, "orientation_cost", w)),
-            lm_damping=float(_req(data, "lm_damping", w)),
-            posture_cost=float(_req(data, "posture_cost", w)),
-            regularization=float(_req(data, "regularization", w)),
-            configuration_limit_gain=float(_req(data, "configuration_limit_gain", w)),
-            arm_max_speed_rad_s=float(_req(data, "arm_max_speed_rad_s", w)),
-            backtracking_steps=int(_req(data, "backtracking_steps", w)),
-            frozen_joints=tuple(_req(data, "frozen_joints", w)),
-        )
-        if not cfg.control_period_s > 0 or not cfg.arm_max_speed_rad_s > 0:
-            raise IkConfigError("solver: control_period_s and arm_max_speed_rad_s must be > 0")
-        if not 0 < cfg.configuration_limit_gain <= 1:
-            raise IkConfigError("solver: configuration_limit_gain must be in (0, 1]")
-        if min(cfg.position_cost, cfg.orientation_cost, cfg.lm_damping, cfg.posture_cost, cfg.regularization) < 0:
-            raise IkConfigError("solver: costs and damping must be >= 0")
-        return cfg
-
-
-@dataclass(frozen=True)
-class CollisionConfig:
-    enabled: bool
-    gain: float
-    minimum_distance_m: float
-    detection_distance_m: float
-    guard_distance_m: float | None
-    groups: dict[str, tuple[str, ...]]
-    pairs: tuple[tuple[str, str], ...]
-
-    @classmethod
-    def from_mapping(cls, data: Mapping[str, Any]) -> "CollisionConfig":
-        w = "collision"
-        guard = _req(data, "guard_distance_m", w)
-        cfg = cls(
-            enabled=bool(_req(data, "enabled", w)),
-            gain=float(_req(data, "gain", w)),
-            minimum_distance_m=float(_req(data, "minimum_distance_m", w)),
-            detection_distance_m=float(_req(data, "detection_distance_m", w)),
-            guard_distance_m=None if guard is None else float(guard),
-            groups={k: tuple(v) for k, v in _req(data, "groups", w).items()},
-            pairs=tuple(tuple(p) for p in _req(data, "pairs", w)),
-        )
-        if not 0 < cfg.gain <= 1:
-            raise IkConfigError("collision: gain must be in (0, 1]")
-        if cfg.detection_distance_m <= cfg.minimum_distance_m:
-            raise IkConfigError("collision: detection_distance_m must exceed minimum_distance_m")
-        return cfg
-
-
-@dataclass(frozen=True)
-class IkSettings:
-    """The solver-side sections of ik.yaml."""
-
-    solver: SolverConfig
-    collision: CollisionConfig
-    joint_reference: JointReferenceConfig
-
-    @classmethod
-    def from_mapping(cls, data: Mapping[str, Any]) -> "IkSettings":
-        return cls(
-            SolverConfig.from_mapping(_req(data, "solver", "ik")),
-            CollisionConfig.from_mapping(_req(data, "collision", "ik")),
-            JointReferenceConfig.from_mapping(_req(data, "joint_reference", "ik")),
-        )
-
-
-def build_ik_model(model_path: Path, add_floor: bool) -> mujoco.MjModel:
-    """The robot model for IK, with a ``floor`` plane proxy at z = 0 when asked."""
-    spec = mujoco.MjSpec.from_file(str(model_path))
-    if add_floor:
-        floor = spec.worldbody.add_geom()
-        floor.name = "floor"
-        floor.type = mujoco.mjtGeom.mjGEOM_PLANE
-        floor.size = [0.0, 0.0, 0.05]
-        floor.contype = 1
-        floor.conaffinity = 1
-        floor.group = 3
-    return spec.compile()
-
-
-@dataclass(frozen=True)
-class GripTarget:
-    """A grip-site target in base_link: position (m) and orientation (x, y, z, w)."""
-
-    position: np.ndarray
-    orientation: np.ndarray
-
-    @classmethod
-    def of(cls, position: npt.ArrayLike, orientation_xyzw: npt.ArrayLike) -> "GripTarget":
-        return cls(np.asarray(position, dtype=float).copy(), quat_normalize(orientation_xyzw))
-
-    def se3(self) -> mink.SE3:
-        return mink.SE3(wxyz_xyz=np.concatenate([xyzw_to_wxyz(self.orientation), self.position]))
-
-
-class _MeritFrameTask(mink.FrameTask):
-    """A FrameTask that remembers the squared weighted error of its last QP residual."""
-
-    last_merit = 0.0
-
-    def compute_qp_residual(self, configuration: mink.Configuration):  # type: ignore[override]
-        residual = super().compute_qp_residual(configuration)
-        self.last_merit = float(residual[1] @ residual[1])
-        return residual
-
-
-class _MeritPostureTask(mink.PostureTask):
-    """A PostureTask that remembers the squared weighted error of its last QP residual."""
-
-    last_merit = 0.0
-
-    def compute_qp_residual(self, configuration: mink.Configuration):  # type: ignore[override]
-        residual = super().compute_qp_residual(configuration)
-        self.last_merit = float(residual[1] @ residual[1])
-        return residual
 
 
 @dataclass
@@ -230,13 +83,13 @@ class BimanualIk:
         self._gripper_adr = {side: int(model.jnt_qposadr[self._joint_id(profile.arms[side].gripper)]) for side in SIDES}
 
         self.frame_tasks = {
-            side: _MeritFrameTask(
+            side: MeritFrameTask(
                 profile.arms[side].grip_site, "site",
                 position_cost=s.position_cost, orientation_cost=s.orientation_cost, lm_damping=s.lm_damping,
             )
             for side in SIDES
         }
-        self.posture_task = _MeritPostureTask(model, cost=s.posture_cost)
+        self.posture_task = MeritPostureTask(model, cost=s.posture_cost)
         q0 = self.configuration.q.copy()
         q0[self._lift_adr] = profile.lift_height_to_joint(profile.lift_travel_mm / 2000.0)
         for name, value in profile.home_q().items():
