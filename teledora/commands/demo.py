@@ -72,6 +72,10 @@ def _run(args: argparse.Namespace) -> int:
         total = sum(int(v.get("count", v) if isinstance(v, dict) else v) for v in counts.values())
         print(f"teledora: recorded {total} messages on {len(counts)} topics")
     print(f"teledora: recording in {run_dir}")
+    if manifest.exists():
+        print(f"teledora: look at it with `teledora log info {run_dir}` and `teledora tracking {run_dir}`;"
+              f" re-run the control nodes on it exactly with"
+              f" `teledora replay {run_dir} --live teleop,ik,scan_merger --exact --speed 0`")
     if rc != 0:
         print(f"teledora: dora run exited with {rc}", file=sys.stderr)
     return rc
