@@ -74,9 +74,8 @@ class NodeJournal:
         self.io = io
         self._next_raw = next_raw
         self.follower: JournalFollower | None = None
-        self.expected_counts: dict[str, int] = {}
         if follow_run:
-            steps, self.expected_counts = load_journal(follow_run, io.name)
+            steps, _ = load_journal(follow_run, io.name)
             self.follower = JournalFollower(steps, _tick)
             print(f"journal {io.name}: following {len(steps) - 1} batches from {follow_run}", flush=True)
         self.writer = JournalWriter(io.name, self._source_clock)
@@ -104,8 +103,8 @@ class NodeJournal:
             self._ended = True
             return None
         self.writer.begin_step(batch)
-        # once the dataflow stops, every step goes out at once: dora drops what
-        # a node sends after its event stream has closed
+        # once the dataflow is stopping, every step goes out at once: what a
+        # node sends at its very end of a stopped dataflow was seen to be lost
         self._stopping = self._stopping or any(ev.get("type") == "STOP" for ev in batch)
         real_now = self.io.clock()
         if self._stopping or real_now - self._last_chunk_ns >= CHUNK_PERIOD_NS or self.writer.pending_steps >= CHUNK_MAX_STEPS:
