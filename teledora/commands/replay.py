@@ -36,13 +36,12 @@ from typing import Any, Iterable
 
 import yaml
 
+from teledora.nodes.node_journal import FOLLOW_ENV, JOURNAL_OUTPUT, load_journal
 from teledora.operators.input_journal import JournalError
 from teledora.recording import MANIFEST_NAME, RunFormatError, RunReader, new_run_dir
 
 TIMER_PREFIX = "dora/timer/"
 REPLAY_YAML = "replay.yml"
-JOURNAL_OUTPUT = "journal"
-FOLLOW_ENV = "TELEDORA_FOLLOW_JOURNAL"
 _DONE = re.compile(r"(?:replay|journal) (\S+) done:")
 
 
@@ -313,8 +312,6 @@ def expected_counts(plan: dict[str, Any], reader: RunReader, replace: Iterable[s
 def follower_counts(plan: dict[str, Any], run_dir: Path, follow: Iterable[str]) -> dict[str, int]:
     """Topics of the followers' outputs that the replay's recorder records,
     with the counts their journals account for."""
-    from teledora.nodes.node_journal import load_journal
-
     recorded_inputs: dict[str, str] = {}
     for entry in plan.get("nodes", []):
         if str(entry.get("path", "")).endswith("recorder.py"):

@@ -89,6 +89,25 @@ def digests(values) -> list[str]:
     return [value_digest(v) for v in values]
 
 
+def steady_clock(start: int, step_ms: int):
+    it = itertools.count()
+    return lambda: start + next(it) * step_ms * MS
+
+
+def assert_follows(tmp_path, monkeypatch, module, node_id: str, output: str, events: list[dict], step_ms: int,
+                   replay_node=MockNode) -> None:
+    """Runs the node live in clumps, then follows its journal with the events
+    regrouped and another clock: the output must come out byte-equal."""
+    live = Clumps(events)
+    module.main([], node=live, clock=steady_clock(1_800_000_000_000_000_000, step_ms))
+    assert len(live.outputs[output]) >= 5
+    run = record_run(tmp_path, node_id, {"journal": live.outputs["journal"]})
+    monkeypatch.setenv(FOLLOW_ENV, run)
+    replay = replay_node(events)
+    module.main([], node=replay, clock=steady_clock(123, step_ms))
+    assert digests(replay.outputs[output]) == digests(live.outputs[output])
+
+
 def test_teleop_follows_its_journal_to_the_same_bytes(tmp_path, monkeypatch) -> None:
     events = teleop_events(60)
     live = Clumps(events)
@@ -168,19 +187,7 @@ def test_scan_merger_follows_its_journal_to_the_same_bytes(tmp_path, monkeypatch
             events.append(event("back", scan(t - 5 * MS, 0.2), seqs["back"])); seqs["back"] += 1
         if i % 2:
             events.append(tick())
-
-    def clock_from(start):
-        it = itertools.count()
-        return lambda: start + next(it) * 7 * MS
-
-    live = Clumps(events)
-    scan_merger.main([], node=live, clock=clock_from(t0))
-    assert len(live.outputs["scan"]) >= 5
-    run = record_run(tmp_path, "scan_merger", {"journal": live.outputs["journal"]})
-    monkeypatch.setenv(FOLLOW_ENV, run)
-    replay = OneByOne(events)
-    scan_merger.main([], node=replay, clock=clock_from(0))
-    assert digests(replay.outputs["scan"]) == digests(live.outputs["scan"])
+    assert_follows(tmp_path, monkeypatch, scan_merger, "scan_merger", "scan", events, 7, replay_node=OneByOne)
 
 
 def test_ik_follows_its_journal_to_the_same_bytes(tmp_path, monkeypatch) -> None:
@@ -196,16 +203,4 @@ def test_ik_follows_its_journal_to_the_same_bytes(tmp_path, monkeypatch) -> None
         events.append(event("joint_states", encode("JointState", dict(stamp_ns=t, names=ARM, position=np.full(14, 0.001 * i),
                                                                       velocity=[], effort=[])), i + 1))
         events.append(tick())
-
-    def clock_from(start):
-        it = itertools.count()
-        return lambda: start + next(it) * 4 * MS
-
-    live = Clumps(events)
-    ik.main([], node=live, clock=clock_from(t0))
-    assert len(live.outputs["joint_commands"]) >= 10
-    run = record_run(tmp_path, "ik", {"journal": live.outputs["journal"]})
-    monkeypatch.setenv(FOLLOW_ENV, run)
-    replay = MockNode(events)
-    ik.main([], node=replay, clock=clock_from(123))
-    assert digests(replay.outputs["joint_commands"]) == digests(live.outputs["joint_commands"])
+    assert_follows(tmp_path, monkeypatch, ik, "ik", "joint_commands", events, 4)
