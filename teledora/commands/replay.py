@@ -380,6 +380,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.exact and args.stamps == "shifted":
         print("teledora replay: --exact replays the recorded stamps; it cannot be combined with --stamps shifted", file=sys.stderr)
         return 2
+    if args.exact and args.loop:
+        print("teledora replay: --exact follows each journal once; it cannot be combined with --loop", file=sys.stderr)
+        return 2
     args.stamps = args.stamps or ("recorded" if args.exact else "shifted")
     try:
         replay = plan_from_run(args)

@@ -186,5 +186,8 @@ def test_exact_without_a_journal_warns_and_shifted_stamps_are_refused(tmp_path, 
     args = build_parser().parse_args(["replay", str(run), "--exact", "--stamps", "shifted", "--dry-run"])
     assert args.func(args) == 2
     assert "cannot be combined" in capsys.readouterr().err
+    args = build_parser().parse_args(["replay", str(run), "--exact", "--loop", "--dry-run"])
+    assert args.func(args) == 2
+    assert "cannot be combined with --loop" in capsys.readouterr().err
     args = build_parser().parse_args(["replay", str(run), "--live", "nosuch", "--dry-run"])
     assert args.func(args) == 2
