@@ -37,23 +37,28 @@ from teledora import models
 from teledora.nodes.dora_io import NodeIO, make_node, newest_per_input, next_batch, node_id
 from teledora.operators.camera_intrinsics import (
     CAMERA_NAMES,
-    DISTORTION_MODEL,
     CameraSettings,
     FrameSchedule,
     RendererConfig,
     distortion_maps,
     renderer_config_from_dict,
 )
+from teledora.operators.camera_rendering import (
+    camera_frame_metadata,
+    camera_scene_option,
+    distort_image,
+    prepare_camera_model,
+    set_render_flags,
+)
 from teledora.operators.joint_state_mapping import (
-    JointGroup,
     JointStateError,
     JointStateMapping,
     PoseState,
     PublisherWatch,
     qpos_addresses,
 )
-from teledora.operators.messages import image_metadata
-from teledora.operators.urdf_import import CAMERA_HOUSING_GROUP
+from teledora.operators.pose_sources import PoseSources, joint_groups
+from teledora.operators.renderer_options import chosen_cameras, wants_window
 
 OUTPUTS = CAMERA_NAMES + ("diagnostics",)
 STATE_INPUTS = {"joint_states": "JointState", "lift": "LiftState", "odom": "Odometry", "ground_truth": "GroundTruth"}
@@ -62,26 +67,16 @@ STATE_INPUTS = {"joint_states": "JointState", "lift": "LiftState", "odom": "Odom
 _LATEST_ONLY = {"lift", "odom", "ground_truth", "tick"}
 
 
-def wants_window(mode: str, env: Mapping[str, str]) -> bool:
-    """True when a viewer window should open (``on``, or ``auto`` with a display)."""
-    return mode == "on" or (mode == "auto" and bool(env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")))
-
-
-def joint_groups(profile: Any, config: RendererConfig) -> list[JointGroup]:
-    return [
-        JointGroup("left_arm", profile.arms["left"].all_joints),
-        JointGroup("right_arm", profile.arms["right"].all_joints),
-        JointGroup("lift", (config.model.lift_joint,)),
-        JointGroup("base", tuple(config.model.base_joints)),
-    ]
-
-
 class CameraRig:
     """The kinematic model and one offscreen renderer per image size.
 
+    Reading the model file and owning GL contexts stay here; how the model is
+    set up for the cameras is ``operators/camera_rendering.py``.
+
     Args:
         model_path: MJCF file holding the robot (and its room).
-        config: Renderer settings; each enabled camera must exist in the model.
+        config: Renderer settings.
+        cameras: The cameras to render; each must exist in the model.
     """
 
     def __init__(self, model_path: Path, config: RendererConfig, cameras: Sequence[CameraSettings]) -> None:
@@ -92,34 +87,10 @@ class CameraRig:
         self.data = mujoco.MjData(self.model)
         self.cameras = {c.name: c for c in cameras}
         self.intrinsics = {c.name: c.intrinsics() for c in cameras}
-        self._cam_id = {}
-        for c in cameras:
-            cid = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_CAMERA, c.name)
-            if cid < 0:
-                raise ValueError(f"model {model_path} has no camera {c.name!r}")
-            self._cam_id[c.name] = cid
-            self.model.cam_fovy[cid] = c.fovy_deg
-            if c.roll_deg:  # turn the image about the optical axis (camera z)
-                roll = np.zeros(4)
-                mujoco.mju_axisAngle2Quat(roll, np.array([0.0, 0.0, 1.0]), np.radians(c.roll_deg))
-                mujoco.mju_mulQuat(self.model.cam_quat[cid], self.model.cam_quat[cid].copy(), roll)
-        # MuJoCo's near plane is a fraction of the model extent (11 m for the room):
-        # at the default it would clip a wrist camera's own jaw.
-        self.model.vis.map.znear = config.near_clip_m / max(float(self.model.stat.extent), 1e-6)
-        need_w = max((c.width for c in cameras), default=1)
-        need_h = max((c.height for c in cameras), default=1)
-        # The offscreen buffer is blitted whole on every read: size it to the largest
-        # camera, not to the model's default. Without shadows, skip the shadow map.
-        self.model.vis.global_.offwidth = need_w
-        self.model.vis.global_.offheight = need_h
-        self.model.vis.quality.offsamples = config.multisamples
-        if not config.shadows:
-            self.model.vis.quality.shadowsize = 0
+        self._cam_id = prepare_camera_model(self.model, config, cameras, str(model_path))
         self.shadows = config.shadows
-        self._renderers: dict[tuple[int, int], Any] = {}
-        self._scene_option = mujoco.MjvOption()
-        self._scene_option.sitegroup[:] = 0  # markers such as grip sites are not part of a camera image
-        self._scene_option.geomgroup[CAMERA_HOUSING_GROUP] = 0  # nor is the camera's own case
+        self._renderers: dict[tuple[int, int], Any] = {}  # one GL context per image size
+        self._scene_option = camera_scene_option()
         self._maps = {n: distortion_maps(i) for n, i in self.intrinsics.items() if i.distorted}
         mujoco.mj_forward(self.model, self.data)
 
@@ -135,14 +106,10 @@ class CameraRig:
             self._renderers[key] = self.mujoco.Renderer(self.model, cam.height, cam.width)
         renderer = self._renderers[key]
         renderer.update_scene(self.data, self._cam_id[name], self._scene_option)
-        flags = renderer.scene.flags
-        flags[self.mujoco.mjtRndFlag.mjRND_SHADOW] = int(self.shadows)
-        flags[self.mujoco.mjtRndFlag.mjRND_REFLECTION] = int(self.shadows)
+        set_render_flags(renderer.scene, self.shadows)
         image = renderer.render()
         if name in self._maps:
-            import cv2
-
-            image = cv2.remap(image, *self._maps[name], interpolation=cv2.INTER_LINEAR)
+            image = distort_image(image, self._maps[name])
         return image
 
     def close(self) -> None:
@@ -161,6 +128,7 @@ class RendererNode:
         self.profile = profile
         self.mapping = JointStateMapping(qpos_addresses(rig.model), joint_groups(profile, config))
         self.pose = PoseState(self.mapping)
+        self.sources = PoseSources(self.mapping, config, profile.lift_height_to_joint, self._warn)
         self.watch = {name: PublisherWatch(name) for name in STATE_INPUTS}
         self.window_factory = window
         self.window: Any = None
@@ -169,7 +137,6 @@ class RendererNode:
         self.frames = dict.fromkeys(rig.cameras, 0)
         self.render_ms = dict.fromkeys(rig.cameras, 0.0)
         self._applied_version = -1
-        self._second_source_warned: set[str] = set()
         self._view_period_ns = int(1e9 / config.render_rate_hz)
         self._next_view_ns = 0
 
@@ -184,54 +151,19 @@ class RendererNode:
             return
         warning = self.watch[source].observe(msg["stamp_ns"], event.get("metadata"))
         if warning:
-            self.io.diag.error(warning)
-            self.io.log("warn", warning)
+            self._warn(warning)
         try:
-            groups = self._groups_from(source, msg)
+            groups = self.sources.groups_from(source, msg)
         except JointStateError as exc:
             self.io.reject(f"input {source!r}: {exc}")
             return
         if groups:
             self.pose.update(groups, msg["stamp_ns"])
 
-    def _uses(self, group: str, source: str) -> bool:
-        if self.config.sources[group] == source:
-            return True
-        if group not in self._second_source_warned:
-            self._second_source_warned.add(group)
-            text = f"{group} state arrives on {source!r} too; using {self.config.sources[group]!r} (sources.{group})"
-            self.io.diag.error(text)
-            self.io.log("warn", text)
-        return False
-
-    def _groups_from(self, source: str, msg: Mapping[str, Any]) -> dict[str, dict[str, float]]:
-        m = self.mapping
-        base_names = self.config.model.base_joints
-        arms = ("left_arm", "right_arm")
-        out: dict[str, dict[str, float]] = {}
-        if source == "joint_states" and self._uses("arms", source):
-            out.update(m.check(msg["names"], msg["position"], allowed_groups=arms))
-        elif source == "lift" and self._uses("lift", source):
-            out.update(m.check([self.config.model.lift_joint], [self.profile.lift_height_to_joint(msg["height_m"])]))
-        elif source == "odom" and self._uses("base", source):
-            out.update(m.check(base_names, self._base_values(msg)))
-        elif source == "ground_truth":
-            names, values = msg["joint_names"], msg["joint_position"]
-            unknown = sorted(n for n in names if n not in m.addresses)
-            if unknown:
-                raise JointStateError(f"unknown joint names {unknown}")
-            if self._uses("arms", source):
-                keep = [i for i, n in enumerate(names) if m.group_of(n) in arms]
-                out.update(m.check([names[i] for i in keep], values[keep], allowed_groups=arms))
-            if self._uses("lift", source):
-                h = self.profile.lift_height_to_joint(msg["lift_height_m"])
-                out.update(m.check([self.config.model.lift_joint], [h]))
-            if self._uses("base", source):
-                out.update(m.check(base_names, self._base_values(msg)))
-        return out
-
-    def _base_values(self, msg: Mapping[str, Any]) -> list[float]:
-        return [msg["x"], msg["y"], msg["yaw"] + self.config.model.base_yaw_offset_rad]
+    def _warn(self, text: str) -> None:
+        """A second publisher or source: kept as the last error and logged."""
+        self.io.diag.error(text)
+        self.io.log("warn", text)
 
     # ---------------------------------------------------------------- output
     def step(self, now_ns: int) -> None:
@@ -284,24 +216,8 @@ class RendererNode:
         image = self.rig.render(name)
         self.render_ms[name] = (time.perf_counter() - t0) * 1e3
         self.schedule.rendered(name, now_ns)
-        intr = self.rig.intrinsics[name]
-        meta = image_metadata(
-            width=intr.width,
-            height=intr.height,
-            encoding="rgb8",
-            camera=name,
-            stamp_ns=self.pose.stamp_ns,
-            fx=intr.fx,
-            fy=intr.fy,
-            cx=intr.cx,
-            cy=intr.cy,
-        )
-        meta.update(
-            distortion_model=DISTORTION_MODEL,
-            distortion=list(intr.distortion),
-            frame_id=f"{name}_optical",
-            render_ns=int(self.io.clock()),
-            oldest_state_stamp_ns=self.pose.oldest_stamp_ns(),
+        meta = camera_frame_metadata(
+            name, self.rig.intrinsics[name], self.pose.stamp_ns, self.io.clock(), self.pose.oldest_stamp_ns()
         )
         self.io.send_raw(name, pa.array(np.ascontiguousarray(image).reshape(-1), type=pa.uint8()), meta)
         self.frames[name] += 1
@@ -356,17 +272,6 @@ def passive_viewer(model: Any, data: Any) -> Any:
     import mujoco.viewer
 
     return mujoco.viewer.launch_passive(model, data, show_left_ui=False, show_right_ui=False)
-
-
-def chosen_cameras(config: RendererConfig, names: str | None) -> list[CameraSettings]:
-    """The configured cameras to render: the enabled ones, or the ``--cameras`` list."""
-    if names is None:
-        return config.enabled_cameras
-    chosen = [c.strip() for c in names.split(",") if c.strip()]
-    unknown = sorted(set(chosen) - set(config.cameras))
-    if unknown:
-        raise ValueError(f"unknown cameras {unknown}; configured {sorted(config.cameras)}")
-    return [config.cameras[c] for c in chosen]
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

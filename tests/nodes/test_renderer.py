@@ -329,13 +329,6 @@ def test_window_opens_only_after_a_valid_state(config_path):
     assert opened == []
 
 
-def test_window_mode_follows_the_display():
-    assert renderer.wants_window("auto", {"DISPLAY": ":0"})
-    assert not renderer.wants_window("auto", {})
-    assert not renderer.wants_window("off", {"DISPLAY": ":0"})
-    assert renderer.wants_window("on", {})
-
-
 def test_a_renderer_that_cannot_start_says_why_after_connecting(tmp_path):
     node = PacedNode(full_state())
     with pytest.raises(SystemExit, match="could not start"):
