@@ -9,35 +9,56 @@ tick). An arm holds when it is disabled, its target is invalid or stale, or the
 joint feedback is stale; a failed QP holds both arms. A holding arm measured
 farther than ``resync_threshold_rad`` from its reference restarts from the
 measurement, so enabling it again does not jump back.
+
+Homing: each increase of the teleop ``reset_count`` after the first TeleopState
+(which only sets the baseline) sends both arms to the profile's home
+configuration. The home grip poses (forward kinematics of the home arm joints
+at the current lift) become the targets of the normal solve, through a homing
+speed limiter, so the joint caps and collision constraints apply as for any
+target; the grippers go to their home value. An arm stops homing when all its
+joints are within ``home_tolerance_rad`` of home, when a new enabled target
+arrives for it (the operator resumed), when the joint feedback goes stale or
+when the e-stop latches.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 import numpy as np
 
+from teledora.operators.grip_kinematics import GripKinematics
+from teledora.operators.ik_settings import IkConfigError
 from teledora.operators.ik_solver import SIDES, BimanualIk, GripTarget, TickResult
 from teledora.operators.messages import MessageError, require_joint_names
 from teledora.operators.robot_profile import RobotProfile
+from teledora.operators.rotations import matrix_to_quat_xyzw
 from teledora.operators.workspace_limits import CartesianSpeedLimiter, WorkspaceConfig, WorkspaceLimits
 
 
 @dataclass(frozen=True)
 class IkNodeConfig:
     """The ``node`` section of the IK YAML: feedback and target timeouts,
-    diagnostics period and the resync threshold of a holding arm."""
+    diagnostics period, the resync threshold of a holding arm and homing."""
 
     joint_state_timeout_s: float
     target_timeout_s: float
     diagnostics_period_s: float
     resync_threshold_rad: float
+    home_tolerance_rad: float
+    home_linear_speed_m_s: float
+    home_angular_speed_rad_s: float
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> "IkNodeConfig":
-        return cls(float(data["joint_state_timeout_s"]), float(data["target_timeout_s"]),
-                   float(data["diagnostics_period_s"]), float(data["resync_threshold_rad"]))
+        cfg = cls(float(data["joint_state_timeout_s"]), float(data["target_timeout_s"]),
+                  float(data["diagnostics_period_s"]), float(data["resync_threshold_rad"]),
+                  float(data["home_tolerance_rad"]), float(data["home_linear_speed_m_s"]),
+                  float(data["home_angular_speed_rad_s"]))
+        if not (cfg.home_tolerance_rad > 0 and cfg.home_linear_speed_m_s > 0 and cfg.home_angular_speed_rad_s > 0):
+            raise IkConfigError("node: home_tolerance_rad, home_linear_speed_m_s and home_angular_speed_rad_s must be > 0")
+        return cfg
 
 
 @dataclass
@@ -78,6 +99,17 @@ class IkLoop:
         self.targets_invalid = ""
         self.measured: dict[str, float] = {}
         self.resyncs = 0
+        # homing: the teleop reset_count baseline (None until the first
+        # TeleopState), which arms are homing, and their own speed limiters
+        self.reset_count: int | None = None
+        self.resets = 0
+        self.homing = {s: False for s in SIDES}
+        home_caps = replace(self.workspace, max_linear_speed_m_s=self.config.home_linear_speed_m_s,
+                            max_angular_speed_rad_s=self.config.home_angular_speed_rad_s)
+        self.home_limiters = {s: CartesianSpeedLimiter(home_caps) for s in SIDES}
+        self.home_kinematics = GripKinematics(self.ik.model, self.profile)
+        self.home_q = self.profile.home_q()
+        self._lift_adr = int(self.ik.model.joint(self.profile.lift_joint).qposadr[0])
 
     # -- inputs ---------------------------------------------------------------
 
@@ -106,6 +138,9 @@ class IkLoop:
         self.targets = msg
         self.targets_received_ns = now_ns
         self.targets_invalid = ""
+        for s in SIDES:
+            if self.homing[s] and msg[s]["enabled"]:
+                self._stop_homing(s)  # the operator resumed this arm: their target wins
         if self.last_solve_ns is not None and now_ns - self.last_solve_ns < 0.9 * self.period_ns:
             self.pending = True
             return False
@@ -114,6 +149,48 @@ class IkLoop:
     def on_invalid_targets(self, reason: str) -> None:
         """A rejected arm_targets message: both arms hold until a valid one arrives."""
         self.targets_invalid = reason
+
+    def on_teleop_state(self, msg: Mapping[str, Any]) -> bool:
+        """Takes the teleop state; True when it requested a reset (homing starts).
+
+        The first state only sets the reset_count baseline, so a node that
+        starts after a reset does not replay it; a lower count (teleop
+        restarted) sets a new baseline. A latched e-stop stops homing and
+        refuses a reset that arrives with it."""
+        count = int(msg["reset_count"])
+        if count < 0:
+            raise MessageError(f"teleop_state.reset_count must be >= 0, got {count}")
+        requested = self.reset_count is not None and count > self.reset_count
+        self.reset_count = count
+        if msg["estop_latched"]:
+            for s in SIDES:
+                if self.homing[s]:
+                    self._stop_homing(s)
+            return False
+        if requested:
+            self.resets += 1
+            for s in SIDES:
+                self.homing[s] = True
+                self.home_limiters[s] = CartesianSpeedLimiter(self.home_limiters[s].config)  # restarts at the first homing step
+        return requested
+
+    def _stop_homing(self, side: str) -> None:
+        """Ends homing for one arm; its normal speed limiter restarts from
+        wherever the arm is when it next tracks a target."""
+        self.homing[side] = False
+        self.arms[side].was_active = False
+
+    def home_grip_poses(self) -> dict[str, GripTarget]:
+        """Grip poses of the home arm configuration at the IK's current lift."""
+        height = self.profile.lift_joint_to_height(float(self.ik.configuration.q[self._lift_adr]))
+        names = list(self.home_q)
+        grips = self.home_kinematics.grips(names, [self.home_q[n] for n in names], height)
+        return {s: GripTarget.of(p, matrix_to_quat_xyzw(r)) for s, (p, r) in grips.items()}
+
+    def _at_home(self, side: str) -> bool:
+        q_ref = dict(zip(self.ik.arm_joint_names, self.ik.reference.q))
+        tol = self.config.home_tolerance_rad
+        return all(abs(q_ref[j] - self.home_q[j]) <= tol for j in self.profile.arms[side].joints)
 
     def tick_due(self, now_ns: int) -> bool:
         return self.last_solve_ns is None or now_ns - self.last_solve_ns >= 0.9 * self.period_ns
@@ -124,7 +201,16 @@ class IkLoop:
         arm = self.arms[side]
         if self.joint_stamp_ns is None or now_ns - self.joint_stamp_ns > self.config.joint_state_timeout_s * 1e9:
             arm.status = "stale_feedback"
+            if self.homing[side]:
+                self._stop_homing(side)  # never resumes by itself when feedback returns
             return None
+        if self.homing[side]:
+            lo, hi = self.ik.gripper_range(side)
+            self.gripper_ref[side] = float(np.clip(self.home_q[self.profile.arms[side].gripper], lo, hi))
+            if self._at_home(side):
+                self._stop_homing(side)  # done: the arm holds (teleop keeps it paused)
+            else:
+                return self._home_target(side, dt)
         if self.targets is None or self.targets_received_ns is None:
             arm.status = "no_target"
             return None
@@ -152,6 +238,21 @@ class IkLoop:
         lo, hi = self.ik.gripper_range(side)
         self.gripper_ref[side] = float(np.clip(t["gripper"], lo, hi))
         arm.status = "ok"
+        return GripTarget.of(shaped.position, shaped.orientation)
+
+    def _home_target(self, side: str, dt: float) -> GripTarget:
+        """This step's homing target: the home grip pose through the homing
+        speed limiter (restarted from the current grip pose when homing began)."""
+        arm = self.arms[side]
+        home = self.home_grip_poses()[side]
+        limiter = self.home_limiters[side]
+        if not limiter.initialized:
+            pose = self.ik.grip_pose(side)
+            limiter.reset(pose.position, pose.orientation)
+        shaped = limiter.step(home.position, home.orientation, dt, False)
+        arm.rate_limited = shaped.rate_limited
+        arm.projection_m = 0.0
+        arm.status = "homing"
         return GripTarget.of(shaped.position, shaped.orientation)
 
     def solve(self, now_ns: int) -> dict[str, Any] | None:
@@ -209,6 +310,8 @@ class IkLoop:
             "failed_solves": self.ik.failures,
             "guard_shortened": self.ik.guard_shortened,
             "resyncs": self.resyncs,
+            "resets": self.resets,
+            "homing": dict(self.homing),
             "last_status": r.status if r else "",
             "last_error": r.error if r else "",
         }

@@ -1,5 +1,5 @@
 """IkLoop without dora: start-up, pending targets, stale targets, real-time step,
-lift changes, speed-cap restart on re-enable, failed solves."""
+lift changes, speed-cap restart on re-enable, failed solves, homing on reset."""
 
 from __future__ import annotations
 
@@ -191,3 +191,138 @@ def test_a_failed_solve_marks_the_working_arms_failed_and_holds():
     assert loop.arms["right"].status == "failed" and not loop.arms["right"].was_active
     assert loop.arms["left"].status == "disabled"
     assert loop.details()["failed_solves"] == 1 and loop.details()["last_status"] == "failed"
+
+
+# -- homing on a teleop reset request --------------------------------------------
+
+ARM_ONLY = [i for i, n in enumerate(ARM) if not n.endswith("_gripper")]
+OFFSET = dict(HOME, left_shoulder_lift=HOME["left_shoulder_lift"] - 0.5, left_elbow_flex=-0.2,
+              right_shoulder_pan=0.5, right_wrist_flex=0.1, right_wrist_roll=0.6,
+              left_gripper=0.4, right_gripper=0.2)
+
+
+def teleop_state(reset_count: int, estop: bool = False) -> dict:
+    return {"reset_count": reset_count, "estop_latched": estop}
+
+
+def track(loop: IkLoop, t: int, cmd: dict | None, q: dict) -> dict:
+    """Joint feedback at t: the last command reached exactly (or q before any)."""
+    measured = q if cmd is None else dict(zip(cmd["names"], cmd["q_ref"]))
+    loop.on_joint_states(joints(t, measured))
+    return measured
+
+
+def reset_requested(q: dict = OFFSET) -> IkLoop:
+    loop = started(0, q)
+    assert not loop.on_teleop_state(teleop_state(2))  # baseline
+    assert loop.on_teleop_state(teleop_state(3))
+    return loop
+
+
+def test_a_reset_request_homes_both_arms_within_the_caps():
+    loop = reset_requested()
+    cap = SETTINGS.solver.arm_max_speed_rad_s
+    t, cmd, statuses = 0, None, []
+    for _ in range(1000):
+        if not any(loop.homing.values()):
+            break
+        t += 10 * MS
+        track(loop, t, cmd, OFFSET)
+        new = loop.solve(t)
+        assert new["status"] == "ok" or not any(loop.homing.values())  # the solve that finds both home holds
+        assert np.max(np.abs(new["dq_ref"])) <= cap + 1e-9
+        previous = cmd["q_ref"] if cmd else np.array([OFFSET[n] for n in ARM])
+        assert np.max(np.abs(new["q_ref"][ARM_ONLY] - previous[ARM_ONLY])) <= cap * loop.ik.dt + 1e-9
+        statuses.append({s: a.status for s, a in loop.arms.items()})
+        cmd = new
+    assert not any(loop.homing.values()), "homing must end"
+    assert statuses[0] == {"left": "homing", "right": "homing"} and len(statuses) > 20  # moved, not jumped
+    ref = dict(zip(ARM, cmd["q_ref"]))
+    assert max(abs(ref[n] - HOME[n]) for n in ARM if not n.endswith("_gripper")) <= loop.config.home_tolerance_rad
+    assert ref["left_gripper"] == ref["right_gripper"] == HOME["left_gripper"]
+    # then the arms hold there (teleop keeps them paused: no target)
+    assert cmd["status"] == "hold" and statuses[-1] == {"left": "no_target", "right": "no_target"}
+    t += 10 * MS
+    track(loop, t, cmd, OFFSET)
+    held = loop.solve(t)
+    assert held["status"] == "hold"
+    np.testing.assert_array_equal(held["q_ref"], cmd["q_ref"])
+    assert loop.details()["resets"] == 1
+
+
+def test_the_first_teleop_state_sets_the_baseline_and_does_not_reset():
+    loop = started(0, OFFSET)
+    assert not loop.on_teleop_state(teleop_state(7))  # a node that starts late
+    assert not loop.on_teleop_state(teleop_state(7))
+    loop.on_joint_states(joints(10 * MS, OFFSET))
+    cmd = loop.solve(10 * MS)
+    assert cmd["status"] == "hold" and not any(loop.homing.values())
+    np.testing.assert_allclose(cmd["q_ref"][ARM_ONLY], [OFFSET[ARM[i]] for i in ARM_ONLY])
+    assert not loop.on_teleop_state(teleop_state(0))  # teleop restarted: a new baseline
+    assert loop.on_teleop_state(teleop_state(1))
+    assert loop.homing == {"left": True, "right": True}
+    with pytest.raises(MessageError, match="reset_count"):
+        loop.on_teleop_state(teleop_state(-1))
+
+
+def test_an_enabled_target_cancels_homing_for_that_arm_only():
+    loop = started(0, OFFSET)
+    loop.on_teleop_state(teleop_state(0))
+    loop.on_targets(targets(loop), 0)  # enabled before the reset: does not cancel it
+    assert loop.on_teleop_state(teleop_state(1))
+    t, cmd = 0, None
+    for _ in range(5):
+        t += 10 * MS
+        track(loop, t, cmd, OFFSET)
+        cmd = loop.solve(t)
+    assert {s: a.status for s, a in loop.arms.items()} == {"left": "homing", "right": "homing"}
+    t += 10 * MS
+    track(loop, t, cmd, OFFSET)
+    here = loop.ik.grip_pose("left").position
+    msg = targets(loop, offset_left=(0.0, 0.0, 0.1))
+    msg["right"]["enabled"] = False
+    loop.on_targets(msg, t)  # the operator resumed the left arm only
+    assert loop.homing == {"left": False, "right": True}
+    loop.solve(t)
+    assert {s: a.status for s, a in loop.arms.items()} == {"left": "ok", "right": "homing"}
+    # the left arm's own speed cap restarts from where homing left it
+    assert np.linalg.norm(shaped_position(loop, "left") - here) == pytest.approx(loop.workspace.max_linear_speed_m_s * loop.ik.dt)
+
+
+def test_stale_feedback_stops_homing_and_it_does_not_resume():
+    loop = reset_requested()
+    t, cmd = 0, None
+    for _ in range(3):
+        t += 10 * MS
+        track(loop, t, cmd, OFFSET)
+        cmd = loop.solve(t)
+    assert loop.arms["left"].status == "homing"
+    late = t + int(loop.config.joint_state_timeout_s * 1e9) + loop.period_ns  # no joint states since t
+    stopped = loop.solve(late)
+    assert stopped["status"] == "hold" and {a.status for a in loop.arms.values()} == {"stale_feedback"}
+    np.testing.assert_array_equal(stopped["q_ref"], cmd["q_ref"])
+    assert not any(loop.homing.values())
+    track(loop, late + 10 * MS, cmd, OFFSET)  # feedback is back
+    assert loop.solve(late + 10 * MS)["status"] == "hold"
+
+
+def test_a_latched_estop_stops_homing_and_refuses_a_reset_with_it():
+    loop = reset_requested()
+    track(loop, 10 * MS, None, OFFSET)
+    assert loop.solve(10 * MS)["status"] == "ok"
+    assert not loop.on_teleop_state(teleop_state(3, estop=True))
+    assert not any(loop.homing.values())
+    assert not loop.on_teleop_state(teleop_state(4, estop=True))
+    assert not any(loop.homing.values())
+    track(loop, 20 * MS, None, OFFSET)
+    assert loop.solve(20 * MS)["status"] == "hold"
+
+
+def test_home_grip_poses_are_the_grip_poses_of_the_home_configuration():
+    loop = started(0, OFFSET)
+    loop.on_lift(lift(0.45))
+    poses = loop.home_grip_poses()
+    loop.ik.reset(HOME)
+    for s in ("left", "right"):
+        np.testing.assert_allclose(poses[s].position, loop.ik.grip_pose(s).position, atol=1e-12)
+        assert abs(float(np.dot(poses[s].orientation, loop.ik.grip_pose(s).orientation))) == pytest.approx(1.0)
