@@ -1,10 +1,12 @@
 """ik node: arm targets -> guarded joint references for both arms.
 
 Inputs: ``arm_targets`` (ArmTargets, grip targets in base_link), ``joint_states``
-(JointState of the 14 arm + gripper joints), ``lift`` (LiftState) and ``tick``
+(JointState of the 14 arm + gripper joints), ``lift`` (LiftState),
+``teleop_state`` (TeleopState: reset requests and the e-stop) and ``tick``
 (dora timer, e.g. dora/timer/millis/10).
 Outputs: ``joint_commands`` (JointCommands: the 14 joints' q_ref, feedforward
-dq_ref, status "ok" / "hold" / "failed"), ``journal`` (InputJournal, see
+dq_ref, status "ok" / "hold" / "failed"; per-arm reasons in the metadata
+``left_status`` / ``right_status``), ``journal`` (InputJournal, see
 nodes/node_journal.py) and ``diagnostics``.
 
 The reference starts from the first valid joint state (and lift state) and is
@@ -15,6 +17,9 @@ its target is invalid or stale, or the joint feedback is stale; a failed QP
 holds both arms on the last good reference with zero feedforward. A holding
 arm measured farther than ``resync_threshold_rad`` from its reference (moved by
 hand, sagged with torque off) restarts its reference from the measurement.
+Each increase of the teleop ``reset_count`` (after the first TeleopState, which
+sets the baseline) homes both arms through the IK (status "homing"; see
+operators/ik_loop.py).
 
 Args: ``--config`` IK YAML (default: shipped alohamini2/ik.yaml).
 """
@@ -68,7 +73,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         io.send("joint_commands", "JointCommands", cmd, meta)
 
     while (batch := io.next_batch()) is not None:
-        for event in newest_per_input(batch, {"tick", "joint_states", "lift", "arm_targets"}):
+        for event in newest_per_input(batch, {"tick", "joint_states", "lift", "arm_targets", "teleop_state"}):
             if event["type"] != "INPUT":
                 continue  # STOP / INPUT_CLOSED: keep draining until the stream ends
             eid = event["id"]
@@ -83,6 +88,13 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                 msg = io.decode(event, "LiftState")
                 if msg is not None:
                     loop.on_lift(msg)
+            elif eid == "teleop_state":
+                msg = io.decode(event, "TeleopState")
+                if msg is not None:
+                    try:
+                        loop.on_teleop_state(msg)
+                    except MessageError as exc:
+                        io.reject(f"teleop_state: {exc}")
             elif eid == "arm_targets":
                 msg = io.decode(event, "ArmTargets")
                 if msg is None:
@@ -106,7 +118,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
             io.diag.set_status("warn", "waiting for joint_states and lift")
         elif loop.last_result is not None and loop.last_result.status == "failed":
             io.diag.set_status("error", loop.last_result.error)
-        elif any(a.status != "ok" for a in loop.arms.values()):
+        elif any(a.status not in ("ok", "homing") for a in loop.arms.values()):
             io.diag.set_status("warn", ", ".join(f"{s}: {a.status}" for s, a in loop.arms.items()))
         else:
             io.diag.set_status("ok", "")

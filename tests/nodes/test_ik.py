@@ -1,4 +1,5 @@
-"""ik node with dora.testing.MockNode: start-up, tracking, holds, rejection, rate cap."""
+"""ik node with dora.testing.MockNode: start-up, tracking, holds, rejection, rate cap,
+homing on a teleop reset request."""
 
 from __future__ import annotations
 
@@ -34,6 +35,12 @@ class SteppedNode(MockNode):
         super().__init__([(i, v) for _, i, v in timed_inputs])
         self._times = [t for t, _, _ in timed_inputs]
         self._clock = clock
+        self.command_metadata: list[dict] = []
+
+    def send_output(self, output_id, data, metadata=None):
+        if output_id == "joint_commands":
+            self.command_metadata.append(dict(metadata or {}))
+        return super().send_output(output_id, data, metadata)
 
     def next(self, timeout=None):
         ev = super().next(timeout)
@@ -72,12 +79,23 @@ GRIP_POS = {s: _LOOP.ik.grip_pose(s).position for s in ("left", "right")}
 GRIP_QUAT = list(_LOOP.ik.grip_pose("left").orientation)
 
 
-def run(timed_inputs):
+def teleop_state(t_ns: int, reset_count: int, estop: bool = False) -> pa.Array:
+    return encode("TeleopState", dict(stamp_ns=t_ns, estop_latched=estop, arms_paused=True, left_clutched=False,
+                                      right_clutched=False, left_slow=False, right_slow=False, left_pinch="full",
+                                      right_pinch="full", reset_count=reset_count, events=[]))
+
+
+def run_node(timed_inputs):
     clock = Clock()
     node = SteppedNode(timed_inputs, clock)
     ik_node.main([], node=node, clock=clock)
     cmds = [decode("JointCommands", a) for a in node.outputs.get("joint_commands", [])]
     diags = [decode("Diagnostics", a) for a in node.outputs.get("diagnostics", [])]
+    return cmds, diags, node.command_metadata
+
+
+def run(timed_inputs):
+    cmds, diags, _ = run_node(timed_inputs)
     return cmds, diags
 
 
@@ -252,3 +270,29 @@ def test_small_tracking_lag_does_not_resync():
     q = dict(zip(cmds[-1]["names"], cmds[-1]["q_ref"]))
     assert q["left_shoulder_lift"] == pytest.approx(HOME["left_shoulder_lift"])
     assert json.loads(diags[-1]["details_json"])["resyncs"] == 0
+
+
+def test_a_teleop_reset_request_homes_the_arms_with_status_homing():
+    offset = dict(HOME, left_shoulder_lift=HOME["left_shoulder_lift"] - 0.4, right_elbow_flex=HOME["right_elbow_flex"] + 0.3)
+    home = np.array([HOME[n] for n in ARM])
+    inputs = [(0, "lift", lift(0)), (0, "joint_states", joints(0, offset)),
+              (5 * MS, "teleop_state", teleop_state(5 * MS, 4)),  # the first state: baseline only
+              (10 * MS, "joint_states", joints(10 * MS, offset)), (10 * MS, "tick", tick()),
+              (15 * MS, "teleop_state", teleop_state(15 * MS, 5))]  # one reset request
+    for k in range(2, 32):
+        t = k * 10 * MS
+        inputs += [(t, "joint_states", joints(t, offset)), (t, "tick", tick())]
+    inputs.append((330 * MS, "teleop_state", teleop_state(330 * MS, -1)))
+    cmds, diags, meta = run_node(inputs)
+    assert meta[0]["left_status"] == meta[0]["right_status"] == "no_target" and cmds[0]["status"] == "hold"
+    assert all(m["left_status"] == m["right_status"] == "homing" for m in meta[1:])
+    assert all(c["status"] == "ok" for c in cmds[1:])
+    dq = np.array([c["dq_ref"] for c in cmds])
+    assert np.max(np.abs(dq)) <= 1.5 + 1e-9
+    home_grips = fk(home, ARM)
+    gap = [max(np.linalg.norm(g[s] - home_grips[s]) for s in g) for g in (fk(c["q_ref"], ARM) for c in cmds)]
+    assert gap[-1] < 0.5 * gap[0] and gap[-1] > 0.005  # on its way home, not there at once
+    details = json.loads(diags[-1]["details_json"])
+    assert details["resets"] == 1 and details["homing"] == {"left": True, "right": True}
+    assert diags[-1]["level"] == "ok"  # homing is the robot's own motion, not a fault
+    assert diags[-1]["rejected"] == 1 and "reset_count" in diags[-1]["last_error"]
