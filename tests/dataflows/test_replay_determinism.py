@@ -4,7 +4,8 @@ Two replays of one recording:
 
 * exact (``--live teleop,ik,scan_merger --exact``): every other node is
   replayed, the three control nodes follow their recorded input journals,
-  and every output they recorded comes out again byte-equal, in order;
+  and every output they recorded comes out again byte-equal, in order (the
+  run includes a reset chord, so the ik's homing is replayed too);
 * plain (sources xr, sim, lift, base replayed with ``--stamps recorded``;
   teleop, ik and arms live without journals): every replayed topic arrives
   complete and byte-equal, and ``arms`` (a per-message transform of the sim
@@ -24,7 +25,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from teledora.models import load_profile
 from teledora.nodes.node_journal import load_journal
+from teledora.operators.messages import decode
 from teledora.recording import MANIFEST_NAME, RunReader, value_digest
 
 pytestmark = pytest.mark.dataflow
@@ -36,8 +39,9 @@ FOLLOWERS = ("teleop", "ik", "scan_merger")
 WANT = {"xr__controllers": 200, "sim__joint_states": 100, "arms__joint_states": 50, "scan_merger__scan": 20, "teleop__arm_targets": 50}
 
 
-# A short operator script: arms move and grip, the base drives and turns, so
-# that teleop, ik and scan_merger all have work; then the run ends by itself.
+# A short operator script: arms move and grip, the base drives and turns, two
+# X+Y+A+B chords reset the robot (the ik homes the arms), so that teleop, ik
+# and scan_merger all have work; then the run ends by itself.
 SHORT_SCRIPT = """
 hand_origin_m:
   left: [0.30, 0.20, 1.00]
@@ -48,10 +52,22 @@ keyframes:
     left: {offset_m: [0.05, 0.04, 0.06], rpy_deg: [15, 0, 0]}
     right: {offset_m: [0.05, -0.04, 0.06], rpy_deg: [-15, 0, 0], trigger: 1.0}
   - t_s: 3.0
-    left: {stick: [0.0, -0.8]}
-    right: {stick: [-0.8, 0.0]}
-  - {t_s: 5.0}
-  - {t_s: 6.0}
+    left: {offset_m: [0.05, 0.04, 0.06], rpy_deg: [15, 0, 0], stick: [0.0, -0.8]}
+    right: {offset_m: [0.05, -0.04, 0.06], rpy_deg: [-15, 0, 0], stick: [-0.8, 0.0]}
+  - t_s: 5.0
+    left: {offset_m: [0.05, 0.04, 0.06], rpy_deg: [15, 0, 0]}
+    right: {offset_m: [0.05, -0.04, 0.06], rpy_deg: [-15, 0, 0]}
+  - t_s: 5.2
+    left: {offset_m: [0.05, 0.04, 0.06], rpy_deg: [15, 0, 0], primary: 1, secondary: 1}
+    right: {offset_m: [0.05, -0.04, 0.06], rpy_deg: [-15, 0, 0], primary: 1, secondary: 1}
+  - t_s: 5.5
+    left: {offset_m: [0.05, 0.04, 0.06], rpy_deg: [15, 0, 0]}
+    right: {offset_m: [0.05, -0.04, 0.06], rpy_deg: [-15, 0, 0]}
+  - t_s: 5.8
+    left: {offset_m: [0.05, 0.04, 0.06], rpy_deg: [15, 0, 0], primary: 1, secondary: 1}
+    right: {offset_m: [0.05, -0.04, 0.06], rpy_deg: [-15, 0, 0], primary: 1, secondary: 1}
+  - {t_s: 6.1}
+  - {t_s: 10.0}
 """
 
 
@@ -145,6 +161,20 @@ def test_journaled_nodes_reproduce_every_recorded_output_byte_for_byte(replayed_
             want = digests(original, topic)
             assert journaled[original.sources()[topic][1]] == len(want), topic  # the recording lost nothing
             assert want and digests(again, topic) == want, topic
+
+
+def test_the_reset_chord_homed_the_arms_in_the_recorded_run(recorded):
+    _, run, _ = recorded
+    reader = RunReader(run)
+    states = [decode("TeleopState", m.value) for m in reader.iter_topic("teleop__state")]
+    assert states[-1]["reset_count"] == 1
+    commands = list(reader.iter_topic("ik__joint_commands"))
+    statuses = [json.loads(m.metadata or "{}").get("left_status") for m in commands]
+    assert "homing" in statuses
+    last = decode("JointCommands", commands[-1].value)
+    home = load_profile().home_q()
+    errors = {n: abs(q - home[n]) for n, q in zip(last["names"], last["q_ref"]) if not n.endswith("gripper")}
+    assert max(errors.values()) < 0.02, errors
 
 
 def test_exact_replay_keeps_the_recorded_stamps(replayed_exactly):
