@@ -5,9 +5,16 @@
 with a deadline. One request/reply exchange is a transaction; each holds an
 exclusive ``flock`` on the port, so several processes (the base, lift and left
 arm nodes all sit on the left bus) can share one bus without interleaving
-bytes. A reply with a bad checksum is dropped and the transaction retried
-(``retries`` times); a servo that does not answer raises
-:class:`ServoTimeoutError` naming it.
+bytes. A reply with a bad checksum, or with another parameter count than the
+request asks for, is dropped and the transaction retried (``retries`` times); a
+servo that does not answer raises :class:`ServoTimeoutError` naming it.
+
+Status packets carry no trace of the request they answer, so a reply that
+arrives after its transaction gave up could pass for the next one's. After an
+attempt that timed out or saw bad bytes the bus is *dirty*: before the next
+request it reads and discards (and counts) what arrives until the servos that
+owed a reply have sent it or had ``settle_max_s`` to do so, and the line has
+then been quiet for a guard interval. Clean transactions never wait.
 """
 
 from __future__ import annotations
@@ -24,6 +31,17 @@ from typing import Any, Iterable, Mapping
 import serial
 
 from teledora.operators import feetech_protocol as fp
+
+# Quiet-line guard before a request on a dirty bus. A servo starts its reply at
+# most RETURN_DELAY after the request or the previous servo's reply (register 7,
+# 2 µs units, at most 254); a USB bridge may then hand the whole frame over only
+# once it is on the wire, in 1 ms USB frames. No byte for longer than that: no
+# reply is in flight.
+RETURN_DELAY_MAX_S = 254 * 2e-6
+USB_FRAME_S = 1e-3
+STATUS_OVERHEAD = 6  # header 2, id, length, error, checksum
+MAX_PARAMS = 250  # longest reply when the request does not say
+BITS_PER_BYTE = 10  # start + 8 data + stop
 
 
 class FeetechBusError(RuntimeError):
@@ -43,12 +61,21 @@ class ReplyChecksumError(FeetechBusError):
     """Replies kept arriving with bad checksums after all retries."""
 
 
+class ReplyLengthError(FeetechBusError):
+    """Replies kept carrying another parameter count than requested after all retries."""
+
+
 @dataclass
 class BusStats:
     transactions: int = 0
     retries: int = 0
     timeouts: int = 0
     checksum_errors: int = 0
+    length_errors: int = 0  # status packets with the wrong parameter count, rejected
+    settles: int = 0  # requests that first waited for a dirty bus to go quiet
+    late_replies: int = 0  # status packets discarded while settling
+    late_bytes: int = 0  # bytes discarded while settling (those packets included)
+    unsettled: int = 0  # settles cut at their bound with the line still talking
     status_errors: dict[int, int] = field(default_factory=dict)
 
 
@@ -60,17 +87,23 @@ class FeetechBus:
         baud_rate: Line rate (servos default to 1 Mbaud).
         timeout_s: Deadline for the replies of one transaction.
         retries: Extra attempts after a timeout or a corrupt reply.
+        settle_max_s: After a failed attempt, how long its silent servos may
+            still answer late (default ``timeout_s``); bounds the settle wait.
     """
 
-    def __init__(self, port: str, baud_rate: int = 1_000_000, timeout_s: float = 0.02, retries: int = 1) -> None:
+    def __init__(self, port: str, baud_rate: int = 1_000_000, timeout_s: float = 0.02, retries: int = 1,
+                 settle_max_s: float | None = None) -> None:
         self.port = port
         self.baud_rate = baud_rate
         self.timeout_s = timeout_s
         self.retries = retries
+        self.settle_max_s = timeout_s if settle_max_s is None else settle_max_s
         self.stats = BusStats()
         self._serial: serial.Serial | None = None
         self._fd = -1
         self._rx = bytearray()
+        # dirty-bus state: None when clean, else (owed ids, when they are given up, guard)
+        self._dirty: tuple[set[int], float, float] | None = None
 
     # ---- connection ----------------------------------------------------
     def connect(self) -> None:
@@ -102,11 +135,18 @@ class FeetechBus:
         return self._serial is not None
 
     # ---- transactions --------------------------------------------------
-    def _collect(self, expected: list[int], deadline: float) -> tuple[dict[int, fp.Packet], bool]:
-        """Reads replies until every expected id answered or the deadline passes."""
+    def _collect(self, expected: list[int], deadline: float,
+                 reply_size: int | None) -> tuple[dict[int, fp.Packet], set[int], bool, dict[int, int]]:
+        """Reads replies until every expected id answered or the deadline passes.
+
+        Returns (accepted packets, ids heard from at all, corrupt bytes seen,
+        {id: parameter count} of replies rejected for their length).
+        """
         got: dict[int, fp.Packet] = {}
+        heard: set[int] = set()
+        wrong_length: dict[int, int] = {}
         corrupt = False
-        while len(got) < len(expected):
+        while len(heard) < len(expected):
             while True:
                 try:
                     pkt, used = fp.decode_packet(bytes(self._rx))
@@ -114,6 +154,8 @@ class FeetechBus:
                     self.stats.checksum_errors += 1
                     corrupt = True
                     start = max(0, self._rx.find(fp.HEADER))
+                    if len(self._rx) > start + 2 and self._rx[start + 2] in expected:
+                        heard.add(self._rx[start + 2])  # its reply is in, though unreadable
                     del self._rx[: start + (fp.frame_length(bytes(self._rx[start:])) or 2)]
                     continue
                 except fp.FeetechProtocolError:
@@ -122,12 +164,19 @@ class FeetechBus:
                 del self._rx[:used]
                 if pkt is None:
                     break
-                if pkt.servo_id in expected and pkt.servo_id not in got:
-                    got[pkt.servo_id] = pkt
-                    if pkt.code:
-                        self.stats.status_errors[pkt.servo_id] = self.stats.status_errors.get(pkt.servo_id, 0) + 1
-            if len(got) == len(expected) or corrupt:
-                break  # a corrupt reply: retry at once rather than wait out the deadline
+                if pkt.servo_id not in expected or pkt.servo_id in heard:
+                    continue
+                heard.add(pkt.servo_id)
+                if reply_size is not None and len(pkt.params) != reply_size:
+                    # not the answer to this request (a stale one, or garbled): not answered this attempt
+                    self.stats.length_errors += 1
+                    wrong_length[pkt.servo_id] = len(pkt.params)
+                    continue
+                got[pkt.servo_id] = pkt
+                if pkt.code:
+                    self.stats.status_errors[pkt.servo_id] = self.stats.status_errors.get(pkt.servo_id, 0) + 1
+            if len(heard) == len(expected) or corrupt:
+                break  # a corrupt reply: retry (once the line is quiet) rather than wait out the deadline
             left = deadline - time.monotonic()
             if left <= 0:
                 break
@@ -137,20 +186,72 @@ class FeetechBus:
                     self._rx.extend(os.read(self._fd, 4096))
                 except BlockingIOError:
                     pass
-        return got, corrupt
+        return got, heard, corrupt, wrong_length
 
-    def transact(self, request: bytes, expected: list[int], what: str) -> dict[int, fp.Packet]:
+    def _settle(self) -> None:
+        """Discards late bytes until the dirty bus has gone quiet (see the module doc)."""
+        assert self._dirty is not None
+        owed, owed_until, guard = self._dirty
+        self._dirty = None
+        self.stats.settles += 1
+        start = last_rx = time.monotonic()
+        hard_end = start + self.settle_max_s + guard  # a line that never goes quiet
+        late = self._rx  # what the failed attempt left unread counts as late too
+        self.stats.late_bytes += len(late)
+        while True:
+            while True:  # count (and strip) the whole packets received so far
+                try:
+                    pkt, used = fp.decode_packet(bytes(late))
+                except fp.FeetechProtocolError:
+                    del late[: max(2, late.find(fp.HEADER) + 2)]
+                    continue
+                del late[:used]
+                if pkt is None:
+                    break
+                self.stats.late_replies += 1
+                owed.discard(pkt.servo_id)
+            now = time.monotonic()
+            wait_until = max(last_rx + guard, owed_until if owed else 0.0)
+            if now >= wait_until:
+                break
+            if now >= hard_end:
+                self.stats.unsettled += 1
+                break
+            ready, _, _ = select.select([self._fd], [], [], min(wait_until, hard_end) - now)
+            if ready:
+                try:
+                    chunk = os.read(self._fd, 4096)
+                except BlockingIOError:
+                    chunk = b""
+                if chunk:
+                    last_rx = time.monotonic()
+                    self.stats.late_bytes += len(chunk)
+                    late.extend(chunk)
+
+    def _guard_s(self, reply_size: int | None) -> float:
+        """Quiet time that proves no reply of ``reply_size`` parameters is still coming."""
+        frame = STATUS_OVERHEAD + (MAX_PARAMS if reply_size is None else reply_size)
+        return RETURN_DELAY_MAX_S + USB_FRAME_S + frame * BITS_PER_BYTE / self.baud_rate
+
+    def transact(self, request: bytes, expected: list[int], what: str,
+                 reply_size: int | None = None) -> dict[int, fp.Packet]:
         """Sends ``request`` and returns the status packets of ``expected`` ids.
+
+        Args:
+            reply_size: Parameter count every reply must have (None: any);
+                a reply with another count is rejected.
 
         Raises:
             ServoTimeoutError: some expected servo never answered.
             ReplyChecksumError: replies were corrupt on every attempt.
+            ReplyLengthError: replies had the wrong parameter count on every attempt.
             FeetechBusError: the port is closed or failed.
         """
         if self._serial is None:
             raise FeetechBusError(f"bus {self.port} is not connected")
-        last_missing: list[int] = []
+        silent: list[int] = []
         corrupt = False
+        wrong_length: dict[int, int] = {}
         for attempt in range(self.retries + 1):
             if attempt:
                 self.stats.retries += 1
@@ -158,51 +259,56 @@ class FeetechBus:
             try:
                 fcntl.flock(self._fd, fcntl.LOCK_EX)
                 try:
+                    if self._dirty is not None:
+                        self._settle()
                     self._serial.reset_input_buffer()
                     self._rx.clear()
                     os.write(self._fd, request)
                     if not expected:
                         return {}
-                    got, corrupt = self._collect(expected, time.monotonic() + self.timeout_s)
+                    got, heard, corrupt, wrong_length = self._collect(
+                        expected, time.monotonic() + self.timeout_s, reply_size)
+                    if len(got) < len(expected) or corrupt:
+                        owed = {i for i in expected if i not in heard}
+                        self._dirty = (owed, time.monotonic() + self.settle_max_s, self._guard_s(reply_size))
                 finally:
                     fcntl.flock(self._fd, fcntl.LOCK_UN)
             except OSError as exc:
                 raise FeetechBusError(f"bus {self.port} failed during {what}: {exc}") from exc
             if len(got) == len(expected):
                 return got
-            last_missing = [i for i in expected if i not in got]
+            silent = [i for i in expected if i not in got and i not in wrong_length]
         if corrupt:
             raise ReplyChecksumError(f"{what}: corrupt replies (bad checksum) from {self.port} after {self.retries + 1} attempts")
+        if not silent:
+            sid, n = next(iter(wrong_length.items()))
+            raise ReplyLengthError(f"{what}: servo id {sid} on {self.port} answered {n} parameter bytes, "
+                                   f"expected {reply_size} (after {self.retries + 1} attempts)")
         self.stats.timeouts += 1
-        raise ServoTimeoutError(last_missing, what, self.port, self.timeout_s)
+        raise ServoTimeoutError(silent, what, self.port, self.timeout_s)
 
     # ---- servo operations ----------------------------------------------
     def ping(self, servo_id: int) -> int:
         """Pings a servo and returns its model number."""
-        self.transact(fp.ping(servo_id), [servo_id], "PING")
+        self.transact(fp.ping(servo_id), [servo_id], "PING", reply_size=0)
         return self.read(servo_id, "Model_Number")
 
     def read(self, servo_id: int, name: str) -> int:
         reg = fp.register(name)
-        pkt = self.transact(fp.read(servo_id, reg.address, reg.size), [servo_id], f"READ {name}")[servo_id]
+        pkt = self.transact(fp.read(servo_id, reg.address, reg.size), [servo_id], f"READ {name}", reg.size)[servo_id]
         return fp.decode_register(name, pkt.params)
 
     def write(self, servo_id: int, name: str, value: int) -> None:
         reg = fp.register(name)
-        self.transact(fp.write(servo_id, reg.address, fp.encode_register(name, value)), [servo_id], f"WRITE {name}")
+        self.transact(fp.write(servo_id, reg.address, fp.encode_register(name, value)), [servo_id], f"WRITE {name}",
+                      reply_size=0)
 
     def sync_read(self, servo_ids: Iterable[int], names: Iterable[str]) -> dict[int, dict[str, int]]:
         """One SYNC_READ of the contiguous block covering ``names``, decoded per servo."""
         ids, names = list(servo_ids), list(names)
         start, size = fp.span(names)
-        replies = self.transact(fp.sync_read(ids, start, size), ids, f"SYNC_READ {','.join(names)}")
-        out = {}
-        for i in ids:
-            block = replies[i].params
-            if len(block) != size:
-                raise FeetechBusError(f"servo id {i} answered {len(block)} bytes, expected {size}")
-            out[i] = {n: fp.slice_register(n, start, block) for n in names}
-        return out
+        replies = self.transact(fp.sync_read(ids, start, size), ids, f"SYNC_READ {','.join(names)}", size)
+        return {i: {n: fp.slice_register(n, start, replies[i].params) for n in names} for i in ids}
 
     def sync_write(self, name: str, values: Mapping[int, int]) -> None:
         """One SYNC_WRITE of register ``name`` (no replies)."""

@@ -12,8 +12,13 @@ status packet per listed servo, in order) and SYNC_WRITE (no reply). Requests
 with a bad checksum are ignored, as real servos do.
 
 Failure switches: ``mute(id)`` (the servo stops answering), ``corrupt_replies``
-(flip the checksum of the next N replies), ``FakeServo.model.load_current_ma``
+(flip the checksum of the next N replies), ``wrong_length_replies`` (the next N
+replies carry one parameter byte too many, with a valid checksum),
+``FakeServo.reply_delay_s`` / ``delay_next_reply(id, s)`` (the servo answers late,
+always or once: a slow servo or a loaded bus), ``FakeServo.model.load_current_ma``
 (an external load raising the current), ``error_bits`` (status error byte).
+A late servo holds up the servos after it in a SYNC_READ and the requests after
+it, as on a half-duplex wire.
 
 The framing is written here from the protocol description, separately from
 ``teledora.operators.feetech_protocol``, so the two check each other.
@@ -83,6 +88,8 @@ class FakeServo:
     model: SimulatedServo = field(default_factory=SimulatedServo)
     error_bits: int = 0
     muted: bool = False
+    reply_delay_s: float = 0.0
+    next_delays: list[float] = field(default_factory=list)  # one-shot delays, used before reply_delay_s
     registers: bytearray = field(default_factory=lambda: bytearray(256))
 
     def __post_init__(self) -> None:
@@ -143,6 +150,7 @@ class FakeFeetechBus:
         self.byte_time_s = 10.0 / baud_rate
         self.emulate_wire_time = emulate_wire_time
         self.corrupt_replies = 0
+        self.wrong_length_replies = 0
         self.bad_requests = 0
         self.requests: list[tuple[int, int, bytes]] = []  # (id, instruction, params)
         self.lock = threading.RLock()
@@ -173,6 +181,11 @@ class FakeFeetechBus:
 
     def mute(self, servo_id: int, muted: bool = True) -> None:
         self.servos[servo_id].muted = muted
+
+    def delay_next_reply(self, servo_id: int, delay_s: float) -> None:
+        """The servo's next reply leaves ``delay_s`` late (once)."""
+        with self.lock:
+            self.servos[servo_id].next_delays.append(delay_s)
 
     def advance(self) -> None:
         """Steps every motor to now (called before each answer)."""
@@ -244,44 +257,66 @@ class FakeFeetechBus:
                     continue
                 self._handle(frame[2], frame[4], frame[5:-1], len(frame))
 
-    def _reply(self, servo: FakeServo, params: bytes) -> bytes:
+    def _reply(self, servo: FakeServo, params: bytes) -> tuple[float, bytes]:
+        """(delay before it, frame) of one status reply."""
+        if self.wrong_length_replies > 0:
+            self.wrong_length_replies -= 1
+            params += b"\x00"
         frame = bytearray(_frame(servo.servo_id, servo.error_bits, params))
         if self.corrupt_replies > 0:
             self.corrupt_replies -= 1
             frame[-1] ^= 0xA5
-        return bytes(frame)
+        delay = servo.next_delays.pop(0) if servo.next_delays else servo.reply_delay_s
+        return delay, bytes(frame)
 
     def _handle(self, servo_id: int, instr: int, params: bytes, request_len: int) -> None:
         self.advance()
-        out = bytearray()
+        out: list[tuple[float, bytes]] = []
         with self.lock:
             self.requests.append((servo_id, instr, params))
             target = self.servos.get(servo_id)
             if instr == 0x01 and target and not target.muted:
-                out += self._reply(target, b"")
+                out.append(self._reply(target, b""))
             elif instr == 0x02 and target and not target.muted and len(params) == 2:
                 addr, n = params
-                out += self._reply(target, bytes(target.registers[addr : addr + n]))
+                out.append(self._reply(target, bytes(target.registers[addr : addr + n])))
             elif instr == 0x03 and target and len(params) >= 2:
                 if not target.muted:
                     target.absorb(params[0], params[1:])
-                    out += self._reply(target, b"")
+                    out.append(self._reply(target, b""))
             elif instr == 0x82 and servo_id == 0xFE and len(params) >= 3:
                 addr, n = params[0], params[1]
                 for sid in params[2:]:
                     s = self.servos.get(sid)
                     if s and not s.muted:
-                        out += self._reply(s, bytes(s.registers[addr : addr + n]))
+                        out.append(self._reply(s, bytes(s.registers[addr : addr + n])))
             elif instr == 0x83 and servo_id == 0xFE and len(params) >= 3:
                 addr, n = params[0], params[1]
                 for i in range(2, len(params) - n, n + 1):
                     s = self.servos.get(params[i])
                     if s and not s.muted:
                         s.absorb(addr, params[i + 1 : i + 1 + n])
-        if out:
-            if self.emulate_wire_time:
-                time.sleep((request_len + len(out)) * self.byte_time_s)
-            os.write(self._master, bytes(out))
+        if not out:
+            return
+        if self.emulate_wire_time:
+            time.sleep((request_len + sum(len(f) for _, f in out)) * self.byte_time_s)
+        pending = bytearray()
+        for delay, frame in out:
+            if delay > 0:  # what the servos before it said is on the wire already
+                if pending:
+                    self._send(bytes(pending))
+                    pending.clear()
+                if self._stop.wait(delay):
+                    return
+            pending += frame
+        self._send(bytes(pending))
+
+    def _send(self, data: bytes) -> None:
+        try:
+            os.write(self._master, data)
+        except OSError:
+            if not self._stop.is_set():
+                raise
 
 
 def arm_servos(ids=range(1, 8), model_number: int = 777) -> list[FakeServo]:
