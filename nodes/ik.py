@@ -72,29 +72,25 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         meta = {f"{s}_status": loop.arms[s].status for s in SIDES}
         io.send("joint_commands", "JointCommands", cmd, meta)
 
+    # inputs that only update the loop's state: (kind, handler raising MessageError)
+    state_inputs = {
+        "joint_states": ("JointState", loop.on_joint_states),
+        "lift": ("LiftState", loop.on_lift),
+        "teleop_state": ("TeleopState", loop.on_teleop_state),
+    }
     while (batch := io.next_batch()) is not None:
         for event in newest_per_input(batch, {"tick", "joint_states", "lift", "arm_targets", "teleop_state"}):
             if event["type"] != "INPUT":
                 continue  # STOP / INPUT_CLOSED: keep draining until the stream ends
             eid = event["id"]
-            if eid == "joint_states":
-                msg = io.decode(event, "JointState")
+            if eid in state_inputs:
+                kind, handler = state_inputs[eid]
+                msg = io.decode(event, kind)
                 if msg is not None:
                     try:
-                        loop.on_joint_states(msg)
+                        handler(msg)
                     except MessageError as exc:
-                        io.reject(f"joint_states: {exc}")
-            elif eid == "lift":
-                msg = io.decode(event, "LiftState")
-                if msg is not None:
-                    loop.on_lift(msg)
-            elif eid == "teleop_state":
-                msg = io.decode(event, "TeleopState")
-                if msg is not None:
-                    try:
-                        loop.on_teleop_state(msg)
-                    except MessageError as exc:
-                        io.reject(f"teleop_state: {exc}")
+                        io.reject(f"{eid}: {exc}")
             elif eid == "arm_targets":
                 msg = io.decode(event, "ArmTargets")
                 if msg is None:
