@@ -37,7 +37,7 @@ import yaml
 from teledora import models
 from teledora.nodes.base_node import add_config_arg, load_drive_config, parse_args
 from teledora.nodes.dora_io import NodeIO, make_node, newest_per_input, next_batch, node_id
-from teledora.nodes.feetech_bus import FeetechBus, FeetechBusError
+from teledora.nodes.feetech_bus import BusStats, FeetechBus, FeetechBusError
 from teledora.operators import feetech_protocol as fp
 from teledora.operators.current_protection import CurrentHoldLimiter, OvercurrentTrip
 from teledora.operators.drive_config import ArmsConfig, DriveConfig
@@ -202,7 +202,7 @@ def run_arms(io: NodeIO, arms: list[ArmServos], config: DriveConfig, clock: Call
                     io.diag.details = {
                         "current_ma": {j: round(c, 1) for j, c in cur.items()},
                         "holds": sorted([*grip_limiter.holds, *joint_limiter.holds]),
-                        "bus_retries": sum(a.bus.stats.retries for a in arms),
+                        "bus": BusStats.totals([a.bus.stats for a in arms]),
                     }
                     for msg_text in grip_limiter.events + joint_limiter.events:
                         io.log("warn", msg_text)

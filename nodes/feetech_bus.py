@@ -78,6 +78,13 @@ class BusStats:
     unsettled: int = 0  # settles cut at their bound with the line still talking
     status_errors: dict[int, int] = field(default_factory=dict)
 
+    COUNTERS = ("transactions", "retries", "timeouts", "checksum_errors", "length_errors", "late_replies", "unsettled")
+
+    @classmethod
+    def totals(cls, stats: "list[BusStats]") -> dict[str, int]:
+        """The counters a node reports in diagnostics, summed over its buses."""
+        return {name: sum(getattr(s, name) for s in stats) for name in cls.COUNTERS}
+
 
 class FeetechBus:
     """A Feetech bus on one serial port.

@@ -1,5 +1,6 @@
 """arms node (Feetech variant): two pty buses, joint commands, current protection."""
 
+import json
 import math
 import sys
 from pathlib import Path
@@ -127,3 +128,13 @@ def test_no_servo_targets_and_no_goal_writes_without_a_command():
     assert len(node.outputs["joint_states"]) == 5
     # the only goal ever written is the present position, at connect
     assert [int.from_bytes(g, "little") for g in goals] == [1500]
+
+
+def test_bus_counters_reach_the_diagnostics():
+    clock = FakeClock()
+    with FakeFeetechBus(arm_servos(), clock=clock) as left, FakeFeetechBus(arm_servos(), clock=clock) as right:
+        script = ticks(3) + [("tick", TICK, 0.01, lambda: setattr(left, "wrong_length_replies", 1))] + ticks(3)
+        node = run(script, clock, left, right)
+    bus = json.loads(node.outputs_decoded("diagnostics", "Diagnostics")[-1]["details_json"])["bus"]
+    assert bus["length_errors"] == 1 and bus["retries"] == 1 and bus["timeouts"] == 0
+    assert bus["transactions"] > 6
