@@ -11,7 +11,7 @@ nodes/node_journal.py) and ``diagnostics``.
 
 The reference starts from the first valid joint state (and lift state) and is
 then integrated by the IK itself. A new arm_targets is solved at once unless a
-solve already ran within the last control period (then the next tick solves);
+solve ran within the last ``min_solve_spacing_s`` (then the next tick solves);
 ticks keep solving towards the last targets. An arm holds when it is disabled,
 its target is invalid or stale, or the joint feedback is stale; a failed QP
 holds both arms on the last good reference with zero feedforward. A holding

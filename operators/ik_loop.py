@@ -3,9 +3,11 @@
 Takes joint states, lift states and arm targets (decoded message mappings) with
 host times passed in by the caller, and runs the bimanual IK on them. The
 reference starts from the first joint state once the lift height is known and
-is then integrated by the IK itself. A new target solves at once unless a solve
-ran within the last 0.9 control periods (then it is left pending for the next
-tick). An arm holds when it is disabled, its target is invalid or stale, or the
+is then integrated by the IK itself. A new target solves at once (its latency
+is the solve, not the wait for a tick) unless a solve ran within the last
+``min_solve_spacing_s`` (then it is left pending for the next tick); ticks
+solve when nothing solved for 0.9 control periods. Each solve steps by the
+real time since the previous one, so the caps hold in real time. An arm holds when it is disabled, its target is invalid or stale, or the
 joint feedback is stale; a failed QP holds both arms. A holding arm measured
 farther than ``resync_threshold_rad`` from its reference restarts from the
 measurement, so enabling it again does not jump back.
@@ -40,11 +42,13 @@ from teledora.operators.workspace_limits import CartesianSpeedLimiter, Workspace
 @dataclass(frozen=True)
 class IkNodeConfig:
     """The ``node`` section of the IK YAML: feedback and target timeouts,
-    diagnostics period, the resync threshold of a holding arm and homing."""
+    diagnostics period, the least spacing of target-driven solves, the resync
+    threshold of a holding arm and homing."""
 
     joint_state_timeout_s: float
     target_timeout_s: float
     diagnostics_period_s: float
+    min_solve_spacing_s: float
     resync_threshold_rad: float
     home_tolerance_rad: float
     home_linear_speed_m_s: float
@@ -53,9 +57,12 @@ class IkNodeConfig:
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> "IkNodeConfig":
         cfg = cls(float(data["joint_state_timeout_s"]), float(data["target_timeout_s"]),
-                  float(data["diagnostics_period_s"]), float(data["resync_threshold_rad"]),
+                  float(data["diagnostics_period_s"]), float(data["min_solve_spacing_s"]),
+                  float(data["resync_threshold_rad"]),
                   float(data["home_tolerance_rad"]), float(data["home_linear_speed_m_s"]),
                   float(data["home_angular_speed_rad_s"]))
+        if not cfg.min_solve_spacing_s > 0:
+            raise IkConfigError("node: min_solve_spacing_s must be > 0")
         if not (cfg.home_tolerance_rad > 0 and cfg.home_linear_speed_m_s > 0 and cfg.home_angular_speed_rad_s > 0):
             raise IkConfigError("node: home_tolerance_rad, home_linear_speed_m_s and home_angular_speed_rad_s must be > 0")
         return cfg
@@ -141,7 +148,7 @@ class IkLoop:
         for s in SIDES:
             if self.homing[s] and msg[s]["enabled"]:
                 self._stop_homing(s)  # the operator resumed this arm: their target wins
-        if self.last_solve_ns is not None and now_ns - self.last_solve_ns < 0.9 * self.period_ns:
+        if self.last_solve_ns is not None and now_ns - self.last_solve_ns < self.config.min_solve_spacing_s * 1e9:
             self.pending = True
             return False
         return True
@@ -260,10 +267,10 @@ class IkLoop:
         if not self.initialized:
             return None
         # the step is the real time since the last solve (solves are at least
-        # 0.9 periods apart), at most two periods: the caps hold in real time,
-        # and a late solve after a stall does not make up for more than that
+        # min_solve_spacing_s apart), at most two periods: the caps hold in real
+        # time, and a late solve after a stall does not make up for more than that
         elapsed = self.ik.dt if self.last_solve_ns is None else (now_ns - self.last_solve_ns) / 1e9
-        dt = min(2.0 * self.ik.dt, max(elapsed, 0.5 * self.ik.dt))
+        dt = min(2.0 * self.ik.dt, max(elapsed, self.config.min_solve_spacing_s))
         targets = {s: self._arm_target(s, now_ns, dt) for s in SIDES}
         self._resync_holding_arms(targets, now_ns)
         result = self.ik.tick(targets, dt)

@@ -214,14 +214,26 @@ def test_projection_is_reported_in_diagnostics():
     assert proj == pytest.approx(0.3 + 0.03, abs=1e-6)  # projected up to box_min z = 0.03
 
 
-def test_solves_at_most_once_per_period():
+def test_targets_solve_on_arrival_but_not_closer_than_the_spacing():
     inputs = startup() + [(10 * MS, "joint_states", joints(10 * MS))]
-    for t in (10 * MS, 12 * MS, 14 * MS):  # three targets inside one 10 ms period
+    # 12 ms: 2 ms after a solve, inside min_solve_spacing_s (2.5 ms): left pending
+    # 14 ms: 4 ms after it: solved on arrival (the pending one is superseded)
+    for t in (10 * MS, 12 * MS, 14 * MS):
         inputs.append((t, "arm_targets", targets(t, arm(GRIP_POS["left"] + [0.05, 0, 0]), arm(GRIP_POS["right"]))))
-    inputs.append((16 * MS, "tick", tick()))  # still inside the period: no solve
-    inputs.append((21 * MS, "tick", tick()))  # pending target solved here
+    inputs.append((16 * MS, "tick", tick()))  # 2 ms after a solve: not due
+    inputs.append((21 * MS, "tick", tick()))  # 7 ms: still not due (0.9 periods)
+    inputs.append((24 * MS, "tick", tick()))  # 10 ms: due
     cmds, _ = run(inputs)
-    assert [c["stamp_ns"] for c in cmds] == [10 * MS, 21 * MS]
+    assert [c["stamp_ns"] for c in cmds] == [10 * MS, 14 * MS, 24 * MS]
+
+
+def test_a_pending_target_is_solved_by_the_next_due_tick():
+    inputs = startup() + [(10 * MS, "joint_states", joints(10 * MS))]
+    for t in (10 * MS, 11 * MS):  # the second arrives 1 ms after the first solve
+        inputs.append((t, "arm_targets", targets(t, arm(GRIP_POS["left"] + [0.05, 0, 0]), arm(GRIP_POS["right"]))))
+    inputs.append((19 * MS, "tick", tick()))  # 9 ms: due, solves the pending target
+    cmds, _ = run(inputs)
+    assert [c["stamp_ns"] for c in cmds] == [10 * MS, 19 * MS]
 
 
 def test_unknown_joint_names_are_rejected_and_do_not_initialise():

@@ -90,12 +90,13 @@ def test_wrong_joint_names_or_frame_raise_and_change_nothing():
     assert loop.targets is None
 
 
-def test_a_target_inside_the_period_is_solved_on_the_next_due_tick():
+def test_a_target_right_after_a_solve_is_solved_on_the_next_due_tick():
     loop = started()
     assert loop.on_targets(targets(loop, offset_left=(0.05, 0, 0)), 10 * MS)
     loop.solve(10 * MS)
     newer = targets(loop, offset_left=(0.0, 0.0, 0.05))
-    assert not loop.on_targets(newer, 13 * MS)
+    assert loop.config.min_solve_spacing_s * 1e9 > 1 * MS
+    assert not loop.on_targets(newer, 11 * MS)
     assert loop.pending and loop.targets is newer
     assert not loop.tick_due(15 * MS)
     assert loop.tick_due(20 * MS)
@@ -127,7 +128,8 @@ def test_the_step_follows_real_time_but_at_most_two_periods():
     msg = targets(loop, offset_left=(0.0, 0.0, 0.2))
     t = 10 * MS
     seen = [start]
-    for gap_ns in (0, 15 * loop.period_ns // 10, 20 * loop.period_ns):  # first solve, 1.5 periods, a stall
+    # first solve, 1.5 periods, a stall, then a target solved on arrival 0.3 periods later
+    for gap_ns in (0, 15 * loop.period_ns // 10, 20 * loop.period_ns, 3 * loop.period_ns // 10):
         t += gap_ns
         loop.on_joint_states(joints(t))  # feedback and target stay fresh
         loop.on_targets(msg, t)
@@ -135,7 +137,7 @@ def test_the_step_follows_real_time_but_at_most_two_periods():
         assert loop.arms["left"].rate_limited
         seen.append(shaped_position(loop, "left"))
     moved = [float(np.linalg.norm(b - a)) for a, b in zip(seen, seen[1:])]
-    assert moved == pytest.approx([step, 1.5 * step, 2.0 * step])
+    assert moved == pytest.approx([step, 1.5 * step, 2.0 * step, 0.3 * step])
 
 
 def test_a_lift_change_after_start_moves_the_reference_like_a_start_at_that_height():
