@@ -23,7 +23,16 @@ from typing import Any, Callable, Mapping
 import pyarrow as pa
 
 from teledora.nodes.dora_io import data_inputs
-from teledora.operators.input_journal import FollowReport, JournalChunk, JournalError, JournalFollower, JournalWriter, join_chunks
+from teledora.operators.input_journal import (
+    TICK_SEQ,
+    FollowReport,
+    JournalChunk,
+    JournalError,
+    JournalFollower,
+    JournalWriter,
+    event_seq,
+    join_chunks,
+)
 from teledora.operators.messages import MessageError, decode
 
 JOURNAL_OUTPUT = "journal"
@@ -82,6 +91,7 @@ class NodeJournal:
         self._last_chunk_ns = io.clock()
         self._ended = False
         self._stopping = False
+        self._unnumbered: set[str] = set()
 
     def _source_clock(self) -> int:
         if self.follower is not None:
@@ -102,6 +112,7 @@ class NodeJournal:
             self._send_chunk()
             self._ended = True
             return None
+        self._warn_unnumbered(batch)
         self.writer.begin_step(batch)
         # once the dataflow is stopping, every step goes out at once: what a
         # node sends at its very end of a stopped dataflow was seen to be lost
@@ -111,6 +122,17 @@ class NodeJournal:
             self._send_chunk()
             self._last_chunk_ns = real_now
         return batch
+
+    def _warn_unnumbered(self, batch: list[Mapping[str, Any]]) -> None:
+        """Once per input: a data input whose messages carry no ``seq`` is
+        journaled like a tick, and an exact replay cannot bring it back."""
+        fed = data_inputs()
+        for ev in batch:
+            input_id = ev.get("id")
+            if ev.get("type") == "INPUT" and input_id in fed and input_id not in self._unnumbered and event_seq(ev) == TICK_SEQ:
+                self._unnumbered.add(input_id)
+                self.io.log("warn", f"input {input_id!r} carries no seq metadata: an exact replay of {self.io.name} "
+                                    "cannot reproduce what it sent")
 
     def _send_chunk(self) -> None:
         counts = {o: n for o, n in self.io.sent_per_output.items() if o != JOURNAL_OUTPUT}

@@ -204,3 +204,16 @@ def test_ik_follows_its_journal_to_the_same_bytes(tmp_path, monkeypatch) -> None
                                                                       velocity=[], effort=[])), i + 1))
         events.append(tick())
     assert_follows(tmp_path, monkeypatch, ik, "ik", "joint_commands", events, 4)
+
+
+def test_an_unnumbered_data_input_is_reported_once(monkeypatch) -> None:
+    config = "node_id: teleop\nrun_config:\n  inputs:\n    controllers: xr/controllers\n    tick: dora/timer/millis/10\n"
+    monkeypatch.setenv("DORA_NODE_CONFIG", config)
+    events = teleop_events(4)
+    for e in events:
+        if e["id"] == "controllers":
+            e["metadata"] = {}  # a sender that does not number its messages
+    node = OneByOne(events)
+    teleop.main([], node=node, clock=jittery_clock(7))
+    warnings = [entry["message"] for entry in node.logs if "carries no seq" in entry["message"]]
+    assert warnings == ["input 'controllers' carries no seq metadata: an exact replay of teleop cannot reproduce what it sent"]
