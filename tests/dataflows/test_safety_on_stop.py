@@ -42,20 +42,19 @@ ARM_REST = {1: 1900.0, 2: 2300.0, 3: 2100.0, 4: 1800.0, 5: 2048.0, 6: 2200.0, 7:
 ADDR_TORQUE, ADDR_GOAL_POSITION, ADDR_GOAL_VELOCITY = 40, 42, 46
 
 COMMANDER = textwrap.dedent('''
-    """Stand-in for teleop and ik: drive forward, lift up, move the left elbow; optionally crash."""
+    """Stand-in for teleop and ik: drive forward, lift up, move the left elbow;
+    crash once the file CRASH_WHEN_EXISTS appears (the test makes it when the robot moves)."""
     import os, time
     from dora import Node
     from teledora.operators.messages import encode
 
     node = Node()
-    crash_after_s = float(os.environ.get("CRASH_AFTER_S", "0"))
-    start = None
+    crash_when = os.environ.get("CRASH_WHEN_EXISTS", "")
     for event in node:
         if event["type"] != "INPUT":
             continue
         now = time.time_ns()
-        start = start or time.monotonic()
-        if crash_after_s and time.monotonic() - start > crash_after_s:
+        if crash_when and os.path.exists(crash_when):
             raise RuntimeError("commander crashed on purpose")
         node.send_output("base_cmd", encode("BaseCommand", {"stamp_ns": now, "forward_m_s": 0.1, "left_m_s": 0.0, "yaw_rad_s": 0.2}))
         node.send_output("lift_cmd", encode("LiftCommand", {"stamp_ns": now, "velocity_m_s": 0.02}))
@@ -86,7 +85,7 @@ def _right_bus_servos() -> list[FakeServo]:
     return [FakeServo(i, 777, SimulatedServo(position_ticks=ARM_REST[i])) for i in range(1, 8)]
 
 
-def _dataflow(tmp: Path, left_port: str, right_port: str, crash_after_s: float) -> Path:
+def _dataflow(tmp: Path, left_port: str, right_port: str, crash_when: str) -> Path:
     hardware = yaml.safe_load((REPO / "dataflows" / "hardware.yml").read_text())
     entries = {n["id"]: n for n in hardware["nodes"]}
     nodes = []
@@ -100,7 +99,7 @@ def _dataflow(tmp: Path, left_port: str, right_port: str, crash_after_s: float) 
         entry["inputs"] = {k: (f"commander/{k}" if not str(v).startswith("dora/") else v) for k, v in entry["inputs"].items()}
         nodes.append(entry)
     (tmp / "commander.py").write_text(COMMANDER)
-    nodes.append({"id": "commander", "path": "commander.py", "env": {"CRASH_AFTER_S": str(crash_after_s)},
+    nodes.append({"id": "commander", "path": "commander.py", "env": {"CRASH_WHEN_EXISTS": crash_when},
                   "inputs": {"tick": "dora/timer/millis/20"}, "outputs": ["base_cmd", "lift_cmd", "joint_commands"]})
     path = tmp / "safety.yml"
     path.write_text(yaml.safe_dump({"nodes": nodes}, sort_keys=False))
@@ -113,21 +112,24 @@ def _moving(bus: FakeFeetechBus) -> bool:
     return lift_up and all(_sm16(bus.writes_to(sid, ADDR_GOAL_VELOCITY)[-1]) != 0 for sid in (8, 9, 10))
 
 
-def _run(tmp: Path, crash_after_s: float) -> dict:
-    """Runs the drive nodes until the stand-in crashes (``crash_after_s`` > 0), or
-    until the robot is moving and then stops the dataflow as ``dora stop`` does
+def _run(tmp: Path, crash: bool) -> dict:
+    """Runs the drive nodes until the robot is moving, then either makes the
+    stand-in crash (``crash``) or stops the dataflow as ``dora stop`` does
     (Ctrl-C to ``dora run`` sends every node STOP)."""
+    crash_file = tmp / "crash-now"
     with FakeFeetechBus(_left_bus_servos()) as left, FakeFeetechBus(_right_bus_servos()) as right:
-        flow = _dataflow(tmp, left.port, right.port, crash_after_s)
+        flow = _dataflow(tmp, left.port, right.port, str(crash_file) if crash else "")
         env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", RUST_BACKTRACE="0")
         with open(tmp / "dora.log", "w+") as log:
             proc = subprocess.Popen([str(BIN / "dora"), "run", str(flow)], cwd=tmp, env=env, stdout=log,
                                     stderr=subprocess.STDOUT, text=True)
             try:
-                if not crash_after_s:
-                    moving = left.wait_for(lambda: _moving(left), 45.0)
+                moving = left.wait_for(lambda: _moving(left), 45.0)
+                if crash:
+                    crash_file.touch()
+                else:
                     proc.send_signal(signal.SIGINT)
-                    assert moving, "the robot never moved"
+                assert moving, "the robot never moved"
                 proc.wait(timeout=45)
             finally:
                 if proc.poll() is None:
@@ -181,12 +183,12 @@ def _check_arms_did_not_move_on_connect(result: dict) -> None:
 
 @pytest.fixture(scope="module")
 def stopped(tmp_path_factory) -> dict:
-    return _run(tmp_path_factory.mktemp("stop"), crash_after_s=0.0)
+    return _run(tmp_path_factory.mktemp("stop"), crash=False)
 
 
 @pytest.fixture(scope="module")
 def crashed(tmp_path_factory) -> dict:
-    return _run(tmp_path_factory.mktemp("crash"), crash_after_s=4.0)
+    return _run(tmp_path_factory.mktemp("crash"), crash=True)
 
 
 def test_dora_stop_stops_wheels_and_lift_and_arms_hold(stopped) -> None:
