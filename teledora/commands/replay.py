@@ -64,7 +64,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "recorded (default with --exact): replay the recorded bytes unchanged",
     )
     p.add_argument("--exact", action="store_true",
-                   help="live nodes with a recorded input journal follow it: their outputs come out byte-equal")
+                   help="live nodes with a recorded input journal follow it: their outputs come out byte-equal "
+                        "(alone: the journaled nodes run live, every other node is replayed)")
     p.add_argument("--loop", action="store_true", help="replay again from the start until stopped")
     p.add_argument("--dataflow", type=Path, default=None, help="dataflow YAML to use instead of the recorded one")
     p.add_argument("--runs-dir", type=Path, default=None, help="where the replay's own run goes (default: beside RUN)")
@@ -214,6 +215,12 @@ def plan_from_run(args: argparse.Namespace) -> ReplayPlan:
         recorded.setdefault(node, set()).add(output)
     recorders = {e.get("id") for e in dataflow.get("nodes", []) if str(e.get("path", "")).endswith("recorder.py")}
     live: list[str] = []
+    if args.exact and not args.live and not args.replace:
+        # exact by default: the journaled nodes run live, everything else is replayed
+        journaled = [n for n, outputs in recorded.items() if JOURNAL_OUTPUT in outputs]
+        if not journaled:
+            raise ReplayPlanError("--exact: the run holds no input journal (it was recorded before journals, or without them)")
+        args.live = ",".join(journaled)
     if args.live:
         live = [n.strip() for n in args.live.split(",") if n.strip()]
         known = {e.get("id") for e in dataflow.get("nodes", [])}

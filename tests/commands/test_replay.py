@@ -178,6 +178,18 @@ def test_exact_live_plan_replays_everything_else_and_follows_journals(tmp_path, 
     assert nodes["recorder"]["path"].endswith("recorder.py")
 
 
+def test_exact_alone_runs_the_journaled_nodes_live(tmp_path, capsys):
+    run = exact_run(tmp_path, with_journal=True)
+    args = build_parser().parse_args(["replay", str(run), "--exact", "--dry-run"])
+    assert args.func(args) == 0
+    nodes = {n["id"]: n for n in yaml.safe_load(capsys.readouterr().out)["nodes"]}
+    assert nodes["teleop"]["path"].endswith("teleop.py") and replay.FOLLOW_ENV in nodes["teleop"]["env"]
+    assert nodes["xr"]["path"].endswith("replayer.py") and nodes["arms"]["path"].endswith("replayer.py")
+    args = build_parser().parse_args(["replay", str(exact_run(tmp_path / "old", with_journal=False)), "--exact", "--dry-run"])
+    assert args.func(args) == 2
+    assert "holds no input journal" in capsys.readouterr().err
+
+
 def test_exact_without_a_journal_warns_and_shifted_stamps_are_refused(tmp_path, capsys):
     run = exact_run(tmp_path, with_journal=False)
     args = build_parser().parse_args(["replay", str(run), "--live", "teleop", "--exact", "--dry-run"])
