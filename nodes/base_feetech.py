@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 from teledora.nodes.base_node import add_config_arg, load_drive_config, parse_args, run_base
 from teledora.nodes.dora_io import NodeIO, make_node, node_id
-from teledora.nodes.feetech_bus import FeetechBus, FeetechBusError, add_left_bus_args, left_bus_from_args
+from teledora.nodes.feetech_bus import BusStats, FeetechBus, FeetechBusError, add_left_bus_args, left_bus_from_args
 from teledora.operators import feetech_protocol as fp
 from teledora.operators.drive import WheelTicks
 
@@ -49,6 +49,9 @@ class FeetechWheels:
         self.bus.sync_write("Goal_Velocity", dict(zip(self.ids, goals)))
         present = self.bus.sync_read(self.ids, ["Present_Velocity"])
         return WheelTicks(*(present[i]["Present_Velocity"] for i in self.ids))
+
+    def diagnostics_details(self) -> dict[str, dict[str, int]]:
+        return {"bus": BusStats.totals([self.bus.stats])}
 
     def stop(self) -> None:
         if self.bus.connected:

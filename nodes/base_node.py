@@ -19,7 +19,7 @@ from typing import Callable, Protocol, Sequence
 import yaml
 
 from teledora import models
-from teledora.nodes.dora_io import NodeIO, newest_per_input, next_batch
+from teledora.nodes.dora_io import NodeIO, backend_details, newest_per_input, next_batch
 from teledora.operators.command_watchdog import CommandWatchdog
 from teledora.operators.drive import BodyTwist, DriveInputError, OmniDrive, WheelTicks
 from teledora.operators.drive_config import DriveConfig, drive_config_from_dict
@@ -104,7 +104,8 @@ def run_base(io: NodeIO, backend: WheelBackend, config: DriveConfig, clock: Call
                         "x": pose.x, "y": pose.y, "yaw": pose.yaw,
                         "vx": v.forward_m_s, "vy": v.left_m_s, "wz": v.yaw_rad_s,
                     })
-                    io.diag.details = {"watchdog_trips": watchdog.trips, "wheels": list(goals), "measured": list(measured)}
+                    io.diag.details = {"watchdog_trips": watchdog.trips, "wheels": list(goals), "measured": list(measured),
+                                       **backend_details(backend)}
                     io.diag.set_status("warn" if watchdog.expired(now) else "ok", "no base_cmd within watchdog: wheels stopped" if watchdog.expired(now) else "")
             io.publish_diagnostics()
     except Exception as exc:

@@ -128,6 +128,13 @@ class NodeIO:
             print(f"[{self.name}] {level}: {message}", flush=True)
 
 
+def backend_details(backend: Any) -> dict[str, Any]:
+    """Extra diagnostics a device backend offers through its optional
+    ``diagnostics_details()`` (the servo bus counters, say); none otherwise."""
+    details = getattr(backend, "diagnostics_details", None)
+    return dict(details()) if callable(details) else {}
+
+
 def newest_per_input(events: Iterable[Mapping[str, Any]], latest_only: set[str]) -> list[Mapping[str, Any]]:
     """Collapses a burst of events: for input ids in ``latest_only`` only the
     newest INPUT survives (at the position of its last arrival); every other

@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 from teledora.nodes.base_node import add_config_arg, load_drive_config, parse_args
 from teledora.nodes.dora_io import NodeIO, make_node, node_id
-from teledora.nodes.feetech_bus import FeetechBus, FeetechBusError, add_left_bus_args, left_bus_from_args
+from teledora.nodes.feetech_bus import BusStats, FeetechBus, FeetechBusError, add_left_bus_args, left_bus_from_args
 from teledora.nodes.lift_node import LiftReading, run_lift
 from teledora.operators import feetech_protocol as fp
 
@@ -48,6 +48,9 @@ class FeetechLift:
 
     def set_torque(self, enabled: bool) -> None:
         self.bus.write(self.id, "Torque_Enable", 1 if enabled else 0)
+
+    def diagnostics_details(self) -> dict[str, dict[str, int]]:
+        return {"bus": BusStats.totals([self.bus.stats])}
 
     def close(self) -> None:
         self.bus.close()

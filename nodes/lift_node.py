@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from teledora.nodes.dora_io import NodeIO, newest_per_input, next_batch
+from teledora.nodes.dora_io import NodeIO, backend_details, newest_per_input, next_batch
 from teledora.operators.command_watchdog import CommandWatchdog
 from teledora.operators.lift_axis import HomingAction, HomingPhase, LiftAxis, LiftAxisConfig, LiftHoming
 
@@ -112,7 +112,7 @@ def run_lift(io: NodeIO, backend: LiftBackend, config: LiftAxisConfig, clock: Ca
                             "velocity_m_s": axis.velocity_m_s(r.raw_velocity), "homed": True,
                         })
                         io.diag.details = {"height_mm": height_mm, "goal_velocity_raw": goal, "watchdog_trips": watchdog.trips,
-                                           "ignored_while_homing": ignored}
+                                           "ignored_while_homing": ignored, **backend_details(backend)}
             io.publish_diagnostics()
     except Exception as exc:
         io.diag.set_status("error", f"lift stopped: {exc}")

@@ -1,5 +1,6 @@
 """base node (Feetech variant) end to end through the pty servo emulator."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -91,3 +92,14 @@ def test_missing_wheel_at_start_is_reported():
         node = SteppedNode([("tick", TICK, 0.01)], clock)
         with pytest.raises(Exception, match="wheel servo 9 not found"):
             base_feetech.main(["--port", fake.port, "--timeout-s", "0.1"], node=node, clock=clock)
+
+
+def test_bus_counters_reach_the_diagnostics():
+    clock = FakeClock()
+    with FakeFeetechBus(wheels(), clock=clock) as fake:
+        script = [("base_cmd", cmd(0.1, 0.0, 0.0), 0.0)] + [("tick", TICK, 0.01) for _ in range(3)]
+        script.append(("tick", TICK, 0.01, lambda: setattr(fake, "wrong_length_replies", 1)))
+        script += [("tick", TICK, 0.01) for _ in range(3)]
+        node = run(script, clock, fake)
+    bus = json.loads(node.outputs_decoded("diagnostics", "Diagnostics")[-1]["details_json"])["bus"]
+    assert bus["length_errors"] == 1 and bus["retries"] == 1 and bus["timeouts"] == 0

@@ -1,5 +1,6 @@
 """lift node (Feetech variant) through the pty emulator: homing finds the floor."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -50,4 +51,6 @@ def test_homing_finds_the_floor_then_lifts_and_stops():
     peak = max(s["height_m"] for s in states)
     assert peak == pytest.approx(0.054, abs=0.004)  # 0.8 s of commands + 1 s until the watchdog, at 30 mm/s
     assert states[-1]["velocity_m_s"] == 0.0  # watchdog stopped it
-    assert '"height_mm"' in node.outputs_decoded("diagnostics", "Diagnostics")[-1]["details_json"]
+    details = json.loads(node.outputs_decoded("diagnostics", "Diagnostics")[-1]["details_json"])
+    assert "height_mm" in details
+    assert details["bus"]["transactions"] > 10 and details["bus"]["timeouts"] == 0
