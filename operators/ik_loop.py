@@ -19,8 +19,9 @@ at the current lift) become the targets of the normal solve, through a homing
 speed limiter, so the joint caps and collision constraints apply as for any
 target; the grippers go to their home value. An arm stops homing when all its
 joints are within ``home_tolerance_rad`` of home, when a new enabled target
-arrives for it (the operator resumed), when the joint feedback goes stale or
-when the e-stop latches.
+arrives for it (the operator resumed), when the joint feedback goes stale,
+when the e-stop latches, or after ``home_timeout_s`` without reaching home
+(status ``home_timeout``; the arm holds where it is).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ class IkNodeConfig:
     home_tolerance_rad: float
     home_linear_speed_m_s: float
     home_angular_speed_rad_s: float
+    home_timeout_s: float
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> "IkNodeConfig":
@@ -60,11 +62,13 @@ class IkNodeConfig:
                   float(data["diagnostics_period_s"]), float(data["min_solve_spacing_s"]),
                   float(data["resync_threshold_rad"]),
                   float(data["home_tolerance_rad"]), float(data["home_linear_speed_m_s"]),
-                  float(data["home_angular_speed_rad_s"]))
+                  float(data["home_angular_speed_rad_s"]), float(data["home_timeout_s"]))
         if not cfg.min_solve_spacing_s > 0:
             raise IkConfigError("node: min_solve_spacing_s must be > 0")
-        if not (cfg.home_tolerance_rad > 0 and cfg.home_linear_speed_m_s > 0 and cfg.home_angular_speed_rad_s > 0):
-            raise IkConfigError("node: home_tolerance_rad, home_linear_speed_m_s and home_angular_speed_rad_s must be > 0")
+        if not (cfg.home_tolerance_rad > 0 and cfg.home_linear_speed_m_s > 0 and cfg.home_angular_speed_rad_s > 0
+                and cfg.home_timeout_s > 0):
+            raise IkConfigError("node: home_tolerance_rad, home_linear_speed_m_s, home_angular_speed_rad_s and "
+                                "home_timeout_s must be > 0")
         return cfg
 
 
@@ -111,6 +115,8 @@ class IkLoop:
         self.reset_count: int | None = None
         self.resets = 0
         self.homing = {s: False for s in SIDES}
+        self.homing_since_ns: dict[str, int | None] = {s: None for s in SIDES}
+        self.home_timeouts = 0
         home_caps = replace(self.workspace, max_linear_speed_m_s=self.config.home_linear_speed_m_s,
                             max_angular_speed_rad_s=self.config.home_angular_speed_rad_s)
         self.home_limiters = {s: CartesianSpeedLimiter(home_caps) for s in SIDES}
@@ -185,6 +191,7 @@ class IkLoop:
         """Ends homing for one arm; its normal speed limiter restarts from
         wherever the arm is when it next tracks a target."""
         self.homing[side] = False
+        self.homing_since_ns[side] = None
         self.arms[side].was_active = False
 
     def home_grip_poses(self) -> dict[str, GripTarget]:
@@ -214,8 +221,18 @@ class IkLoop:
         if self.homing[side]:
             lo, hi = self.ik.gripper_range(side)
             self.gripper_ref[side] = float(np.clip(self.home_q[self.profile.arms[side].gripper], lo, hi))
+            since = self.homing_since_ns[side]
+            if since is None:
+                self.homing_since_ns[side] = since = now_ns
             if self._at_home(side):
                 self._stop_homing(side)  # done: the arm holds (teleop keeps it paused)
+            elif now_ns - since > self.config.home_timeout_s * 1e9:
+                # home not reached in time (another joint branch, an obstacle):
+                # hold where it is rather than keep pushing
+                self._stop_homing(side)
+                self.home_timeouts += 1
+                arm.status = "home_timeout"
+                return None
             else:
                 return self._home_target(side, dt)
         if self.targets is None or self.targets_received_ns is None:
@@ -319,6 +336,7 @@ class IkLoop:
             "resyncs": self.resyncs,
             "resets": self.resets,
             "homing": dict(self.homing),
+            "home_timeouts": self.home_timeouts,
             "last_status": r.status if r else "",
             "last_error": r.error if r else "",
         }

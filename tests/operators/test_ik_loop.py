@@ -252,6 +252,23 @@ def test_a_reset_request_homes_both_arms_within_the_caps():
     assert loop.details()["resets"] == 1
 
 
+def test_homing_that_does_not_reach_home_in_time_stops_and_holds():
+    loop = reset_requested()
+    t = 10 * MS
+    track(loop, t, None, OFFSET)
+    cmd = loop.solve(t)
+    assert loop.arms["left"].status == "homing"
+    # no solve for longer than the timeout (each solve steps two periods at most,
+    # so the arms are still far from home): homing gives up and the arms hold
+    t += int(loop.config.home_timeout_s * 1e9) + 10 * MS
+    track(loop, t, cmd, OFFSET)
+    held = loop.solve(t)
+    assert {s: a.status for s, a in loop.arms.items()} == {"left": "home_timeout", "right": "home_timeout"}
+    assert held["status"] == "hold" and not any(loop.homing.values())
+    np.testing.assert_array_equal(held["q_ref"][ARM_ONLY], cmd["q_ref"][ARM_ONLY])
+    assert loop.details()["home_timeouts"] == 2
+
+
 def test_the_first_teleop_state_sets_the_baseline_and_does_not_reset():
     loop = started(0, OFFSET)
     assert not loop.on_teleop_state(teleop_state(7))  # a node that starts late
