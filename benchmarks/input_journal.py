@@ -27,14 +27,14 @@ import numpy as np
 import pyarrow as pa
 from dora.testing import MockNode
 
+from teledora.models import load_profile
 from teledora.nodes import dora_io, teleop
 from teledora.nodes.node_journal import FOLLOW_ENV
 from teledora.operators.messages import encode
 from teledora.recording import RunWriter
 
 MS = 1_000_000
-ARM = [f"{side}_{j}" for side in ("left", "right")
-       for j in ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_yaw_joint", "wrist_roll", "gripper")]
+ARM = list(load_profile().arm_joint_names)
 
 
 class OneByOne(MockNode):

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 from dora.testing import MockNode
 
+from teledora.models import load_profile
 from teledora.nodes import ik, scan_merger, teleop
 from teledora.nodes.node_journal import FOLLOW_ENV, JournalError, load_journal
 from teledora.operators.messages import encode
@@ -18,8 +19,7 @@ from teledora.operators.recorded_message import value_digest
 from teledora.recording import RunWriter
 
 MS = 1_000_000
-ARM = [f"{side}_{j}" for side in ("left", "right")
-       for j in ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_yaw_joint", "wrist_roll", "gripper")]
+ARM = list(load_profile().arm_joint_names)
 
 
 class OneByOne(MockNode):
