@@ -11,6 +11,7 @@ import yaml
 
 from teledora.cli import build_parser
 from teledora.commands import replay
+from teledora.nodes.node_journal import FOLLOW_ENV
 from teledora.operators.messages import encode
 from teledora.recording import RunReader, RunWriter
 
@@ -144,7 +145,7 @@ def test_followers_lose_nothing_and_take_their_ticks_from_the_journal():
         stamps="recorded", follow=["teleop"], topic_counts={"arms/joint_states": 5000},
     )
     teleop = {n["id"]: n for n in out["nodes"]}["teleop"]
-    assert teleop["env"] == {replay.FOLLOW_ENV: "/runs/r1"}
+    assert teleop["env"] == {FOLLOW_ENV: "/runs/r1"}
     assert "tick" not in teleop["inputs"]
     # as much queue as the recording holds of the topic: nothing can be dropped
     assert teleop["inputs"]["joint_states"] == {"source": "arms/joint_states", "queue_policy": "backpressure", "queue_size": 5001}
@@ -174,7 +175,7 @@ def test_exact_live_plan_replays_everything_else_and_follows_journals(tmp_path, 
     nodes = {n["id"]: n for n in yaml.safe_load(capsys.readouterr().out)["nodes"]}
     assert nodes["xr"]["path"].endswith("replayer.py") and nodes["arms"]["path"].endswith("replayer.py")
     assert "--stamps recorded" in nodes["xr"]["args"]
-    assert nodes["teleop"]["env"][replay.FOLLOW_ENV] == str(run.resolve())
+    assert nodes["teleop"]["env"][FOLLOW_ENV] == str(run.resolve())
     assert nodes["recorder"]["path"].endswith("recorder.py")
 
 
@@ -183,7 +184,7 @@ def test_exact_alone_runs_the_journaled_nodes_live(tmp_path, capsys):
     args = build_parser().parse_args(["replay", str(run), "--exact", "--dry-run"])
     assert args.func(args) == 0
     nodes = {n["id"]: n for n in yaml.safe_load(capsys.readouterr().out)["nodes"]}
-    assert nodes["teleop"]["path"].endswith("teleop.py") and replay.FOLLOW_ENV in nodes["teleop"]["env"]
+    assert nodes["teleop"]["path"].endswith("teleop.py") and FOLLOW_ENV in nodes["teleop"]["env"]
     assert nodes["xr"]["path"].endswith("replayer.py") and nodes["arms"]["path"].endswith("replayer.py")
     args = build_parser().parse_args(["replay", str(exact_run(tmp_path / "old", with_journal=False)), "--exact", "--dry-run"])
     assert args.func(args) == 2
