@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 SOURCE = '''
 import time
 from dora import Node
-from teledora.operators.messages import encode
+from teledora.operators.contract.messages import encode
 node = Node()
 k = 0
 for ev in node:
@@ -44,8 +44,8 @@ for ev in node:
 SINK = '''
 import json, os, time
 from dora import Node
-from teledora.operators.drive import body_to_wheel_raw
-from teledora.operators.messages import decode
+from teledora.operators.drive.omni_drive import body_to_wheel_raw
+from teledora.operators.contract.messages import decode
 node = Node()
 expect = {body_to_wheel_raw(0.1, 0.0, 0.0)[0]: 0.1, body_to_wheel_raw(0.2, 0.0, 0.0)[0]: 0.2}
 pending = {}
@@ -76,7 +76,7 @@ def pct(s, q):
 def dataflow(tmp: Path, tick_ms: int, feetech_port: str | None) -> Path:
     base = {
         "id": "base",
-        "path": str(REPO / "nodes" / ("base_feetech.py" if feetech_port else "base_sim.py")),
+        "path": str(REPO / "nodes" / "drive" / ("base_feetech.py" if feetech_port else "base_sim.py")),
         "inputs": {"base_cmd": "source/base_cmd", "tick": f"dora/timer/millis/{tick_ms}"},
         "outputs": ["wheel_commands", "odom", "diagnostics"],
     }
@@ -99,8 +99,8 @@ def in_process_tick_cost(n: int = 3000) -> list[float]:
     from dora.testing import MockNode
 
     import pyarrow as pa
-    from teledora.nodes import base_sim
-    from teledora.operators.messages import encode
+    from teledora.nodes.drive import base_sim
+    from teledora.operators.contract.messages import encode
 
     class Timed(MockNode):
         def __init__(self, events):
@@ -149,8 +149,7 @@ def main() -> None:
         tmp = Path(d)
         port = None
         if args.feetech:
-            sys.path.insert(0, str(REPO / "tests"))
-            from fakes.feetech_bus import FakeFeetechBus, FakeServo
+            from teledora.fakes.feetech_bus import FakeFeetechBus, FakeServo
 
             fake = FakeFeetechBus([FakeServo(i) for i in (8, 9, 10)]).__enter__()
             port = fake.port

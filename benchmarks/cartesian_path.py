@@ -19,8 +19,8 @@ import time
 import numpy as np
 
 from teledora import models
-from teledora.operators.cartesian_path import CartesianPathPlanner, PathConfig
-from teledora.operators.ik_solver import SIDES, BimanualIk, GripTarget, IkSettings, build_ik_model
+from teledora.operators.ik.cartesian_path import CartesianPathPlanner, PathConfig
+from teledora.operators.ik.ik_solver import SIDES, BimanualIk, GripTarget, IkSettings, build_ik_model
 
 START_L = np.array([0.20, 0.18, 0.30])
 END_L = np.array([0.45, 0.18, 0.545])

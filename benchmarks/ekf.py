@@ -22,10 +22,10 @@ os.environ.setdefault("MAVLINK20", "1")
 from pymavlink.dialects.v20 import ardupilotmega as mavlink  # noqa: E402
 
 from teledora import models  # noqa: E402
-from teledora.operators.flow_model import FlowModel, FlowModelConfig  # noqa: E402
-from teledora.operators.flow_odometry import FlowOdometry  # noqa: E402
-from teledora.operators.messages import decode, encode  # noqa: E402
-from teledora.operators.planar_ekf import EkfConfig  # noqa: E402
+from teledora.operators.estimation.flow_model import FlowModel, FlowModelConfig  # noqa: E402
+from teledora.operators.estimation.flow_odometry import FlowOdometry  # noqa: E402
+from teledora.operators.contract.messages import decode, encode  # noqa: E402
+from teledora.operators.estimation.planar_ekf import EkfConfig  # noqa: E402
 
 
 class _Sink:

@@ -27,11 +27,11 @@ from typing import Callable
 import numpy as np
 
 from teledora import models
-from teledora.operators.floor_image_flow import FloorCamera, FloorCameraConfig, ImageFlowSensor
-from teledora.operators.flow_model import FlowModel, FlowModelConfig
-from teledora.operators.flow_odometry import FlowOdometry
-from teledora.operators.flow_sensor_sim import FlowSensorSim, FlowSimConfig
-from teledora.operators.planar_ekf import EkfConfig, wrap_angle
+from teledora.operators.estimation.floor_image_flow import FloorCamera, FloorCameraConfig, ImageFlowSensor
+from teledora.operators.estimation.flow_model import FlowModel, FlowModelConfig
+from teledora.operators.estimation.flow_odometry import FlowOdometry
+from teledora.operators.estimation.flow_sensor_sim import FlowSensorSim, FlowSimConfig
+from teledora.operators.estimation.planar_ekf import EkfConfig, wrap_angle
 
 Twist = tuple[float, float, float]
 

@@ -17,12 +17,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from teledora.fakes.feetech_bus import FakeFeetechBus, arm_servos  # noqa: E402
 
-from fakes.feetech_bus import FakeFeetechBus, arm_servos  # noqa: E402
-
-from teledora.nodes.feetech_bus import FeetechBus  # noqa: E402
-from teledora.operators import feetech_protocol as fp  # noqa: E402
+from teledora.devices.drive.feetech_bus import FeetechBus  # noqa: E402
+from teledora.operators.drive import feetech_protocol as fp  # noqa: E402
 
 IDS = list(range(1, 8))
 NAMES = ["Present_Position", "Present_Velocity", "Present_Current"]

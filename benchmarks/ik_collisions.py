@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from teledora import models
-from teledora.operators.ik_solver import BimanualIk, GripTarget, IkSettings, build_ik_model
-from teledora.operators.rotations import quat_normalize
+from teledora.operators.ik.ik_solver import BimanualIk, GripTarget, IkSettings, build_ik_model
+from teledora.operators.geometry.rotations import quat_normalize
 
 ATTACKS = ("grips_together", "into_chest", "into_floor")
 

@@ -18,8 +18,8 @@ import time
 import numpy as np
 
 from teledora import models
-from teledora.operators.ik_solver import SIDES, BimanualIk, GripTarget, IkSettings, build_ik_model
-from teledora.operators.rotations import quat_angle_xyzw
+from teledora.operators.ik.ik_solver import SIDES, BimanualIk, GripTarget, IkSettings, build_ik_model
+from teledora.operators.geometry.rotations import quat_angle_xyzw
 
 POS_TOL_M = 1e-3
 ORI_TOL_RAD = 0.01

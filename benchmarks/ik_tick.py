@@ -25,7 +25,7 @@ import mink
 import numpy as np
 
 from teledora import models
-from teledora.operators.ik_solver import SIDES, BimanualIk, GripTarget, IkSettings, build_ik_model
+from teledora.operators.ik.ik_solver import SIDES, BimanualIk, GripTarget, IkSettings, build_ik_model
 
 
 def make(collisions: bool) -> BimanualIk:

@@ -1,6 +1,6 @@
 """What an input journal costs the teleop node, and what following one costs.
 
-Runs the real teleop node (``nodes/teleop.py``) under ``dora.testing.MockNode``
+Runs the real teleop node (``nodes/teleop/teleop.py``) under ``dora.testing.MockNode``
 on the same stream of controller reports, joint and lift states and timer
 ticks, one event per batch, in three modes, alternating (in rotating order) so
 machine load hits all alike:
@@ -28,9 +28,10 @@ import pyarrow as pa
 from dora.testing import MockNode
 
 from teledora.models import load_profile
-from teledora.nodes import dora_io, teleop
-from teledora.nodes.node_journal import FOLLOW_ENV
-from teledora.operators.messages import encode
+from teledora.runtime import node_io as dora_io
+from teledora.nodes.teleop import teleop
+from teledora.runtime.node_journal import FOLLOW_ENV
+from teledora.operators.contract.messages import encode
 from teledora.recording import RunWriter
 
 MS = 1_000_000

@@ -26,18 +26,17 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
 
-from fakes.motive import FakeMotive  # noqa: E402
+from teledora.fakes.motive import FakeMotive  # noqa: E402
 
-from teledora.nodes.mocap_natnet import NatNetBackend, NatNetConfig  # noqa: E402
-from teledora.operators import natnet_frame as nf  # noqa: E402
-from teledora.operators import natnet_protocol as nn  # noqa: E402
-from teledora.operators.messages import encode  # noqa: E402
-from teledora.operators.mocap_frames import MocapFrameTransform  # noqa: E402
-from teledora.operators.mocap_pose_stream import MocapPoseStream, RigidBodySelector  # noqa: E402
-from teledora.operators.odometry_evaluation import EvaluationConfig, evaluate_odometry  # noqa: E402
-from teledora.operators.trajectory_association import Trajectory  # noqa: E402
+from teledora.nodes.mocap.mocap_natnet import NatNetBackend, NatNetConfig  # noqa: E402
+from teledora.operators.mocap import natnet_frame as nf  # noqa: E402
+from teledora.operators.mocap import natnet_protocol as nn  # noqa: E402
+from teledora.operators.contract.messages import encode  # noqa: E402
+from teledora.operators.mocap.mocap_frames import MocapFrameTransform  # noqa: E402
+from teledora.operators.mocap.mocap_pose_stream import MocapPoseStream, RigidBodySelector  # noqa: E402
+from teledora.operators.estimation.odometry_evaluation import EvaluationConfig, evaluate_odometry  # noqa: E402
+from teledora.operators.estimation.trajectory_association import Trajectory  # noqa: E402
 
 V41 = (4, 1, 0, 0)
 PERIOD_US = 1e6 / 120

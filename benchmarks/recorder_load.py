@@ -44,7 +44,7 @@ def camera_node() -> None:
     """Two synthetic 640x480 RGB cameras at 30 Hz; writes its send counts at the end."""
     from dora import Node
 
-    from teledora.operators.messages import image_metadata
+    from teledora.operators.contract.messages import image_metadata
 
     duration_s = float(os.environ.get("BENCH_DURATION_S", "60"))
     rate_hz = float(os.environ.get("BENCH_RATE_HZ", "30"))
@@ -69,7 +69,7 @@ def burst_node() -> None:
     """Sends N LiftCommand messages as fast as it can."""
     from dora import Node
 
-    from teledora.operators.messages import encode
+    from teledora.operators.contract.messages import encode
 
     n = int(os.environ.get("BENCH_BURST", "10000"))
     node = Node()
@@ -107,8 +107,7 @@ class _FeedNode:
 
 
 def _per_message_us(events: list[dict]) -> list[float]:
-    from teledora.nodes import recorder
-
+    from teledora.nodes.recording import recorder
     node = _FeedNode(events)
     with tempfile.TemporaryDirectory() as tmp:
         stdout = sys.stdout
@@ -123,7 +122,7 @@ def _per_message_us(events: list[dict]) -> list[float]:
 
 
 def offline(n: int) -> None:
-    from teledora.operators.messages import encode, image_metadata
+    from teledora.operators.contract.messages import encode, image_metadata
 
     now = dt.datetime.now(dt.timezone.utc)
     small = [
@@ -164,7 +163,7 @@ def _recorder_entry(topics: dict[str, str], queue_size: int | None) -> dict:
         if queue_size:
             spec["queue_size"] = queue_size
         inputs[topic] = spec
-    return {"id": "recorder", "path": str(REPO / "nodes" / "recorder.py"), "inputs": inputs, "outputs": ["diagnostics"]}
+    return {"id": "recorder", "path": str(REPO / "nodes" / "recording" / "recorder.py"), "inputs": inputs, "outputs": ["diagnostics"]}
 
 
 def burst(n: int) -> None:

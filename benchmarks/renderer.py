@@ -27,10 +27,10 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 import numpy as np
 
 from teledora import models
-from teledora.nodes.dora_io import NodeIO
-from teledora.nodes.renderer import CameraRig, RendererNode, load_config
-from teledora.operators.camera_intrinsics import CAMERA_NAMES
-from teledora.operators.messages import encode
+from teledora.runtime.node_io import NodeIO
+from teledora.nodes.rendering.renderer import CameraRig, RendererNode, load_config
+from teledora.operators.rendering.camera_intrinsics import CAMERA_NAMES
+from teledora.operators.contract.messages import encode
 
 
 def _stats(samples_s: list[float]) -> tuple[float, float]:

@@ -27,13 +27,13 @@ import mujoco
 import numpy as np
 
 from teledora import models
-from teledora.nodes.lidar_rplidar import load_lidar_setup
-from teledora.nodes.lidar_sim import SimLidarBackend
-from teledora.operators.laser_scan import LaserScan
-from teledora.operators.lidar_mounts import mount_from_site
-from teledora.operators.pose_history import PlanarPose, PoseHistory
-from teledora.operators.scan_merger import COMPENSATION_MODES, ScanMerger
-from teledora.operators.scan_pairing import ScanPairer
+from teledora.nodes.lidar.lidar_rplidar import load_lidar_setup
+from teledora.nodes.lidar.lidar_sim import SimLidarBackend
+from teledora.operators.lidar.laser_scan import LaserScan
+from teledora.operators.lidar.lidar_mounts import mount_from_site
+from teledora.operators.lidar.pose_history import PlanarPose, PoseHistory
+from teledora.operators.lidar.scan_merger import COMPENSATION_MODES, ScanMerger
+from teledora.operators.lidar.scan_pairing import ScanPairer
 
 A1_PERIOD_S = 1 / 5.5
 

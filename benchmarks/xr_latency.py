@@ -87,7 +87,7 @@ def build_dataflow(tmp: Path, probe_out: Path, with_sensing: bool) -> Path:
         if "path" in n and n["path"].startswith("../"):
             n["path"] = str((REPO / "dataflows" / n["path"]).resolve())
         if n["id"] == "xr":
-            n["path"] = str(REPO / "nodes" / "xr_udp.py")
+            n["path"] = str(REPO / "nodes" / "xr" / "xr_udp.py")
             n["args"] = f"--port {PORT}"
         nodes.append(n)
     nodes.append({
@@ -160,12 +160,12 @@ def cost(frames: int) -> None:
     from dora.testing import MockNode
 
     from teledora import models
-    from teledora.nodes.dora_io import NodeIO
-    from teledora.nodes.teleop import _OUTPUTS as teleop_outputs
-    from teledora.nodes.teleop import RobotGrips
-    from teledora.operators.messages import encode
-    from teledora.operators.teleop_scheme import TeleopScheme
-    from teledora.operators.xr_feed_format import FeedAssembler, parse_frame
+    from teledora.runtime.node_io import NodeIO
+    from teledora.nodes.teleop.teleop import _OUTPUTS as teleop_outputs
+    from teledora.nodes.teleop.teleop import RobotGrips
+    from teledora.operators.contract.messages import encode
+    from teledora.operators.teleop.teleop_scheme import TeleopScheme
+    from teledora.operators.xr.xr_feed_format import FeedAssembler, parse_frame
 
     assembler, scheme = FeedAssembler("bench"), TeleopScheme()
     kin = RobotGrips(models.path("alohamini2/alohamini2.xml"), models.load_profile())
@@ -217,7 +217,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.cost:
         cost(args.frames)
         return 0
-    sys.path.insert(0, str(REPO))
     from teledora.commands.demo import dora_environment
 
     with tempfile.TemporaryDirectory() as d:

@@ -29,6 +29,6 @@ def load_yaml(name: str) -> dict[str, Any]:
 
 def load_profile(name: str = "alohamini2/profile.yaml"):
     """The robot profile shipped under models/, as a ``RobotProfile``."""
-    from teledora.operators.robot_profile import profile_from_dict
+    from teledora.operators.model.robot_profile import profile_from_dict
 
     return profile_from_dict(load_yaml(name))

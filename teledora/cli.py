@@ -13,9 +13,9 @@ import importlib
 import pkgutil
 import sys
 
-from teledora import __version__, commands
+from teledora import __version__
 
-
+from teledora import commands
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="teledora", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"teledora {__version__}")

@@ -22,8 +22,8 @@ from typing import Callable
 import yaml
 
 from teledora import models
-from teledora.operators.drive_config import drive_config_from_dict
-from teledora.operators.servo_calibration import (
+from teledora.operators.drive.drive_config import drive_config_from_dict
+from teledora.operators.drive.servo_calibration import (
     FULL_RANGE,
     RangeRecorder,
     ServoCalibration,
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     if args.from_lerobot:
         cals = from_lerobot(json.loads(Path(args.from_lerobot).read_text()))
     else:
-        from teledora.nodes.feetech_bus import FeetechBus
+        from teledora.devices.drive.feetech_bus import FeetechBus
 
         config = drive_config_from_dict(models.load_yaml(args.config))
         cals = {}

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from teledora.operators.dataflow_types import render_types_yaml
+from teledora.operators.contract.dataflow_types import render_types_yaml
 
 DEFAULT_TYPES_FILE = Path("dataflows/types/teledora/msgs/v1.yml")
 

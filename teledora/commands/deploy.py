@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from teledora.operators.dataflow_deploy import distribute
+from teledora.operators.dataflow.dataflow_deploy import distribute
 
 # Device stand-ins run where the devices are; the operator's side on the workstation.
 ROBOT_NODES = ("arms", "base", "lift", "sim", "lidar_front", "lidar_back", "scan_merger", "flow", "ekf")

@@ -91,7 +91,6 @@ def _opts(argv: list[str], *flags: str) -> dict[str, str]:
 
 def _load_yaml(path_or_name: str | None, shipped: str) -> dict[str, Any]:
     from teledora import models
-
     if path_or_name and Path(path_or_name).is_file():
         return yaml.safe_load(Path(path_or_name).read_text()) or {}
     return models.load_yaml(path_or_name or shipped)
@@ -127,7 +126,7 @@ def check_serial(path: str, users: str) -> list[Finding]:
 
 
 def check_calibration(path_or_name: str, joints: Iterable[str]) -> Finding:
-    from teledora.operators.servo_calibration import calibration_from_dict
+    from teledora.operators.drive.servo_calibration import calibration_from_dict
 
     what = f"arm calibration {path_or_name}"
     try:
@@ -171,8 +170,7 @@ def check_autopilot(connection: str, baud: int, timeout_s: float) -> list[Findin
 def check_natnet(server: str, command_port: int, client_name: str, version: tuple[int, int, int, int],
                  body_name: str | None, body_id: int | None, timeout_s: float) -> list[Finding]:
     """CONNECT -> SERVER_INFO, then MODEL_DEF must name the rigid body."""
-    from teledora.operators import natnet_protocol as nn
-
+    from teledora.operators.mocap import natnet_protocol as nn
     what = f"Motive NatNet server {server}:{command_port}"
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.settimeout(0.25)
@@ -216,7 +214,7 @@ def check_natnet(server: str, command_port: int, client_name: str, version: tupl
 def check_certificate(cert_dir: Path, now: datetime.datetime | None = None) -> list[Finding]:
     from cryptography import x509
 
-    from teledora.nodes.webxr_certificate import CERT_FILE, KEY_FILE
+    from teledora.devices.xr.webxr_certificate import CERT_FILE, KEY_FILE
 
     now = now or datetime.datetime.now(datetime.timezone.utc)
     cert, key = cert_dir / CERT_FILE, cert_dir / KEY_FILE

@@ -11,7 +11,7 @@ estimate that found truth. Writes ``<out>/odometry.json`` and
 Planar topics (fields ``x``, ``y``, ``yaw``: PoseEstimate, Odometry,
 GroundTruth) and spatial ones (``position``, ``orientation``, optional
 ``tracking_valid``: MocapPose) are both understood. The math lives in
-:mod:`teledora.operators.odometry_evaluation`.
+:mod:`teledora.operators.estimation.odometry_evaluation`.
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ from typing import Any, Callable
 import numpy as np
 import pyarrow as pa
 
-from teledora.operators.odometry_evaluation import (
+from teledora.operators.estimation.odometry_evaluation import (
     EvaluationConfig,
     EvaluationError,
     EvaluationResult,
     evaluate_odometry,
 )
-from teledora.operators.trajectory_alignment import ALIGNMENTS
-from teledora.operators.trajectory_association import ASSOCIATION_METHODS, Trajectory
+from teledora.operators.estimation.trajectory_alignment import ALIGNMENTS
+from teledora.operators.estimation.trajectory_association import ASSOCIATION_METHODS, Trajectory
 from teledora.recording import RecordingError, RunReader
 
 PROGRESS_EVERY_ROWS = 20_000

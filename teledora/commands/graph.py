@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from teledora.operators.mermaid_graph import replace_block, trim_mermaid
+from teledora.operators.dataflow.mermaid_graph import replace_block, trim_mermaid
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

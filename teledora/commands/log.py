@@ -22,8 +22,8 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
-from teledora.operators.messages import IMAGE_ENCODINGS, SCHEMAS
-from teledora.operators.recording_gaps import GAP_KINDS, GapDetector
+from teledora.operators.contract.messages import IMAGE_ENCODINGS, SCHEMAS
+from teledora.operators.recording.recording_gaps import GAP_KINDS, GapDetector
 from teledora.recording import RecordedMessage, RunFormatError, RunReader, message_time_ns, value_digest
 
 COUNTER_METADATA_KEY = "seq"

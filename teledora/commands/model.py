@@ -18,7 +18,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from teledora.operators.urdf_import import (
+from teledora.operators.model.urdf_import import (
     ImportReport,
     UrdfImportError,
     add_cameras,

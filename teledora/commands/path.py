@@ -24,8 +24,8 @@ import numpy as np
 import yaml
 
 from teledora import models
-from teledora.operators.cartesian_path import CartesianPathPlanner, PathConfig, PathPlanningError, Waypoint, plan_waypoints
-from teledora.operators.ik_solver import SIDES, BimanualIk, IkSettings, build_ik_model
+from teledora.operators.ik.cartesian_path import CartesianPathPlanner, PathConfig, PathPlanningError, Waypoint, plan_waypoints
+from teledora.operators.ik.ik_solver import SIDES, BimanualIk, IkSettings, build_ik_model
 
 
 class WaypointFileError(ValueError):

@@ -35,10 +35,10 @@ from typing import Any
 
 import yaml
 
-from teledora.nodes.node_journal import JOURNAL_OUTPUT
-from teledora.operators.input_journal import JournalError
+from teledora.runtime.node_journal import JOURNAL_OUTPUT
+from teledora.operators.recording.input_journal import JournalError
 from teledora.recording import MANIFEST_NAME, RunFormatError, RunReader, new_run_dir
-from teledora.replay_plan import ReplayPlanError, build_replay_dataflow, expected_counts, follower_counts, source_nodes
+from teledora.recording.replay_plan import ReplayPlanError, build_replay_dataflow, expected_counts, follower_counts, source_nodes
 
 REPLAY_YAML = "replay.yml"
 _DONE = re.compile(r"(?:replay|journal) (\S+) done:")
@@ -131,8 +131,7 @@ def plan_from_run(args: argparse.Namespace) -> ReplayPlan:
             else:
                 warnings.append(f"{nid} runs live without a recorded journal: its outputs can differ from the recording")
     counts = {f"{node}/{output}": reader.read_topic(topic).table.num_rows for topic, (node, output) in reader.sources().items()}
-    from teledora.nodes import replayer
-
+    from teledora.nodes.recording import replayer
     plan, plan_warnings = build_replay_dataflow(
         dataflow,
         recorded,

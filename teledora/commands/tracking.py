@@ -17,9 +17,9 @@ import mujoco
 import numpy as np
 
 from teledora import models
-from teledora.operators.grip_kinematics import GripKinematics
-from teledora.operators.messages import MessageError, decode
-from teledora.operators.tracking_error import nearest_indices, settled_mask, summarize
+from teledora.operators.ik.grip_kinematics import GripKinematics
+from teledora.operators.contract.messages import MessageError, decode
+from teledora.operators.ik.tracking_error import nearest_indices, settled_mask, summarize
 from teledora.recording import RunReader
 
 

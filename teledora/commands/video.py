@@ -67,7 +67,7 @@ def frame_time_ns(meta: dict[str, Any], recv_ns: int) -> int:
 
 def recorded_frames(reader: RunReader, topic: str) -> Iterator[tuple[int, np.ndarray]]:
     """(time ns, RGB image) of every recorded frame of an image topic."""
-    from teledora.operators.messages import MessageError, decode_image
+    from teledora.operators.contract.messages import MessageError, decode_image
 
     for msg in reader.iter_topic(topic):
         meta = json.loads(msg.metadata) if msg.metadata else {}
@@ -104,8 +104,8 @@ def rendered_frames(reader: RunReader, camera: str, fps: float, width: int, heig
     """Renders ``camera`` from the run's recorded states at ``fps`` (recording clock)."""
     os.environ.setdefault("MUJOCO_GL", "egl")
     from teledora import models
-    from teledora.nodes.dora_io import NodeIO
-    from teledora.nodes.renderer import CameraRig, RendererNode, load_config, resolve_model
+    from teledora.runtime.node_io import NodeIO
+    from teledora.nodes.rendering.renderer import CameraRig, RendererNode, load_config, resolve_model
 
     topics = reader.topics
     inputs = {name: _pick(topics, cands) for name, cands in STATE_TOPIC_SUFFIXES.items()}

@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Iterator
 
-from teledora.operators.xr_feed_format import MAX_FRAME_BYTES, FeedFormatError, parse_frame
+from teledora.operators.xr.xr_feed_format import MAX_FRAME_BYTES, FeedFormatError, parse_frame
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -18,8 +18,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from teledora.nodes import teleop, xr_webxr
-from teledora.operators.messages import decode, encode
+from teledora.nodes.teleop import teleop
+
+from teledora.nodes.xr import xr_webxr
+from teledora.operators.contract.messages import decode, encode
 
 HERE = Path(__file__).resolve().parent
 CHROMIUM = Path("/usr/bin/chromium")

@@ -9,11 +9,9 @@ import yaml
 
 from teledora.cli import main as cli_main
 from teledora.commands.calibrate import calibrate_arm
-from teledora.nodes.feetech_bus import FeetechBus
-from teledora.operators.servo_calibration import CalibrationError, calibration_from_dict
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from fakes.feetech_bus import FakeFeetechBus, arm_servos  # noqa: E402
+from teledora.devices.drive.feetech_bus import FeetechBus
+from teledora.operators.drive.servo_calibration import CalibrationError, calibration_from_dict
+from teledora.fakes.feetech_bus import FakeFeetechBus, arm_servos  # noqa: E402
 
 IDS = {"shoulder_pan": 1, "shoulder_lift": 2, "elbow_flex": 3, "wrist_flex": 4, "wrist_yaw_joint": 5, "wrist_roll": 6, "gripper": 7}
 

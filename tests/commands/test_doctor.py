@@ -14,11 +14,9 @@ import pytest
 import yaml
 
 from teledora.commands import doctor
-from teledora.nodes.webxr_certificate import CERT_FILE, KEY_FILE, ensure_certificate
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from fakes.ardupilot import FakeArduPilot  # noqa: E402
-from fakes.motive import FakeMotive  # noqa: E402
+from teledora.devices.xr.webxr_certificate import CERT_FILE, KEY_FILE, ensure_certificate
+from teledora.fakes.ardupilot import FakeArduPilot  # noqa: E402
+from teledora.fakes.motive import FakeMotive  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -40,19 +38,19 @@ def ptys(tmp_path):
 
 def _dataflow(tmp_path: Path, ports: dict, ardupilot: str, motive_port: int, cert_dir: Path, body: str = "alohamini2") -> Path:
     nodes = [
-        {"id": "xr", "path": "python", "args": f"-m teledora.nodes.xr_webxr --cert-dir {cert_dir}", "deploy": {"machine": "workstation"}},
+        {"id": "xr", "path": "python", "args": f"-m teledora.nodes.xr.xr_webxr --cert-dir {cert_dir}", "deploy": {"machine": "workstation"}},
         {"id": "arms", "path": "python", "deploy": {"machine": "robot"},
-         "args": f"-m teledora.nodes.arms_feetech --left-port {ports['bus_left']} --right-port {ports['bus_right']}"},
-        {"id": "base", "path": "python", "args": f"-m teledora.nodes.base_feetech --port {ports['bus_left']}", "deploy": {"machine": "robot"}},
-        {"id": "lift", "path": "../nodes/lift_feetech.py", "args": f"--port {ports['bus_left']}", "deploy": {"machine": "robot"}},
-        {"id": "lidar_front", "path": "python", "args": "-m teledora.nodes.lidar_rplidar --lidar front", "deploy": {"machine": "robot"},
+         "args": f"-m teledora.nodes.drive.arms_feetech --left-port {ports['bus_left']} --right-port {ports['bus_right']}"},
+        {"id": "base", "path": "python", "args": f"-m teledora.nodes.drive.base_feetech --port {ports['bus_left']}", "deploy": {"machine": "robot"}},
+        {"id": "lift", "path": "../nodes/drive/lift_feetech.py", "args": f"--port {ports['bus_left']}", "deploy": {"machine": "robot"}},
+        {"id": "lidar_front", "path": "python", "args": "-m teledora.nodes.lidar.lidar_rplidar --lidar front", "deploy": {"machine": "robot"},
          "env": {"LIDAR_PORT": ports["rplidar_front"]}},
-        {"id": "lidar_back", "path": "python", "args": f"-m teledora.nodes.lidar_rplidar --lidar back --port {ports['rplidar_back']}",
+        {"id": "lidar_back", "path": "python", "args": f"-m teledora.nodes.lidar.lidar_rplidar --lidar back --port {ports['rplidar_back']}",
          "deploy": {"machine": "robot"}},
-        {"id": "ekf", "path": "python", "args": f"-m teledora.nodes.ekf_ardupilot --connection {ardupilot}", "deploy": {"machine": "robot"}},
+        {"id": "ekf", "path": "python", "args": f"-m teledora.nodes.estimation.ekf_ardupilot --connection {ardupilot}", "deploy": {"machine": "robot"}},
         {"id": "mocap", "path": "python", "deploy": {"machine": "workstation"},
-         "args": f"-m teledora.nodes.mocap_natnet --server 127.0.0.1 --command-port {motive_port} --body-name {body}"},
-        {"id": "teleop", "path": "python", "args": "-m teledora.nodes.teleop", "deploy": {"machine": "workstation"}},
+         "args": f"-m teledora.nodes.mocap.mocap_natnet --server 127.0.0.1 --command-port {motive_port} --body-name {body}"},
+        {"id": "teleop", "path": "python", "args": "-m teledora.nodes.teleop.teleop", "deploy": {"machine": "workstation"}},
     ]
     path = tmp_path / "hw.yml"
     path.write_text(yaml.safe_dump({"nodes": nodes}))
@@ -129,7 +127,6 @@ def test_kernel_tty_names_are_flagged(tmp_path) -> None:
 
 def test_calibration_lacking_joints_fails(tmp_path) -> None:
     from teledora import models
-
     data = models.load_yaml("alohamini2/calibration.yaml")
     path = tmp_path / "cal.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -139,9 +136,9 @@ def test_calibration_lacking_joints_fails(tmp_path) -> None:
 
 
 def test_node_modules_in_both_dataflow_forms() -> None:
-    assert doctor.node_module({"path": "python", "args": "-m teledora.nodes.arms_feetech --sides left"}) == "arms_feetech"
-    assert doctor.node_args({"path": "python", "args": "-m teledora.nodes.arms_feetech --sides left"}) == ["--sides", "left"]
-    assert doctor.node_module({"path": "../nodes/lift_feetech.py", "args": "--port /dev/x"}) == "lift_feetech"
+    assert doctor.node_module({"path": "python", "args": "-m teledora.nodes.drive.arms_feetech --sides left"}) == "arms_feetech"
+    assert doctor.node_args({"path": "python", "args": "-m teledora.nodes.drive.arms_feetech --sides left"}) == ["--sides", "left"]
+    assert doctor.node_module({"path": "../nodes/drive/lift_feetech.py", "args": "--port /dev/x"}) == "lift_feetech"
     assert doctor.node_module({"path": "python", "args": "-m other.module"}) is None
 
 

@@ -12,7 +12,7 @@ import pyarrow.ipc as ipc
 import pytest
 
 from teledora.cli import main as cli
-from teledora.operators.messages import encode
+from teledora.operators.contract.messages import encode
 from teledora.recording import RunWriter, record_schema
 
 T0 = 1_700_000_000_000_000_000

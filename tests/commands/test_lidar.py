@@ -8,9 +8,7 @@ from pathlib import Path
 
 from teledora import models
 from teledora.cli import build_parser
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from fakes.rplidar_a1 import FakeRplidarA1  # noqa: E402
+from teledora.fakes.rplidar_a1 import FakeRplidarA1  # noqa: E402
 
 
 def _config(tmp_path) -> Path:

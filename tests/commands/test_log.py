@@ -13,7 +13,7 @@ from mcap.reader import make_reader
 
 from teledora.cli import build_parser
 from teledora.commands import log
-from teledora.operators.messages import encode, image_metadata
+from teledora.operators.contract.messages import encode, image_metadata
 from teledora.recording import RunReader, RunWriter
 
 T0 = 1_800_000_000_000_000_000

@@ -7,7 +7,9 @@ import csv
 import numpy as np
 import pytest
 
-from teledora import cli, models
+from teledora import cli
+
+from teledora import models
 from teledora.commands.path import WaypointFileError, parse_waypoints
 
 PROFILE = models.load_profile()

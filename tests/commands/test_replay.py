@@ -11,29 +11,29 @@ import yaml
 
 from teledora.cli import build_parser
 from teledora.commands import replay
-from teledora.nodes.node_journal import FOLLOW_ENV
-from teledora.operators.messages import encode
+from teledora.runtime.node_journal import FOLLOW_ENV
+from teledora.operators.contract.messages import encode
 from teledora.recording import RunReader, RunWriter
 
 DATAFLOW = """
 nodes:
   - id: xr
-    path: ../nodes/xr_scripted.py
+    path: ../nodes/xr/xr_scripted.py
     outputs: [controllers, diagnostics]
     output_types: {controllers: teledora/msgs/v1/XrControllers}
   - id: teleop
-    path: ../nodes/teleop.py
+    path: ../nodes/teleop/teleop.py
     inputs:
       controllers: xr/controllers
       joint_states: {source: arms/joint_states, queue_size: 1}
       tick: dora/timer/millis/10
     outputs: [arm_targets]
   - id: arms
-    path: ../nodes/arms_sim.py
+    path: ../nodes/drive/arms_sim.py
     inputs: {joint_commands: ik/joint_commands}
     outputs: [joint_states]
   - id: recorder
-    path: ../nodes/recorder.py
+    path: ../nodes/recording/recorder.py
     inputs:
       xr__controllers: {source: xr/controllers, queue_policy: backpressure}
     outputs: [diagnostics]
@@ -71,7 +71,7 @@ def test_inputs_fed_by_replayers_get_backpressure_and_live_paths_become_absolute
     assert teleop["inputs"]["controllers"] == {"source": "xr/controllers", "queue_policy": "backpressure", "queue_size": 1000}
     assert teleop["inputs"]["joint_states"] == {"source": "arms/joint_states", "queue_policy": "backpressure", "queue_size": 1000}
     assert teleop["inputs"]["tick"] == "dora/timer/millis/10"
-    assert Path(teleop["path"]).is_absolute() and teleop["path"].endswith("nodes/teleop.py")
+    assert Path(teleop["path"]).is_absolute() and teleop["path"].endswith("nodes/teleop/teleop.py")
 
 
 def test_recorder_is_told_what_it_records_a_replay_of():

@@ -15,7 +15,7 @@ import pytest
 
 from teledora import models
 from teledora.cli import main
-from teledora.operators.messages import encode, image_metadata
+from teledora.operators.contract.messages import encode, image_metadata
 from teledora.recording import RunWriter
 
 T0 = 1_700_000_000_000_000_000

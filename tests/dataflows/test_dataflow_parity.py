@@ -1,6 +1,6 @@
 """Sim, hardware and distributed dataflows expose the same interface.
 
-The comparison logic (teledora.operators.dataflow_parity) is tested on small
+The comparison logic (teledora.operators.dataflow.dataflow_parity) is tested on small
 descriptors first, then applied to the shipped dataflows.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from teledora.operators.dataflow_parity import (
+from teledora.operators.dataflow.dataflow_parity import (
     SIM_ONLY_NODES,
     DataflowFormatError,
     compare_interfaces,
@@ -130,13 +130,13 @@ def test_hardware_graph_is_closed_and_fed_by_real_states() -> None:
 
 
 def test_hardware_uses_the_hardware_variants() -> None:
-    expected = {"xr": "xr_webxr", "arms": "arms_feetech", "base": "base_feetech", "lift": "lift_feetech",
-                "lidar_front": "lidar_rplidar", "lidar_back": "lidar_rplidar", "ekf": "ekf_ardupilot",
-                "mocap": "mocap_natnet"}
+    expected = {"xr": "xr.xr_webxr", "arms": "drive.arms_feetech", "base": "drive.base_feetech",
+                "lift": "drive.lift_feetech", "lidar_front": "lidar.lidar_rplidar", "lidar_back": "lidar.lidar_rplidar",
+                "ekf": "estimation.ekf_ardupilot", "mocap": "mocap.mocap_natnet"}
     entries = {n["id"]: n for n in _load("hardware.yml")["nodes"]}
     for node_id, module in expected.items():
         args = entries[node_id].get("args", "")
-        assert re.match(rf"-m teledora\.nodes\.{module}(\s|$)", args), (node_id, args)
+        assert re.match(rf"-m teledora\.nodes\.{re.escape(module)}(\s|$)", args), (node_id, args)
 
 
 @pytest.mark.parametrize("name", ["hardware.yml", "sim_distributed.yml"])
@@ -160,7 +160,7 @@ def test_sim_distributed_is_sim_yml_plus_deploy() -> None:
     assert list(dist) == list(sim)
     for node_id, s in sim.items():
         d = dist[node_id]
-        module = Path(s["path"]).stem
+        module = ".".join(Path(s["path"]).with_suffix("").parts[-2:])
         assert d["path"] == "python"
         assert d["args"].split() == ["-m", f"teledora.nodes.{module}", *str(s.get("args", "")).split()], node_id
         for key in ("input_types", "outputs", "output_types", "env"):

@@ -26,8 +26,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from teledora.operators.dataflow_parity import machine_of
-from teledora.operators.messages import decode
+from teledora.operators.dataflow.dataflow_parity import machine_of
+from teledora.operators.contract.messages import decode
 from teledora.recording import RunReader
 
 pytestmark = pytest.mark.dataflow
@@ -141,7 +141,6 @@ def distributed_run(tmp_path_factory):
     # the demo script, held idle at its end far beyond the test, so the dataflow
     # is still running when the test stops it (it would otherwise end by itself)
     from teledora import models
-
     script = models.load_yaml("alohamini2/demo_script.yaml")
     script["keyframes"].append({"t_s": 600.0})
     script_path = root / "long_demo_script.yaml"

@@ -27,15 +27,13 @@ import pyarrow.ipc as ipc
 import pytest
 import yaml
 
-from teledora.operators import natnet_frame as nf
-from teledora.operators.sts_servo_model import SimulatedServo
+from teledora.operators.mocap import natnet_frame as nf
+from teledora.operators.drive.sts_servo_model import SimulatedServo
 from teledora.recording import RunReader
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from fakes.ardupilot import FakeArduPilot  # noqa: E402
-from fakes.feetech_bus import FakeFeetechBus, FakeServo  # noqa: E402
-from fakes.motive import FakeMotive  # noqa: E402
-from fakes.rplidar_a1 import FakeRplidarA1  # noqa: E402
+from teledora.fakes.ardupilot import FakeArduPilot  # noqa: E402
+from teledora.fakes.feetech_bus import FakeFeetechBus, FakeServo  # noqa: E402
+from teledora.fakes.motive import FakeMotive  # noqa: E402
+from teledora.fakes.rplidar_a1 import FakeRplidarA1  # noqa: E402
 
 pytestmark = pytest.mark.dataflow
 

@@ -15,19 +15,18 @@ from pathlib import Path
 import pytest
 import yaml
 
-from teledora.operators.messages import decode
+from teledora.operators.contract.messages import decode
 from teledora.recording import RunReader
 
 pytestmark = pytest.mark.dataflow
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-sys.path.insert(0, str(REPO / "tests"))
 
 GROUND_TRUTH = """
 import math, time
 from dora import Node
-from teledora.operators.messages import encode
+from teledora.operators.contract.messages import encode
 node = Node()
 for k in range(400):  # 4 s of a 1 m circle at 100 Hz
     now = time.time_ns()
@@ -52,10 +51,10 @@ def test_sim_rig_recorded_and_evaluated_against_ground_truth(tmp_path):
     (tmp_path / "gt.py").write_text(GROUND_TRUTH)
     flow = {"nodes": [
         {"id": "sim", "path": "gt.py", "outputs": ["ground_truth"]},
-        {"id": "mocap", "path": str(REPO / "nodes" / "mocap_sim.py"),
+        {"id": "mocap", "path": str(REPO / "nodes" / "mocap" / "mocap_sim.py"),
          "inputs": {"ground_truth": {"source": "sim/ground_truth", "queue_policy": "backpressure", "queue_size": 1000}},
          "outputs": ["pose", "diagnostics"]},
-        {"id": "recorder", "path": str(REPO / "nodes" / "recorder.py"),
+        {"id": "recorder", "path": str(REPO / "nodes" / "recording" / "recorder.py"),
          "inputs": {t: {"source": s, "queue_policy": "backpressure", "queue_size": 1000} for t, s in (
              ("mocap__pose", "mocap/pose"), ("sim__ground_truth", "sim/ground_truth"))},
          "outputs": ["diagnostics"]},
@@ -87,11 +86,11 @@ def test_sim_rig_recorded_and_evaluated_against_ground_truth(tmp_path):
 
 
 def test_natnet_client_against_fake_motive(tmp_path):
-    from fakes.motive import FakeMotive
+    from teledora.fakes.motive import FakeMotive
 
-    from teledora.operators import natnet_protocol as nn
-    from teledora.operators.mocap_frames import MocapFrameTransform
-    from teledora.operators.rotations import yaw_to_quat_xyzw
+    from teledora.operators.mocap import natnet_protocol as nn
+    from teledora.operators.mocap.mocap_frames import MocapFrameTransform
+    from teledora.operators.geometry.rotations import yaw_to_quat_xyzw
 
     tf = MocapFrameTransform()
     poses = [tf.motive_pose_of_base([math.cos(k / 240), math.sin(k / 240), 0.0], yaw_to_quat_xyzw(k / 240))
@@ -114,9 +113,9 @@ def test_natnet_client_against_fake_motive(tmp_path):
         sender = threading.Thread(target=stream, daemon=True)
         sender.start()
         flow = {"nodes": [
-            {"id": "mocap", "path": str(REPO / "nodes" / "mocap_natnet.py"),
+            {"id": "mocap", "path": str(REPO / "nodes" / "mocap" / "mocap_natnet.py"),
              "args": f"--config {tmp_path / 'mocap.yaml'}", "outputs": ["pose", "diagnostics"]},
-            {"id": "recorder", "path": str(REPO / "nodes" / "recorder.py"),
+            {"id": "recorder", "path": str(REPO / "nodes" / "recording" / "recorder.py"),
              "inputs": {"mocap__pose": {"source": "mocap/pose", "queue_policy": "backpressure", "queue_size": 1000}},
              "outputs": ["diagnostics"]},
         ]}

@@ -22,7 +22,7 @@ N = 10_000
 PRODUCER = """
 import time
 from dora import Node
-from teledora.operators.messages import encode
+from teledora.operators.contract.messages import encode
 node = Node()
 for i in range({n}):
     node.send_output("out", encode("LiftCommand", {{"stamp_ns": time.time_ns(), "velocity_m_s": float(i)}}), {{"seq": i}})
@@ -36,7 +36,7 @@ def test_burst_of_10000_is_recorded_whole_and_in_order(tmp_path):
             {"id": "burst", "path": "burst.py", "outputs": ["out"]},
             {
                 "id": "recorder",
-                "path": str(REPO / "nodes" / "recorder.py"),
+                "path": str(REPO / "nodes" / "recording" / "recorder.py"),
                 # backpressure alone keeps at most max(queue_size, 100) queued in dora 1.1.0
                 "inputs": {"burst__out": {"source": "burst/out", "queue_policy": "backpressure", "queue_size": N}},
                 "outputs": ["diagnostics"],

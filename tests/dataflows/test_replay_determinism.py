@@ -26,8 +26,8 @@ import pytest
 import yaml
 
 from teledora.models import load_profile
-from teledora.nodes.node_journal import load_journal
-from teledora.operators.messages import decode
+from teledora.runtime.node_journal import load_journal
+from teledora.operators.contract.messages import decode
 from teledora.recording import MANIFEST_NAME, RunReader, value_digest
 
 pytestmark = pytest.mark.dataflow

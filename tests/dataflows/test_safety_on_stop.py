@@ -27,10 +27,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from teledora.operators.sts_servo_model import SimulatedServo
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from fakes.feetech_bus import FakeFeetechBus, FakeServo  # noqa: E402
+from teledora.operators.drive.sts_servo_model import SimulatedServo
+from teledora.fakes.feetech_bus import FakeFeetechBus, FakeServo  # noqa: E402
 
 pytestmark = pytest.mark.dataflow
 
@@ -46,7 +44,7 @@ COMMANDER = textwrap.dedent('''
     crash once the file CRASH_WHEN_EXISTS appears (the test makes it when the robot moves)."""
     import os, time
     from dora import Node
-    from teledora.operators.messages import encode
+    from teledora.operators.contract.messages import encode
 
     node = Node()
     crash_when = os.environ.get("CRASH_WHEN_EXISTS", "")

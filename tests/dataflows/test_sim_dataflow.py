@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from teledora.operators.messages import decode
+from teledora.operators.contract.messages import decode
 from teledora.recording import RunReader
 
 pytestmark = pytest.mark.dataflow

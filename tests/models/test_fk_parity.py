@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 from teledora import models
-
 URDF = Path(__file__).resolve().parents[2] / ".." / "shared" / "reference" / "alohamini2" / "urdf" / "alohamini2.urdf"
 
 # Upstream CAD frame: +x left, -y forward. Our base_link is FLU, so the URDF's

@@ -31,14 +31,14 @@ def test_only_the_teledora_namespace_is_installed(wheel_names) -> None:
 
 def test_operators_nodes_and_models_land_under_teledora(wheel_names) -> None:
     for name in (
-        "teledora/operators/messages.py",
-        "teledora/nodes/sim.py",
+        "teledora/operators/contract/messages.py",
+        "teledora/nodes/sim/sim.py",
         "teledora/cli.py",
         "teledora/models/alohamini2/alohamini2.xml",
         "teledora/models/alohamini2/scene.xml",
         "teledora/models/alohamini2/profile.yaml",
         "teledora/models/alohamini2/demo_script.yaml",
-        "teledora/nodes/web/index.html",
+        "teledora/nodes/xr/web/index.html",
     ):
         assert name in wheel_names, name
 

@@ -1,0 +1,57 @@
+"""`arms` node, sim variant: the two arms' servo buses, as the sim sees them.
+
+Inputs:  joint_commands (JointCommands from ik), sim_joint_states (JointState
+         from the MuJoCo `sim` node)
+Outputs: servo_targets (JointCommands actually handed to the actuators, with
+         positions on the servos' 4096-tick grid), joint_states (JointState read
+         back at encoder resolution), diagnostics
+
+Same ids and outputs as the Feetech hardware variant, so the rest of the graph
+cannot tell them apart. Commands are name-addressed; a command naming unknown
+joints, or lacking any, is rejected whole and the last accepted one stands.
+"""
+
+from __future__ import annotations
+
+import os
+
+from teledora import models
+from teledora.runtime.node_io import NodeIO, make_node, newest_per_input, next_batch, node_id
+from teledora.operators.contract.messages import MessageError, require_joint_names
+from teledora.operators.drive.servo_quantization import quantize_rad
+
+
+def main(argv: list[str] | None = None, node=None) -> None:
+    profile = models.load_profile(os.environ.get("TELEDORA_PROFILE", "alohamini2/profile.yaml"))
+    joints = profile.arm_joint_names
+    io = NodeIO(make_node(node), node_id("arms"))
+    while True:
+        batch = next_batch(io.node, 1.0)
+        if batch is None:
+            break
+        for event in newest_per_input(batch, {"joint_commands", "sim_joint_states"}):
+            if event["type"] != "INPUT":
+                continue
+            if event["id"] == "joint_commands":
+                msg = io.decode(event, "JointCommands")
+                if msg is None:
+                    continue
+                try:
+                    require_joint_names(msg["names"], joints)
+                except MessageError as exc:
+                    io.reject(f"joint_commands: {exc}")
+                    continue
+                msg["q_ref"] = quantize_rad(msg["q_ref"])
+                io.send("servo_targets", "JointCommands", msg)
+            elif event["id"] == "sim_joint_states":
+                msg = io.decode(event, "JointState")
+                if msg is None:
+                    continue
+                msg["position"] = quantize_rad(msg["position"])
+                io.send("joint_states", "JointState", msg)
+        io.publish_diagnostics()
+    io.publish_diagnostics(force=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""flow node (sim): optical-flow and gyro reports from the simulator's ground truth.
+
+Inputs: ``ground_truth`` (GroundTruth from ``sim/ground_truth``: body twist vx, vy, wz),
+``tick`` (dora timer at the sensor's report rate, e.g. 50 Hz).
+Outputs: ``flow`` (OpticalFlow, sensor axes, ArduPilot sign convention) on each tick,
+``gyro`` (Gyro, base_link) on each ground-truth sample, ``diagnostics`` (~1 Hz).
+
+Every ground-truth sample is used (the flow is averaged over the report interval,
+as the real sensor integrates); ticks are collapsed to the newest. The mounting
+offset, noise, gain error, quality and dropouts come from estimation.yaml
+(``flow_sensor`` and ``flow_sim`` sections).
+
+With ``flow_image.enabled`` (or ``--image``) the flow is instead measured the way
+the real sensor does it: the floor under the sensor is rendered from the
+ground-truth pose at each tick (a seeded texture) and the shift between frames
+is found with OpenCV phase correlation; quality is the correlation peak.
+
+Args: ``--config`` estimation YAML (default: shipped alohamini2/estimation.yaml),
+``--seed`` noise seed override.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import yaml
+
+from teledora import models
+from teledora.runtime.node_io import NodeIO, make_node, newest_per_input, next_batch, node_id
+from teledora.operators.estimation.floor_image_flow import FloorCamera, FloorCameraConfig, ImageFlowSensor
+from teledora.operators.estimation.flow_model import FlowModel, FlowModelConfig
+from teledora.operators.estimation.flow_sensor_sim import FlowSensorSim, FlowSimConfig
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="flow_sim", description=__doc__.splitlines()[0])
+    ap.add_argument("--config", type=Path, default=None, help="estimation YAML (default: shipped)")
+    ap.add_argument("--seed", type=int, default=None, help="noise seed (overrides flow_sim.seed)")
+    ap.add_argument("--image", action="store_true", help="measure flow from rendered floor images")
+    return ap.parse_args(argv)
+
+
+def load_estimation_config(path: Path | None) -> dict[str, Any]:
+    """The estimation YAML as a mapping (shipped file when ``path`` is None)."""
+    if path is None:
+        return models.load_yaml("alohamini2/estimation.yaml")
+    with open(path) as f:
+        data = yaml.safe_load(f)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping at top level")
+    return data
+
+
+def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
+    args = parse_args(argv)
+    cfg = load_estimation_config(args.config)
+    sim_cfg = FlowSimConfig.from_dict(cfg["flow_sim"])
+    if args.seed is not None:
+        sim_cfg = dataclasses.replace(sim_cfg, seed=args.seed)
+    flow_cfg = FlowModelConfig.from_dict(cfg["flow_sensor"])
+    sensor = FlowSensorSim(FlowModel(flow_cfg), sim_cfg)
+    image_cfg = dict(cfg.get("flow_image") or {})
+    imager: ImageFlowSensor | None = None
+    if image_cfg.pop("enabled", False) or args.image:
+        imager = ImageFlowSensor(FloorCamera(FloorCameraConfig(**image_cfg)), flow_cfg.offset_m,
+                                 flow_cfg.orient_yaw_rad)
+    io = NodeIO(make_node(node), node_id("flow"), clock)
+    io.diag.details["mode"] = "image" if imager else "model"
+    truth_stamp_ns = 0
+    pose = (0.0, 0.0, 0.0)
+
+    while (batch := next_batch(io.node)) is not None:
+        for event in newest_per_input(batch, {"tick"}):
+            if event["type"] != "INPUT":
+                continue  # STOP / INPUT_CLOSED: keep going until the stream ends
+            if event["id"] == "ground_truth":
+                msg = io.decode(event, "GroundTruth")
+                if msg is None:
+                    continue
+                sensor.add_truth(msg["vx"], msg["vy"], msg["wz"])
+                truth_stamp_ns = msg["stamp_ns"]
+                pose = (msg["x"], msg["y"], msg["yaw"])
+                io.send("gyro", "Gyro", {"stamp_ns": truth_stamp_ns, "frame_id": "base_link",
+                                         "angular_velocity": sensor.read_gyro(msg["wz"])})
+            elif event["id"] == "tick":
+                io.diag.received += 1
+                if not sensor.has_truth:
+                    io.diag.set_status("warn", "waiting for ground_truth")
+                    continue
+                r = sensor.read_flow(truth_stamp_ns)
+                msg = {"stamp_ns": r.stamp_ns, "frame_id": "flow_sensor", "flow_rate_x": r.flow_rate_x,
+                       "flow_rate_y": r.flow_rate_y, "quality": r.quality, "ground_distance_m": r.ground_distance_m,
+                       "integration_time_s": r.integration_time_s}
+                if imager is not None:
+                    measured = imager.read(truth_stamp_ns, *pose)
+                    if measured is None:
+                        continue  # first frame, or no new ground truth since the last tick
+                    fx, fy, quality, dt = measured
+                    msg.update(flow_rate_x=fx, flow_rate_y=fy, quality=quality, integration_time_s=dt)
+                io.send("flow", "OpticalFlow", msg)
+                io.diag.set_status("ok", "")
+            else:
+                io.reject(f"unknown input {event['id']!r}")
+        io.diag.details.update({"dropouts": sensor.dropouts, "seed": sim_cfg.seed})
+        io.publish_diagnostics()
+    io.publish_diagnostics(force=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""scan_merger node: front + back lidar scans -> one 360-degree scan in base_link.
+
+Inputs: ``front`` (LaserScan from ``lidar_front/scan``), ``back`` (LaserScan from
+``lidar_back/scan``), ``odom`` (Odometry from ``base/odom``), optionally
+``tick`` (a timer; lets a lone lidar's scans out even when odometry is quiet).
+Outputs: ``scan`` (LaserScan, frame ``base_link``, stamped halfway between the
+merged scans; dora metadata ``sources`` and ``alone``), ``journal``
+(InputJournal, see teledora/runtime/node_journal.py), ``diagnostics`` (~1 Hz).
+
+Pairing, motion compensation and the footprint come from lidar.yaml
+(``merger``); the mounts from the model's ``lidar_front`` / ``lidar_back``
+sites. When one lidar goes silent the other is published alone and the
+diagnostics say so (level ``warn``).
+
+Args: ``--config`` lidar YAML (default: shipped), ``--compensation``
+(per_ray | scan_stamp | none, overrides lidar.yaml).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import mujoco
+
+from teledora import models
+from teledora.runtime.node_io import NodeIO, make_node, node_id
+from teledora.nodes.lidar.lidar_rplidar import load_lidar_setup
+from teledora.operators.lidar.laser_scan import LaserScan, ScanGeometryError
+from teledora.operators.lidar.lidar_mounts import mount_from_site
+from teledora.operators.lidar.pose_history import PlanarPose, PoseHistory
+from teledora.operators.lidar.scan_merger import COMPENSATION_MODES, ScanMerger
+from teledora.operators.lidar.scan_pairing import ScanGroup, ScanPairer
+
+SOURCES = ("front", "back")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="scan_merger", description=__doc__.splitlines()[0])
+    ap.add_argument("--config", type=Path, default=None, help="lidar YAML (default: shipped)")
+    ap.add_argument("--compensation", choices=COMPENSATION_MODES, default=None)
+    return ap.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
+    args = parse_args(argv)
+    setup = load_lidar_setup(args.config)
+    cfg = setup.merger if args.compensation is None else replace(setup.merger, compensation=args.compensation)
+    model = mujoco.MjModel.from_xml_path(str(models.path(setup.model)))
+    mounts = {name: mount_from_site(model, setup.lidars[name].site) for name in SOURCES}
+    merger = ScanMerger(mounts, cfg.footprint, cfg.compensation, cfg.frame_id, cfg.range_min_m)
+    pairer = ScanPairer(SOURCES, cfg.tolerance_s, cfg.silence_timeout_s)
+    odom = PoseHistory(cfg.odom_max_age_s, cfg.odom_max_extrapolation_s)
+    io = NodeIO(make_node(node), node_id("scan_merger"), clock, journal=True)
+    stats: dict[str, Any] = {"merged": 0, "self_hits": {s: 0 for s in SOURCES}, "compensation": "", "odom_error": ""}
+
+    def publish(group: ScanGroup) -> None:
+        started = time.perf_counter()
+        result = merger.merge(group.scans, odom)
+        stats["merge_ms"] = round((time.perf_counter() - started) * 1e3, 3)
+        for name, n in result.self_hits.items():
+            stats["self_hits"][name] += n
+        stats["merged"] += 1
+        stats["compensation"], stats["odom_error"] = result.compensation, result.odom_error
+        if group.alone:
+            io.diag.set_status("warn", f"lidar {', '.join(group.silent)} silent: publishing {', '.join(group.scans)} alone")
+        elif result.odom_error:
+            io.diag.set_status("warn", f"merging without motion compensation: {result.odom_error}")
+        else:
+            io.diag.set_status("ok", "merging front + back")
+        io.send("scan", "LaserScan", result.scan.to_message(),
+                {"sources": ",".join(group.scans), "alone": bool(group.alone)})
+
+    while (batch := io.next_batch()) is not None:
+        for event in batch:
+            if event["type"] != "INPUT":
+                continue  # STOP / INPUT_CLOSED: keep merging until the stream ends
+            eid = event["id"]
+            groups: list[ScanGroup] = []
+            if eid in SOURCES:
+                msg = io.decode(event, "LaserScan")
+                if msg is None:
+                    continue
+                try:
+                    scan = LaserScan.from_message(msg)
+                except ScanGeometryError as exc:
+                    io.reject(f"input {eid!r}: {exc}")
+                    continue
+                groups = pairer.offer(eid, scan, io.now())
+            elif eid == "odom":
+                msg = io.decode(event, "Odometry")
+                if msg is None:
+                    continue
+                odom.add(PlanarPose(msg["stamp_ns"], msg["x"], msg["y"], msg["yaw"], msg["vx"], msg["vy"], msg["wz"]))
+                groups = pairer.poll(io.now())
+            elif eid == "tick":
+                groups = pairer.poll(io.now())
+            for group in groups:
+                publish(group)
+            io.diag.dropped = odom.out_of_order + pairer.unpaired_dropped + pairer.stale_dropped
+            io.diag.details = {
+                **stats,
+                "paired": pairer.paired,
+                "alone": pairer.alone,
+                "unpaired_dropped": pairer.unpaired_dropped,
+                "stale_dropped": pairer.stale_dropped,
+                "odom_out_of_order": odom.out_of_order,
+                "silent": pairer.silent_sources(io.now()),
+            }
+        io.publish_diagnostics()
+    io.publish_diagnostics(force=True)
+
+
+if __name__ == "__main__":
+    main()

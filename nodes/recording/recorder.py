@@ -1,0 +1,249 @@
+"""recorder: writes every input it receives into a run directory.
+
+Wire each topic to record as an input named ``<node>__<output>`` with
+``queue_policy: backpressure``, e.g.::
+
+    - id: recorder
+      path: ../nodes/recording/recorder.py
+      inputs:
+        xr__controllers: {source: xr/controllers, queue_policy: backpressure}
+      outputs: [diagnostics]
+
+Environment (command-line flags of the same name override it):
+    TELEDORA_RUNS_DIR            where runs go (default ``runs``, relative to
+                                 the dataflow directory)
+    TELEDORA_RUN_DIR             exact run directory to create (optional)
+    TELEDORA_RECORD_FLUSH_S      flush interval in seconds (default 0.5)
+    TELEDORA_RECORD_FSYNC        1 to fsync at every flush (default 0)
+    TELEDORA_DATAFLOW            path of the dataflow YAML to store in the manifest
+    TELEDORA_REPLAY_OF           set by ``teledora replay``: the run being replayed
+
+The run directory path is printed when recording starts and when it ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import resource
+import signal
+import subprocess
+import sys
+import threading
+import time
+from importlib import metadata as importlib_metadata
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import yaml
+
+from teledora.runtime.node_io import NodeIO, make_node, next_batch, node_id
+from teledora.operators.recording.recording_gaps import GapDetector
+from teledora.recording import MANIFEST_NAME, RunWriter, TopicNameError, TopicTypeError, new_run_dir
+
+DEFAULT_FLUSH_S = 0.5
+COUNTER_METADATA_KEY = "seq"
+
+
+PROVENANCE_PACKAGES = ("teledora", "dora-rs", "dora-rs-cli", "pyarrow", "numpy", "mujoco", "mink", "pyyaml")
+
+
+def package_versions(names: Iterable[str] = PROVENANCE_PACKAGES) -> dict[str, str | None]:
+    """Installed versions of ``names`` (None for a package that is absent)."""
+    out: dict[str, str | None] = {}
+    for name in names:
+        try:
+            out[name] = importlib_metadata.version(name)
+        except importlib_metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def git_revision(cwd: str | os.PathLike[str]) -> dict[str, Any]:
+    """``{"commit": sha, "dirty": bool}`` of the checkout holding ``cwd``
+    (``commit`` None outside a git checkout or without git)."""
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5, check=True
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd, capture_output=True, text=True, timeout=5
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+    return {"commit": sha or None, "dirty": bool(status.strip())}
+
+
+class _TerminationFlag:
+    """Turns SIGTERM (what dora sends a node that outlives a stop) and SIGINT
+    into a flag the event loop checks, so the run is closed properly. The loop
+    wakes at least every flush interval, so it sees the flag promptly."""
+
+    def __init__(self) -> None:
+        self.signal_name: str | None = None
+        self._previous: dict[int, Any] = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                self._previous[sig] = signal.signal(sig, self._set)
+
+    def _set(self, signum: int, _frame: Any) -> None:
+        self.signal_name = signal.Signals(signum).name
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    env = os.environ
+    parser = argparse.ArgumentParser(prog="recorder", description="Record dora topics into a run directory.")
+    parser.add_argument("--runs-dir", default=env.get("TELEDORA_RUNS_DIR", "runs"))
+    parser.add_argument("--run-dir", default=env.get("TELEDORA_RUN_DIR") or None)
+    parser.add_argument("--flush-interval-s", type=float, default=float(env.get("TELEDORA_RECORD_FLUSH_S", DEFAULT_FLUSH_S)))
+    parser.add_argument("--fsync", action="store_true", default=env.get("TELEDORA_RECORD_FSYNC", "0") == "1")
+    parser.add_argument("--dataflow", default=env.get("TELEDORA_DATAFLOW") or None)
+    return parser.parse_args(list(argv) if argv is not None else [])
+
+
+def dataflow_source(explicit: str | None, descriptor: dict[str, Any] | None) -> tuple[str | None, str | None]:
+    """(path, YAML text) of the running dataflow.
+
+    Uses ``explicit`` when given, else the YAML file named on the command line
+    of the ``dora run`` that started this node, else the parsed descriptor
+    dora hands the node, dumped back to YAML.
+    """
+    candidates: list[Path] = []
+    if explicit:
+        candidates.append(Path(explicit))
+    parent = os.environ.get("DORA_RUN_PARENT_PID")
+    if parent and Path(f"/proc/{parent}/cmdline").exists():
+        try:
+            args = Path(f"/proc/{parent}/cmdline").read_bytes().split(b"\0")
+            cwd = Path(os.readlink(f"/proc/{parent}/cwd"))
+            for arg in args:
+                text = arg.decode(errors="replace")
+                if text.endswith((".yml", ".yaml")):
+                    candidates.append(cwd / text)
+        except OSError:
+            pass
+    for path in candidates:
+        if path.is_file():
+            return str(path.resolve()), path.read_text()
+    if descriptor:
+        return None, yaml.safe_dump(_prune_nulls(descriptor), sort_keys=False)
+    return None, None
+
+
+def _prune_nulls(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _prune_nulls(v) for k, v in obj.items() if v is not None}
+    if isinstance(obj, list):
+        return [_prune_nulls(v) for v in obj]
+    return obj
+
+
+def _descriptor(node: Any) -> dict[str, Any] | None:
+    try:
+        desc = node.dataflow_descriptor()
+    except Exception:  # MockNode or an old runtime: the manifest just lacks it
+        return None
+    return desc if isinstance(desc, dict) and desc else None
+
+
+def build_manifest(node: Any, me: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Provenance stored with the run: dataflow text, versions, git revision."""
+    descriptor = _descriptor(node)
+    path, text = dataflow_source(args.dataflow, descriptor)
+    inputs: dict[str, Any] = {}
+    for entry in (descriptor or {}).get("nodes", []) or []:
+        if entry.get("id") == me:
+            inputs = {k: (v.get("source") if isinstance(v, dict) else v) for k, v in (entry.get("inputs") or {}).items()}
+    cwd = os.getcwd()
+    try:
+        dataflow_id = str(node.dataflow_id())
+    except Exception:
+        dataflow_id = None
+    return {
+        "recorder": me,
+        "dataflow_id": dataflow_id,
+        "dataflow_path": path,
+        "dataflow_dir": cwd,
+        "dataflow_yaml": text,
+        "recorded_inputs": inputs,
+        "replay_of": os.environ.get("TELEDORA_REPLAY_OF") or None,
+        "packages": package_versions(),
+        "python": sys.version.split()[0],
+        "git": git_revision(cwd),
+    }
+
+
+def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> Path:
+    args = parse_args(argv if argv is not None else sys.argv[1:])
+    me = node_id("recorder")
+    node = make_node(node)
+    io = NodeIO(node, me, clock=clock)
+    start_ns = clock()
+    if args.run_dir:
+        run_dir = Path(args.run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        if (run_dir / MANIFEST_NAME).exists():
+            raise SystemExit(f"recorder: {run_dir} already holds a recording; refusing to overwrite it")
+    else:
+        run_dir = new_run_dir(args.runs_dir, dt.datetime.fromtimestamp(start_ns / 1e9))
+    writer = RunWriter(
+        run_dir, build_manifest(node, me, args), flush_interval_s=args.flush_interval_s, fsync=args.fsync, start_ns=start_ns
+    )
+    print(f"recording to {run_dir.resolve()}", flush=True)
+    gaps = GapDetector()
+    flushes = 0
+    stop = _TerminationFlag()
+    while not stop.signal_name and (batch := next_batch(node, args.flush_interval_s)) is not None:
+        for event in batch:
+            if event.get("type") != "INPUT":
+                continue
+            recv_ns = clock()
+            io.diag.received += 1
+            meta = event.get("metadata") or {}
+            try:
+                result = writer.append(event["id"], event["value"], meta, recv_ns)
+            except (TopicTypeError, TopicNameError) as exc:
+                io.reject(str(exc))
+                continue
+            counter = meta.get(COUNTER_METADATA_KEY)
+            event_ns = recv_ns if result.dora_ns is None else result.dora_ns
+            for gap in gaps.observe(result.topic, event_ns, counter if isinstance(counter, int) else None):
+                # a stall may just be a busy machine; a counter jump is a lost message
+                level = "info" if gap.kind == "stall" else "warn"
+                io.log(level, f"gap on {gap.topic}: {gap.kind}, {gap.duration_s:.3f} s, ~{gap.missing} missing")
+        now = clock()
+        if writer.flush_due(now):
+            writer.flush(now)
+            flushes += 1
+        if io.diag.due(now):
+            io.diag.details = {
+                "run_dir": str(run_dir),
+                "messages": writer.messages,
+                "topics": len(writer.counts()),
+                "flushes": flushes,
+                "gaps": gaps.counts(),
+                "type_errors": sum(writer.type_errors.values()),
+            }
+            io.publish_diagnostics()
+    stop.restore()
+    writer.manifest["ended_by"] = stop.signal_name or "end of stream"
+    if stop.signal_name:
+        io.log("warn", f"{stop.signal_name}: closing the run with what has arrived")
+    io.diag.details.update(messages=writer.messages, gaps=gaps.counts(), complete=True)
+    io.publish_diagnostics(force=True)
+    writer.manifest["gaps"] = gaps.counts()
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    writer.manifest["recorder_cpu_s"] = round(usage.ru_utime + usage.ru_stime, 3)
+    writer.close(clock())
+    print(f"recording finished: {run_dir.resolve()} ({writer.messages} messages)", flush=True)
+    return run_dir
+
+
+if __name__ == "__main__":
+    main()

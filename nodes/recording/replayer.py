@@ -1,0 +1,123 @@
+"""replayer: stands in for a recorded node, sending its recorded outputs again.
+
+``teledora replay`` puts one replayer in the dataflow for each replaced node,
+under that node's id and with its outputs; the rest of the graph runs live.
+
+Args (environment in brackets):
+    --run RUN        run directory to replay [TELEDORA_REPLAY_RUN]
+    --node ID        the node it stands in for [DORA_NODE_ID]
+    --speed X        1.0 original timing, 2.0 twice as fast, 0 as fast as
+                     the consumers accept (backpressure) [TELEDORA_REPLAY_SPEED]
+    --stamps MODE    ``shifted`` (default): every ``stamp_ns``/``*_stamp_ns`` field
+                     and ``stamp_ns`` metadata moves by (now - recorded send
+                     time), so each message is as fresh as when it was
+                     recorded and live nodes that check freshness accept it;
+                     ``recorded``: the recorded bytes, unchanged
+                     [TELEDORA_REPLAY_STAMPS]
+    --loop           start again from the beginning when done, until stopped
+    --loops N        play the run N times (default 1)
+
+Messages go out in the recorder's global order (``seq``) with their recorded
+metadata (dora re-stamps ``timestamp``). Progress is printed about once a
+second; ``replay <id> done: ...`` is printed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any, Callable, Sequence
+
+import pyarrow as pa
+
+from teledora.runtime.node_io import make_node, node_id
+from teledora.operators.recording.replay_schedule import ReplaySchedule, shift_stamps
+from teledora.recording import RunReader, message_time_ns, replay_metadata, run_time_span
+
+PROGRESS_PERIOD_NS = 1_000_000_000
+DONE_MARKER = "done:"
+
+
+class ReplaySourceError(RuntimeError):
+    """The run holds nothing this replayer could send."""
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    env = os.environ
+    ap = argparse.ArgumentParser(prog="replayer", description=__doc__.splitlines()[0])
+    ap.add_argument("--run", default=env.get("TELEDORA_REPLAY_RUN"), required=env.get("TELEDORA_REPLAY_RUN") is None)
+    ap.add_argument("--node", default=None)
+    ap.add_argument("--speed", type=float, default=float(env.get("TELEDORA_REPLAY_SPEED", "1.0")))
+    ap.add_argument(
+        "--stamps",
+        choices=["shifted", "recorded"],
+        default=env.get("TELEDORA_REPLAY_STAMPS", "shifted"),
+        help="shifted: move stamp_ns fields by (now - recorded send time) so live nodes see fresh data; "
+        "recorded: send the recorded bytes unchanged",
+    )
+    ap.add_argument("--loop", dest="loops", action="store_const", const=0, default=1, help="repeat until stopped")
+    ap.add_argument("--loops", type=int, dest="loops", help="play the run this many times (0 = forever)")
+    args = ap.parse_args(list(argv) if argv is not None else [])
+    if args.speed < 0:
+        ap.error(f"--speed must be >= 0, got {args.speed}")
+    return args
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    node: Any = None,
+    clock: Callable[[], int] = time.time_ns,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    args = parse_args(argv if argv is not None else sys.argv[1:])
+    me = args.node or node_id("replayer")
+    reader = RunReader(args.run)
+    topics = reader.topics_of(me)
+    if not topics:
+        raise ReplaySourceError(f"run {args.run} holds no recorded output of node {me!r}")
+    span = run_time_span(reader)
+    total = sum(reader.read_topic(t).table.num_rows for t in topics)
+    node = make_node(node)
+    start = clock()
+    schedule = ReplaySchedule(span[0] if span else start, start, args.speed)
+    loop_ns = (span[1] - span[0] + 1) if span else 1
+    if args.speed > 0:
+        loop_ns = int(loop_ns / args.speed)
+    print(f"replay {me}: {total} messages on {', '.join(sorted(topics.values()))} at speed {args.speed:g}", flush=True)
+    sent = 0
+    last_progress = start
+    played = 0
+    while True:
+        for msg in reader.iter_messages(topics):
+            wait_ns = schedule.due_ns(message_time_ns(msg)) - clock()
+            if wait_ns > 0:
+                sleep(wait_ns / 1e9)
+            value = pa.concat_arrays([msg.value])
+            metadata = replay_metadata(msg.metadata)
+            if args.stamps == "shifted":
+                # each message keeps its recorded age: a replayer that falls
+                # behind on a busy machine still sends data that looks fresh
+                offset = clock() - message_time_ns(msg)
+                value = shift_stamps(value, offset)
+                if isinstance(metadata.get("stamp_ns"), int) and metadata["stamp_ns"] > 0:
+                    metadata["stamp_ns"] += offset
+            node.send_output(topics[msg.topic], value, metadata)
+            sent += 1
+            now = clock()
+            if now - last_progress >= PROGRESS_PERIOD_NS:
+                done = sent % total or total
+                print(f"replay {me}: {done}/{total} ({100 * done / total:.0f}%)", flush=True)
+                last_progress = now
+        played += 1
+        if args.loops and played >= args.loops:
+            break
+        schedule = schedule.shifted(loop_ns)
+    elapsed = (clock() - start) / 1e9
+    print(f"replay {me} {DONE_MARKER} {sent} messages in {elapsed:.2f} s", flush=True)
+    return sent
+
+
+if __name__ == "__main__":
+    main()

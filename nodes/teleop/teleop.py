@@ -1,0 +1,180 @@
+"""teleop node: XR controller reports -> arm targets, base and lift commands.
+
+Inputs: ``controllers`` (XrControllers), ``tick`` (dora timer, ~100 Hz, so
+timeouts are evaluated without XR traffic), ``joint_states`` (JointState of the
+arms) and ``lift`` (LiftState), the last two for the robot's current grip poses
+(MuJoCo forward kinematics), which (re)anchoring needs: arms stay disabled until
+both have arrived.
+Outputs: ``arm_targets``, ``base_cmd``, ``lift_cmd``, ``state``, ``journal``
+(InputJournal, see teledora/runtime/node_journal.py), ``diagnostics``.
+
+Outputs carry dora metadata ``xr_seq`` / ``xr_stamp_ns``: the newest XR report
+they reflect (latency tracing). Every controller report is applied in order
+(button edges must not be lost); one step is published per batch of queued events that held a report, so a
+backlog collapses instead of growing; a tick publishes only when no step went
+out for ``--republish-s`` (default 50 ms). Of the joint and lift states in a batch
+only the newest valid one is decoded and applied (an invalid newest one does not
+hide the valid one before it); forward kinematics runs lazily once per change.
+
+Args: ``--config`` teleop YAML (default: the shipped alohamini2/teleop.yaml),
+``--model`` MJCF for forward kinematics (default alohamini2/alohamini2.xml),
+``--republish-s`` (0.05).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import mujoco
+import numpy as np
+import yaml
+
+from teledora import models
+from teledora.runtime.node_io import NodeIO, make_node, newest_per_input, node_id
+from teledora.operators.ik.grip_kinematics import GripKinematics
+from teledora.operators.contract.messages import MessageError, require_joint_names
+from teledora.operators.model.robot_profile import RobotProfile
+from teledora.operators.geometry.rotations import matrix_to_quat_xyzw
+from teledora.operators.teleop.teleop_scheme import HANDS, TeleopConfig, TeleopScheme
+from teledora.operators.xr.xr_frames import Pose
+
+_OUTPUTS = (("arm_targets", "ArmTargets"), ("base_cmd", "BaseCommand"), ("lift_cmd", "LiftCommand"), ("state", "TeleopState"))
+
+
+class RobotGrips:
+    """The robot's current grip poses in base_link, from the newest valid arm joint
+    state and lift state (forward kinematics computed lazily, once per change).
+
+    Args:
+        model_path: MJCF with the profile's arm joints, lift joint and grip sites.
+        profile: The robot profile (joint names, lift offset, base frame, grip sites).
+    """
+
+    def __init__(self, model_path: Path, profile: RobotProfile) -> None:
+        self.profile = profile
+        self._kin = GripKinematics(mujoco.MjModel.from_xml_path(str(model_path)), profile)
+        self._names: list[str] | None = None
+        self._positions: np.ndarray | None = None
+        self._lift_m: float | None = None
+        self._grips: dict[str, Pose | None] = dict.fromkeys(HANDS)
+        self._dirty = False
+
+    @property
+    def known(self) -> bool:
+        return self._names is not None and self._lift_m is not None
+
+    def set_joints(self, names: Sequence[str], positions: np.ndarray) -> None:
+        """Keeps a joint state; rejected whole (MessageError) unless it names exactly the arm joints."""
+        require_joint_names(names, self.profile.arm_joint_names)
+        self._names, self._positions, self._dirty = list(names), np.array(positions, dtype=float), True
+
+    def set_lift_height(self, height_m: float) -> None:
+        self._lift_m = float(height_m)
+
+    @property
+    def lift_m(self) -> float:
+        return self._lift_m or 0.0
+
+    def grips(self) -> dict[str, Pose | None]:
+        """Grip poses on the lift carriage (base_link with the lift at height 0);
+        None for both until a joint state and a lift state arrived."""
+        if not self.known:
+            return dict.fromkeys(HANDS)
+        if self._dirty:
+            for side, (p, r) in self._kin.grips(self._names, self._positions, 0.0).items():
+                self._grips[side] = Pose(np.array(p), matrix_to_quat_xyzw(r))
+            self._dirty = False
+        return dict(self._grips)
+
+
+def apply_newest_valid(io: NodeIO, kin: RobotGrips, robot_state: dict[str, list]) -> None:
+    """Applies the newest valid joint and lift state of a batch; older ones are skipped
+    unread (only the newest matters), invalid newer ones are counted and passed over."""
+    for event in reversed(robot_state["joint_states"]):
+        msg = io.decode(event, "JointState")
+        if msg is None:
+            continue
+        try:
+            kin.set_joints(msg["names"], msg["position"])
+            break
+        except MessageError as exc:
+            io.reject(f"joint_states: {exc}")
+    for event in reversed(robot_state["lift"]):
+        msg = io.decode(event, "LiftState")
+        if msg is not None:
+            kin.set_lift_height(msg["height_m"])
+            break
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="teleop", description=__doc__.splitlines()[0])
+    ap.add_argument("--config", type=Path, default=None, help="teleop YAML (default: shipped alohamini2/teleop.yaml)")
+    ap.add_argument("--model", type=Path, default=None, help="MJCF for forward kinematics")
+    ap.add_argument("--republish-s", type=float, default=0.05,
+                    help="on a tick, publish when nothing went out for this long (timeouts act at this granularity)")
+    return ap.parse_args(argv)
+
+
+def load_config(path: Path | None) -> TeleopConfig:
+    if path is None:
+        return TeleopConfig.from_mapping(models.load_yaml("alohamini2/teleop.yaml"))
+    with open(path) as f:
+        return TeleopConfig.from_mapping(yaml.safe_load(f) or {})
+
+
+def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
+    args = parse_args(argv)
+    scheme = TeleopScheme(load_config(args.config))
+    kin = RobotGrips(args.model or models.path("alohamini2/alohamini2.xml"), models.load_profile())
+    io = NodeIO(make_node(node), node_id("teleop"), clock, journal=True)
+    last_publish_ns = -(10**18)
+    republish_ns = int(args.republish_s * 1e9)
+    trace: dict[str, int] = {}  # the XR report behind these outputs, for latency tracing
+
+    def publish(now_ns: int) -> None:
+        nonlocal last_publish_ns
+        out = scheme.step(now_ns, kin.grips(), kin.lift_m)
+        for output, kind in _OUTPUTS:
+            io.send(output, kind, getattr(out, output), dict(trace))
+        last_publish_ns = now_ns
+        if out.state["events"]:
+            io.diag.details["last_events"] = out.state["events"][-8:]
+
+    while (batch := io.next_batch()) is not None:
+        reported = ticked = False
+        robot_state: dict[str, list] = {"joint_states": [], "lift": []}
+        for event in newest_per_input(batch, {"tick"}):
+            if event["type"] != "INPUT":
+                continue  # STOP / INPUT_CLOSED: keep draining until the stream ends
+            eid = event["id"]
+            if eid == "controllers":
+                msg = io.decode(event, "XrControllers")
+                if msg is not None:
+                    scheme.on_controllers(msg, io.now())
+                    trace.update(xr_seq=int(msg["seq"]), xr_stamp_ns=int(msg["stamp_ns"]))
+                    reported = True
+            elif eid == "tick":
+                ticked = True
+            elif eid in robot_state:
+                robot_state[eid].append(event)
+            else:
+                io.reject(f"unexpected input {eid!r}")
+        apply_newest_valid(io, kin, robot_state)
+        now = io.now()
+        if reported or (ticked and now - last_publish_ns >= republish_ns):
+            publish(now)
+        io.diag.details.update(
+            estop_latched=scheme.estop_latched, arms_paused=scheme.arms_paused, reset_count=scheme.reset_count,
+            robot_state_known=kin.known,
+        )
+        level = "warn" if scheme.estop_latched or not kin.known else "ok"
+        io.diag.set_status(level, "e-stop latched" if scheme.estop_latched else ("no joint/lift state yet" if not kin.known else ""))
+        io.publish_diagnostics()
+    io.publish_diagnostics(force=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""`xr` node, scripted variant: plays an operator script as controller reports.
+
+Outputs: controllers (XrControllers), diagnostics
+Inputs:  optional; the node paces itself and exits when the script ends,
+         which ends the demo dataflow, or when dora asks it to stop. With
+         TELEDORA_XR_WAIT_FOR=<input id> the script starts only once that input
+         has delivered a message (the demo waits for the arms' first joint
+         state, as a person waits for the robot to come up).
+
+Env: TELEDORA_XR_SCRIPT (a YAML file, default the shipped demo script),
+     TELEDORA_XR_RATE_HZ (default 90), TELEDORA_SIM_SPEED (default 1.0).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import yaml
+
+from teledora import models
+from teledora.runtime.node_io import NodeIO, make_node, node_id
+from teledora.operators.xr.scripted_operator import ScriptedOperator
+
+
+def load_script(path: str | None):
+    if path:
+        with Path(path).open() as f:
+            return yaml.safe_load(f)
+    return models.load_yaml("alohamini2/demo_script.yaml")
+
+
+def _wait_for_input(node, input_id: str) -> bool:
+    """Blocks until ``input_id`` delivers a message (True) or the stream ends (False)."""
+    while (event := node.next()) is not None:
+        if event.get("type") == "INPUT" and event.get("id") == input_id:
+            return True
+        if event.get("type") == "STOP":
+            return False
+    return False
+
+
+def _stop_requested(node) -> bool:
+    """True once dora asks the node to stop (`dora stop`, Ctrl-C, --stop-after)."""
+    while (event := node.try_recv()) is not None:
+        if event.get("type") == "STOP":
+            return True
+    return False
+
+
+def main(argv: list[str] | None = None, node=None, clock=time.monotonic, sleep=time.sleep) -> None:
+    script = ScriptedOperator(load_script(os.environ.get("TELEDORA_XR_SCRIPT")))
+    rate_hz = float(os.environ.get("TELEDORA_XR_RATE_HZ", "90"))
+    speed = float(os.environ.get("TELEDORA_SIM_SPEED", "1.0"))
+    io = NodeIO(make_node(node), node_id("xr"))
+    wait_for = os.environ.get("TELEDORA_XR_WAIT_FOR", "").strip()
+    if wait_for and not _wait_for_input(io.node, wait_for):
+        io.log("warn", f"stopped before {wait_for!r} delivered anything: script not played")
+        return
+    io.log("info", f"scripted operator: {script.duration_s:.1f} s at {rate_hz:.0f} Hz")
+    start = clock()
+    seq = 0
+    while True:
+        t = (clock() - start) * speed
+        io.send("controllers", "XrControllers", script.report(min(t, script.duration_s), time.time_ns(), seq))
+        seq += 1
+        io.publish_diagnostics()
+        if t >= script.duration_s or _stop_requested(io.node):
+            break
+        next_t = start + seq / rate_hz / speed
+        sleep(max(0.0, next_t - clock()))
+    io.publish_diagnostics(force=True)
+    io.log("info", f"script finished after {seq} reports")
+
+
+if __name__ == "__main__":
+    main()

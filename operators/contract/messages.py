@@ -1,0 +1,557 @@
+"""The message contract: one Arrow schema per message kind, with validating codecs.
+
+Every contract message travels as a ``pa.StructArray`` of length one. ``encode``
+builds it from a plain dict and ``decode`` turns it back into a dict (numeric
+lists become ``np.ndarray``, string lists ``list[str]``, nested structs dicts).
+Both validate and raise :class:`MessageError` for anything a receiver must not
+act on: missing or extra fields, wrong Arrow types, wrong fixed lengths,
+NaN/Inf where a value must be finite, unnormalised quaternions, and bad joint
+name lists (empty, duplicate, or not matching the value arrays).
+
+Whether the names are the *right* names is the receiver's question:
+:func:`require_joint_names` checks them against an expected set.
+
+Images are not structs: they travel as flat ``uint8`` arrays with their shape
+in dora metadata; :func:`image_metadata` and :func:`decode_image` handle that.
+docs/messages.md lists every topic with units, frames and rates.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+
+class MessageError(ValueError):
+    """A message does not satisfy the contract; the receiver must drop it whole."""
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of a message kind.
+
+    Args:
+        name: Field name.
+        type: Arrow type.
+        length: Required list length (fixed-size vectors), or None.
+        finite: Numeric values must be finite (no NaN, no Inf).
+        same_length_as: Name of a list field this list must match in length
+            (an empty list is allowed when ``optional_empty``).
+        optional_empty: Allows an empty list even when ``same_length_as`` is set.
+        unique: List elements must be unique and non-empty (joint names).
+        quaternion: Four-element (x, y, z, w) unit quaternion.
+    """
+
+    name: str
+    type: pa.DataType
+    length: int | None = None
+    finite: bool = True
+    same_length_as: str | None = None
+    optional_empty: bool = False
+    unique: bool = False
+    quaternion: bool = False
+
+
+F64, I64, I32, I16, BOOL, STR = pa.float64(), pa.int64(), pa.int32(), pa.int16(), pa.bool_(), pa.string()
+F64_LIST, F32_LIST, STR_LIST = pa.list_(pa.float64()), pa.list_(pa.float32()), pa.list_(pa.string())
+I64_LIST = pa.list_(pa.int64())
+
+_QUAT_TOLERANCE = 1e-3
+
+
+def _vec(name: str, n: int, **kw: Any) -> Field:
+    return Field(name, F64_LIST, length=n, **kw)
+
+
+def _names(name: str = "names") -> Field:
+    return Field(name, STR_LIST, unique=True)
+
+
+def _values(name: str, of: str = "names", optional_empty: bool = False) -> Field:
+    return Field(name, F64_LIST, same_length_as=of, optional_empty=optional_empty)
+
+
+HAND_FIELDS: tuple[Field, ...] = (
+    Field("connected", BOOL),
+    Field("epoch", I64),
+    Field("pose_valid", BOOL),
+    _vec("position", 3),
+    _vec("orientation", 4, quaternion=True),
+    Field("trigger", F64),
+    Field("squeeze", F64),
+    _vec("stick", 2),
+    Field("primary", BOOL),
+    Field("secondary", BOOL),
+    Field("stick_click", BOOL),
+    Field("menu", BOOL),
+    Field("pose_stamp_ns", I64),
+    Field("input_stamp_ns", I64),
+)
+
+ARM_TARGET_FIELDS: tuple[Field, ...] = (
+    Field("enabled", BOOL),
+    _vec("position", 3),
+    _vec("orientation", 4, quaternion=True),
+    Field("gripper", F64),
+    Field("slow", BOOL),
+)
+
+_HAND = pa.struct([pa.field(f.name, f.type) for f in HAND_FIELDS])
+_ARM_TARGET = pa.struct([pa.field(f.name, f.type) for f in ARM_TARGET_FIELDS])
+
+_NESTED: dict[pa.DataType, tuple[Field, ...]] = {_HAND: HAND_FIELDS, _ARM_TARGET: ARM_TARGET_FIELDS}
+
+
+def _stamp() -> Field:
+    return Field("stamp_ns", I64)
+
+
+KINDS: dict[str, tuple[Field, ...]] = {
+    # xr/controllers: both hands in the operator's FLU frame.
+    "XrControllers": (
+        _stamp(),
+        Field("frame_id", STR),
+        Field("seq", I64),
+        Field("source", STR),
+        Field("focused", BOOL),
+        Field("ui_estop", BOOL),
+        Field("ui_release_stop", BOOL),
+        Field("ui_pause", BOOL),
+        Field("left", _HAND),
+        Field("right", _HAND),
+    ),
+    # teleop/arm_targets: grip-site targets in the base frame.
+    "ArmTargets": (
+        _stamp(),
+        Field("frame_id", STR),
+        Field("left", _ARM_TARGET),
+        Field("right", _ARM_TARGET),
+    ),
+    "BaseCommand": (_stamp(), Field("forward_m_s", F64), Field("left_m_s", F64), Field("yaw_rad_s", F64)),
+    "LiftCommand": (_stamp(), Field("velocity_m_s", F64)),
+    "TeleopState": (
+        _stamp(),
+        Field("estop_latched", BOOL),
+        Field("arms_paused", BOOL),
+        Field("left_clutched", BOOL),
+        Field("right_clutched", BOOL),
+        Field("left_slow", BOOL),
+        Field("right_slow", BOOL),
+        Field("left_pinch", STR),
+        Field("right_pinch", STR),
+        Field("reset_count", I64),
+        Field("events", STR_LIST),
+    ),
+    # ik/joint_commands: arm and gripper joints, name-addressed.
+    "JointCommands": (
+        _stamp(),
+        _names(),
+        _values("q_ref"),
+        _values("dq_ref"),
+        Field("status", STR),
+    ),
+    "JointState": (
+        _stamp(),
+        _names(),
+        _values("position"),
+        _values("velocity", optional_empty=True),
+        _values("effort", optional_empty=True),
+    ),
+    # base/wheel_commands: raw goal velocities (ticks/s) as the driver writes them.
+    "WheelCommands": (_stamp(), Field("left", I16), Field("back", I16), Field("right", I16)),
+    # base/odom: pose in frame_id, twist in child_frame_id (body).
+    "Odometry": (
+        _stamp(),
+        Field("frame_id", STR),
+        Field("child_frame_id", STR),
+        Field("x", F64),
+        Field("y", F64),
+        Field("yaw", F64),
+        Field("vx", F64),
+        Field("vy", F64),
+        Field("wz", F64),
+    ),
+    "LiftState": (_stamp(), Field("height_m", F64), Field("velocity_m_s", F64), Field("homed", BOOL)),
+    # LaserScan (REP 117): ranges may hold +Inf (no return), -Inf (too close), NaN (invalid).
+    "LaserScan": (
+        _stamp(),
+        Field("frame_id", STR),
+        Field("angle_min", F64),
+        Field("angle_max", F64),
+        Field("angle_increment", F64),
+        Field("time_increment", F64),
+        Field("scan_time", F64),
+        Field("range_min", F64),
+        Field("range_max", F64),
+        Field("ranges", F32_LIST, finite=False),
+        Field("intensities", F32_LIST, same_length_as="ranges", optional_empty=True),
+    ),
+    "OpticalFlow": (
+        _stamp(),
+        Field("frame_id", STR),
+        Field("flow_rate_x", F64),
+        Field("flow_rate_y", F64),
+        Field("quality", I32),
+        Field("ground_distance_m", F64),
+        Field("integration_time_s", F64),
+    ),
+    "Gyro": (_stamp(), Field("frame_id", STR), _vec("angular_velocity", 3)),
+    # ekf/pose: planar pose + body twist, covariance 3x3 row-major over (x, y, yaw).
+    "PoseEstimate": (
+        _stamp(),
+        Field("frame_id", STR),
+        Field("x", F64),
+        Field("y", F64),
+        Field("yaw", F64),
+        Field("vx", F64),
+        Field("vy", F64),
+        Field("wz", F64),
+        _vec("covariance", 9),
+        Field("source", STR),
+    ),
+    # mocap/pose: when tracking_valid is false, position/orientation are NaN.
+    "MocapPose": (
+        _stamp(),
+        Field("frame_id", STR),
+        Field("rigid_body_id", I32),
+        Field("name", STR),
+        _vec("position", 3, finite=False),
+        _vec("orientation", 4, finite=False),
+        Field("tracking_valid", BOOL),
+        Field("mean_error_m", F64, finite=False),
+        Field("frame_number", I64),
+    ),
+    "GroundTruth": (
+        _stamp(),
+        Field("frame_id", STR),
+        Field("x", F64),
+        Field("y", F64),
+        Field("yaw", F64),
+        Field("vx", F64),
+        Field("vy", F64),
+        Field("wz", F64),
+        Field("lift_height_m", F64),
+        _names("joint_names"),
+        _values("joint_position", of="joint_names"),
+        _values("joint_velocity", of="joint_names"),
+    ),
+    "Diagnostics": (
+        _stamp(),
+        Field("node", STR),
+        Field("level", STR),
+        Field("message", STR),
+        Field("received", I64),
+        Field("sent", I64),
+        Field("rejected", I64),
+        Field("dropped", I64),
+        Field("last_error", STR),
+        Field("details_json", STR),
+    ),
+    # a journaled node's input batches and clock reads (see operators/recording/input_journal.py)
+    "InputJournal": (
+        _stamp(),
+        Field("node", STR),
+        Field("first_step", I64),
+        Field("step_events", I64_LIST),
+        Field("event_inputs", STR_LIST),
+        Field("event_seqs", I64_LIST, same_length_as="event_inputs"),
+        Field("step_reads", I64_LIST, same_length_as="step_events"),
+        Field("clock_ns", I64_LIST),
+        Field("outputs", STR_LIST),
+        Field("output_counts", I64_LIST, same_length_as="outputs"),
+    ),
+}
+
+DIAGNOSTIC_LEVELS = ("ok", "warn", "error")
+
+
+def _extra_mocap_check(msg: Mapping[str, Any]) -> None:
+    if msg["tracking_valid"]:
+        if not (np.all(np.isfinite(msg["position"])) and np.all(np.isfinite(msg["orientation"]))):
+            raise MessageError("MocapPose: tracking_valid but position/orientation not finite")
+        _check_quaternion("MocapPose.orientation", msg["orientation"])
+
+
+def _extra_diagnostics_check(msg: Mapping[str, Any]) -> None:
+    if msg["level"] not in DIAGNOSTIC_LEVELS:
+        raise MessageError(f"Diagnostics.level must be one of {DIAGNOSTIC_LEVELS}, got {msg['level']!r}")
+
+
+def _extra_journal_check(msg: Mapping[str, Any]) -> None:
+    if int(np.sum(msg["step_events"])) != len(msg["event_inputs"]):
+        raise MessageError("InputJournal.step_events must add up to the number of events")
+    if int(np.sum(msg["step_reads"])) != len(msg["clock_ns"]):
+        raise MessageError("InputJournal.step_reads must add up to the number of clock reads")
+    if np.any(msg["step_events"] < 0) or np.any(msg["step_reads"] < 0) or msg["first_step"] < 0:
+        raise MessageError("InputJournal: counts and first_step must be >= 0")
+
+
+def _extra_scan_check(msg: Mapping[str, Any]) -> None:
+    if not msg["angle_increment"] > 0 and len(msg["ranges"]) > 1:
+        raise MessageError("LaserScan.angle_increment must be > 0")
+    if not msg["range_min"] < msg["range_max"]:
+        raise MessageError("LaserScan.range_min must be < range_max")
+
+
+_EXTRA_CHECKS: dict[str, Callable[[Mapping[str, Any]], None]] = {
+    "MocapPose": _extra_mocap_check,
+    "Diagnostics": _extra_diagnostics_check,
+    "LaserScan": _extra_scan_check,
+    "InputJournal": _extra_journal_check,
+}
+
+SCHEMAS: dict[str, pa.StructType] = {
+    kind: pa.struct([pa.field(f.name, f.type) for f in fields]) for kind, fields in KINDS.items()
+}
+
+
+def schema(kind: str) -> pa.StructType:
+    """The Arrow struct type of a message kind."""
+    try:
+        return SCHEMAS[kind]
+    except KeyError:
+        raise MessageError(f"unknown message kind {kind!r}; known: {sorted(SCHEMAS)}") from None
+
+
+def _check_quaternion(where: str, q: np.ndarray) -> None:
+    norm = float(np.linalg.norm(q))
+    if abs(norm - 1.0) > _QUAT_TOLERANCE:
+        raise MessageError(f"{where}: quaternion (x, y, z, w) must be unit length, norm is {norm:.6f}")
+
+
+def _validate_fields(where: str, fields: Sequence[Field], msg: Mapping[str, Any]) -> None:
+    """Checks values already converted to python/numpy against field rules."""
+    for f in fields:
+        v = msg[f.name]
+        path = f"{where}.{f.name}"
+        if f.type in _NESTED:
+            _validate_fields(path, _NESTED[f.type], v)
+            continue
+        if isinstance(v, np.ndarray):
+            if f.length is not None and v.shape[0] != f.length:
+                raise MessageError(f"{path}: expected length {f.length}, got {v.shape[0]}")
+            if f.finite and v.size and not np.all(np.isfinite(v)):
+                raise MessageError(f"{path}: contains NaN or Inf")
+            if f.same_length_as is not None:
+                other = len(msg[f.same_length_as])
+                if v.shape[0] != other and not (f.optional_empty and v.shape[0] == 0):
+                    raise MessageError(f"{path}: length {v.shape[0]} does not match {f.same_length_as} ({other})")
+            if f.quaternion:
+                _check_quaternion(path, v)
+        elif isinstance(v, float):
+            if f.finite and not np.isfinite(v):
+                raise MessageError(f"{path}: {v} is not finite")
+        elif isinstance(v, list) and f.unique:
+            if len(v) == 0:
+                raise MessageError(f"{path}: empty name list")
+            if any(not isinstance(s, str) or not s for s in v):
+                raise MessageError(f"{path}: names must be non-empty strings")
+            if len(set(v)) != len(v):
+                dup = sorted({s for s in v if v.count(s) > 1})
+                raise MessageError(f"{path}: duplicate names {dup}")
+
+
+@functools.lru_cache(maxsize=None)
+def _category(f_type: pa.DataType) -> str:
+    """What kind of python value a field of this Arrow type holds (cached: the
+    pyarrow type predicates are too slow for a per-message hot path)."""
+    if f_type in _NESTED:
+        return "nested"
+    if pa.types.is_list(f_type):
+        if pa.types.is_string(f_type.value_type):
+            return "str_list"
+        return "int_list" if pa.types.is_integer(f_type.value_type) else "num_list"
+    if pa.types.is_boolean(f_type):
+        return "bool"
+    if pa.types.is_integer(f_type):
+        return "int"
+    if pa.types.is_floating(f_type):
+        return "float"
+    if pa.types.is_string(f_type):
+        return "str"
+    raise MessageError(f"unsupported type {f_type}")  # pragma: no cover
+
+
+def _to_python(f_type: pa.DataType, v: Any, where: str) -> Any:
+    """Normalises an encode() input value for validation."""
+    cat = _category(f_type)
+    if cat == "nested":
+        if not isinstance(v, Mapping):
+            raise MessageError(f"{where}: expected a mapping")
+        return _normalise(where, _NESTED[f_type], v)
+    if cat == "num_list":
+        try:
+            arr = np.asarray(v, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise MessageError(f"{where}: expected a numeric list ({exc})") from None
+        if arr.ndim != 1:
+            raise MessageError(f"{where}: expected a flat list, got shape {arr.shape}")
+        return arr
+    if cat == "int_list":
+        arr = np.asarray(v)
+        if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
+            raise MessageError(f"{where}: expected a flat list of integers")
+        return arr.astype(np.int64)
+    if cat == "str_list":
+        if isinstance(v, (str, bytes)) or not isinstance(v, Iterable):
+            raise MessageError(f"{where}: expected a list of strings")
+        return list(v)
+    if cat == "bool":
+        if not isinstance(v, (bool, np.bool_)):
+            raise MessageError(f"{where}: expected bool, got {type(v).__name__}")
+        return bool(v)
+    if cat == "int":
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise MessageError(f"{where}: expected int, got {type(v).__name__}")
+        return int(v)
+    if cat == "float":
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise MessageError(f"{where}: expected float, got {type(v).__name__}")
+        return float(v)
+    if not isinstance(v, str):
+        raise MessageError(f"{where}: expected str, got {type(v).__name__}")
+    return v
+
+
+def _normalise(where: str, fields: Sequence[Field], msg: Mapping[str, Any]) -> dict[str, Any]:
+    names = [f.name for f in fields]
+    missing = [n for n in names if n not in msg]
+    extra = [k for k in msg if k not in names]
+    if missing:
+        raise MessageError(f"{where}: missing fields {missing}")
+    if extra:
+        raise MessageError(f"{where}: unknown fields {extra}")
+    return {f.name: _to_python(f.type, msg[f.name], f"{where}.{f.name}") for f in fields}
+
+
+def _check(kind: str, msg: Mapping[str, Any]) -> None:
+    _validate_fields(kind, KINDS[kind], msg)
+    extra = _EXTRA_CHECKS.get(kind)
+    if extra:
+        extra(msg)
+
+
+def _to_arrow_py(f_type: pa.DataType, v: Any) -> Any:
+    if f_type in _NESTED:
+        return {f.name: _to_arrow_py(f.type, v[f.name]) for f in _NESTED[f_type]}
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    return v
+
+
+def encode(kind: str, msg: Mapping[str, Any]) -> pa.StructArray:
+    """Validates ``msg`` and returns it as a length-one struct array of ``kind``.
+
+    Raises:
+        MessageError: the message breaks the contract.
+    """
+    struct = schema(kind)
+    clean = _normalise(kind, KINDS[kind], msg)
+    _check(kind, clean)
+    row = {f.name: _to_arrow_py(f.type, clean[f.name]) for f in KINDS[kind]}
+    try:
+        return pa.array([row], type=struct)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+        raise MessageError(f"{kind}: {exc}") from None
+
+
+def _from_row(where: str, fields: Sequence[Field], row: Mapping[str, Any]) -> dict[str, Any]:
+    """Converts one row (from ``to_pylist``) into python/numpy, rejecting nulls."""
+    out: dict[str, Any] = {}
+    for f in fields:
+        v = row[f.name]
+        if v is None:
+            raise MessageError(f"{where}.{f.name}: null value")
+        if f.type in _NESTED:
+            out[f.name] = _from_row(f"{where}.{f.name}", _NESTED[f.type], v)
+        elif _category(f.type) == "num_list":
+            if None in v:
+                raise MessageError(f"{where}.{f.name}: null inside a numeric list")
+            out[f.name] = np.asarray(v, dtype=np.float64)
+        elif _category(f.type) == "int_list":
+            if None in v:
+                raise MessageError(f"{where}.{f.name}: null inside an integer list")
+            out[f.name] = np.asarray(v, dtype=np.int64)
+        elif _category(f.type) == "str_list" and None in v:
+            raise MessageError(f"{where}.{f.name}: null inside a string list")
+        else:
+            out[f.name] = v
+    return out
+
+
+def decode(kind: str, value: pa.Array) -> dict[str, Any]:
+    """Validates a received dora value of ``kind`` and returns it as a dict.
+
+    Raises:
+        MessageError: wrong type or length, nulls, or a rule of the contract broken.
+    """
+    struct = schema(kind)
+    if not isinstance(value, pa.Array):
+        raise MessageError(f"{kind}: expected a pyarrow Array, got {type(value).__name__}")
+    if value.type != struct:
+        raise MessageError(f"{kind}: wrong Arrow type {value.type}; expected {struct}")
+    if len(value) != 1:
+        raise MessageError(f"{kind}: expected exactly one message, got {len(value)}")
+    row = value.to_pylist()[0]
+    if row is None:
+        raise MessageError(f"{kind}: null message")
+    msg = _from_row(kind, KINDS[kind], row)
+    _check(kind, msg)
+    return msg
+
+
+def require_joint_names(names: Sequence[str], expected: Iterable[str], *, subset_ok: bool = False) -> None:
+    """Raises MessageError unless ``names`` are exactly (or, with ``subset_ok``, a
+    subset of) ``expected``. Order never matters: joint data is name-addressed."""
+    expected_set = set(expected)
+    got = set(names)
+    if len(got) != len(names):
+        raise MessageError("duplicate joint names")
+    unknown = sorted(got - expected_set)
+    if unknown:
+        raise MessageError(f"unknown joint names {unknown}")
+    missing = sorted(expected_set - got)
+    if missing and not subset_ok:
+        raise MessageError(f"missing joint names {missing}")
+
+
+IMAGE_ENCODINGS = {"rgb8": 3, "bgr8": 3, "mono8": 1}
+
+
+def image_metadata(
+    *, width: int, height: int, encoding: str, camera: str, stamp_ns: int, fx: float, fy: float, cx: float, cy: float
+) -> dict[str, Any]:
+    """dora metadata for an image output (the value is the flat uint8 pixel array)."""
+    if encoding not in IMAGE_ENCODINGS:
+        raise MessageError(f"image encoding must be one of {sorted(IMAGE_ENCODINGS)}, got {encoding!r}")
+    return {
+        "width": int(width),
+        "height": int(height),
+        "encoding": encoding,
+        "camera": camera,
+        "stamp_ns": int(stamp_ns),
+        "fx": float(fx),
+        "fy": float(fy),
+        "cx": float(cx),
+        "cy": float(cy),
+    }
+
+
+def decode_image(value: pa.Array, metadata: Mapping[str, Any]) -> np.ndarray:
+    """Returns an (H, W, C) uint8 view of an image message, validated against its metadata."""
+    try:
+        width, height, encoding = int(metadata["width"]), int(metadata["height"]), metadata["encoding"]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise MessageError(f"image metadata incomplete: {exc}") from None
+    channels = IMAGE_ENCODINGS.get(encoding)
+    if channels is None:
+        raise MessageError(f"unknown image encoding {encoding!r}")
+    if not isinstance(value, pa.Array) or value.type != pa.uint8():
+        raise MessageError(f"image must be a uint8 array, got {getattr(value, 'type', type(value))}")
+    if len(value) != width * height * channels:
+        raise MessageError(f"image has {len(value)} bytes, expected {width}x{height}x{channels}")
+    return value.to_numpy(zero_copy_only=True).reshape(height, width, channels)

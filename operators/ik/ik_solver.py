@@ -1,0 +1,363 @@
+"""Bimanual differential IK: one mink QP for both arms, solved with DAQP.
+
+One tick: frame tasks pull both grip sites towards their targets (position
+cost 12, orientation cost 2, Levenberg–Marquardt damping 0.1), a posture task
+pulls towards the home posture, a Tikhonov term regularises the Hessian. The
+QP runs over the full model tangent space; base, lift and grippers (and any
+held arm) are frozen with equality constraints. Inequalities: joint range
+(configuration limit), arm speed caps, and collision-avoidance rows between
+the capsule/box/plane proxies — mink's formulation, whose bound on the
+displacement is ``gain * (d - d_min) / dt``. The QP step is then passed
+through the :class:`JointReference` guard (uniform speed scaling,
+acceleration cap, inward bounds) and an exact collision guard (the step is
+shortened until every proxy pair stays above ``guard_distance_m``), and the
+result becomes the solver's own reference configuration.
+
+The numbers come from ``models/alohamini2/ik.yaml``; nothing is hard-coded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import daqp
+import mink
+import mujoco
+import numpy as np
+import numpy.typing as npt
+
+# Settings, model building and task terms live in their own modules; they stay
+# importable from here, where callers have always found them.
+from teledora.operators.ik.collision_pairs import CollisionGuard, CollisionPairs, joint_levers_m
+from teledora.operators.ik.ik_model import build_ik_model
+from teledora.operators.ik.ik_settings import CollisionConfig, IkConfigError, IkSettings, SolverConfig
+from teledora.operators.ik.ik_tasks import GripTarget, MeritFrameTask, MeritPostureTask
+from teledora.operators.ik.joint_reference import JointReference, JointReferenceConfig
+from teledora.operators.model.robot_profile import RobotProfile
+from teledora.operators.geometry.rotations import matrix_to_quat_xyzw
+
+SIDES = ("left", "right")
+
+
+class IkSolveError(RuntimeError):
+    """The QP found no solution (or a non-finite one); nothing was changed."""
+
+
+@dataclass
+class TickResult:
+    """What one IK tick did."""
+
+    status: str  # "ok", "hold" (no active arm) or "failed" (QP error; nothing changed)
+    q: np.ndarray  # arm joint reference after the tick (arm_joint_names order)
+    dq: np.ndarray  # feedforward velocity (zero on hold/failure)
+    active: dict[str, bool] = field(default_factory=dict)
+    step_fraction: float = 1.0  # < 1 when the collision guard shortened the step
+    min_distance_m: float = float("inf")  # smallest proxy distance seen by the guard (capped near the guard distance)
+    error: str = ""
+
+
+class BimanualIk:
+    """Both arms' IK on one QP, integrating its own reference configuration.
+
+    Args:
+        model: MuJoCo model (use :func:`build_ik_model`).
+        profile: Robot profile (joint names, grip sites, home posture).
+        settings: Solver, collision and joint-reference settings.
+    """
+
+    def __init__(self, model: mujoco.MjModel, profile: RobotProfile, settings: IkSettings) -> None:
+        self.model = model
+        self.profile = profile
+        self.settings = settings
+        s, c = settings.solver, settings.collision
+        self.dt = s.control_period_s
+        self.configuration = mink.Configuration(model)
+        self.arm_joint_names: list[str] = [j for side in SIDES for j in profile.arms[side].joints]
+        self._jid = {n: self._joint_id(n) for n in self.arm_joint_names}
+        self._qadr = np.array([model.jnt_qposadr[self._jid[n]] for n in self.arm_joint_names])
+        self._dofadr = {n: int(model.jnt_dofadr[self._jid[n]]) for n in self.arm_joint_names}
+        self._side_dofs = {side: [self._dofadr[j] for j in profile.arms[side].joints] for side in SIDES}
+        self._frozen_dofs = [int(model.jnt_dofadr[self._joint_id(n)]) for n in s.frozen_joints]
+        self._lift_adr = int(model.jnt_qposadr[self._joint_id(profile.lift_joint)])
+        self._gripper_adr = {side: int(model.jnt_qposadr[self._joint_id(profile.arms[side].gripper)]) for side in SIDES}
+
+        self.frame_tasks = {
+            side: MeritFrameTask(
+                profile.arms[side].grip_site, "site",
+                position_cost=s.position_cost, orientation_cost=s.orientation_cost, lm_damping=s.lm_damping,
+            )
+            for side in SIDES
+        }
+        self.posture_task = MeritPostureTask(model, cost=s.posture_cost)
+        q0 = self.configuration.q.copy()
+        q0[self._lift_adr] = profile.lift_height_to_joint(profile.lift_travel_mm / 2000.0)
+        for name, value in profile.home_q().items():
+            if name in self._jid:
+                q0[model.jnt_qposadr[self._jid[name]]] = value
+        self.configuration.update(q0)
+        self.posture_task.set_target(q0)
+
+        self.limits: list[mink.Limit] = [
+            mink.ConfigurationLimit(model, gain=s.configuration_limit_gain),
+            mink.VelocityLimit(model, {n: s.arm_max_speed_rad_s for n in self.arm_joint_names}),
+        ]
+        self.collision_pairs: CollisionPairs | None = None
+        if c.enabled:
+            self.collision_pairs = CollisionPairs(model, c.groups, c.pairs)
+            self.collision_limit = mink.CollisionAvoidanceLimit(
+                model,
+                [(list(a), list(b)) for a, b in self.collision_pairs.group_pairs],
+                gain=c.gain,
+                minimum_distance_from_collisions=c.minimum_distance_m,
+                collision_detection_distance=c.detection_distance_m,
+            )
+            proxies = [g for group in c.groups.values() for g in group]
+            levers = joint_levers_m(model, proxies, self.arm_joint_names)
+            self.guard = CollisionGuard(self.collision_pairs, self.collision_limit, c.guard_distance_m,
+                                        c.detection_distance_m, levers)
+            self.limits.append(self.guard.rows)
+        self._freezers: dict[tuple[bool, bool], mink.DofFreezingTask] = {}
+
+        lower = np.array([model.jnt_range[self._jid[n]][0] for n in self.arm_joint_names])
+        upper = np.array([model.jnt_range[self._jid[n]][1] for n in self.arm_joint_names])
+        self.reference = JointReference(self.arm_joint_names, lower, upper, settings.joint_reference)
+        self.reference.reset(self.arm_q())
+        self.solves = 0
+        self.failures = 0
+        self.guard_shortened = 0
+        self.backtracked = 0
+
+    # -- model access ---------------------------------------------------------
+
+    def _joint_id(self, name: str) -> int:
+        jid = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_JOINT, name)
+        if jid < 0:
+            raise IkConfigError(f"joint {name!r} is not in the IK model")
+        return int(jid)
+
+    def arm_q(self) -> np.ndarray:
+        """The 12 arm joint values of the reference configuration (arm_joint_names order)."""
+        return self.configuration.q[self._qadr].copy()
+
+    def _set_q(self, arm_q: np.ndarray) -> None:
+        q = self.configuration.q.copy()
+        q[self._qadr] = arm_q
+        self.configuration.update(q)
+
+    def reset(self, arm_q: Mapping[str, float] | npt.ArrayLike, lift_joint: float | None = None) -> None:
+        """Re-initialises the reference (e.g. from the first valid joint state)."""
+        if isinstance(arm_q, Mapping):
+            values = np.array([float(arm_q[n]) for n in self.arm_joint_names])
+        else:
+            values = np.asarray(arm_q, dtype=float)
+        if values.shape != (len(self.arm_joint_names),) or not np.all(np.isfinite(values)):
+            raise IkConfigError(f"reset needs {len(self.arm_joint_names)} finite arm joint values")
+        q = self.configuration.q.copy()
+        if lift_joint is not None:
+            q[self._lift_adr] = float(lift_joint)
+        q[self._qadr] = self.reference.clamp(values)
+        self.configuration.update(q)
+        self.reference.reset(self.arm_q())
+
+    def resync_arm(self, side: str, joint_q: Mapping[str, float]) -> None:
+        """Moves one arm's reference to measured values (the other arm keeps its
+        reference; the feedforward is cleared). Used when a holding arm has been
+        moved away from its reference, e.g. with torque off."""
+        q = self.reference.q
+        for j in self.profile.arms[side].joints:
+            q[self.arm_joint_names.index(j)] = float(joint_q[j])
+        self.reset(q)
+
+    def set_lift(self, lift_joint: float) -> None:
+        """Moves the (frozen) lift joint of the reference configuration."""
+        lo, hi = self.model.jnt_range[self._joint_id(self.profile.lift_joint)]
+        q = self.configuration.q.copy()
+        q[self._lift_adr] = float(np.clip(lift_joint, lo, hi))
+        self.configuration.update(q)
+
+    def set_posture_target(self, arm_q: npt.ArrayLike) -> None:
+        """Moves the posture attractor (arm joints only; others keep their value)."""
+        target = self.posture_task.target_q.copy() if self.posture_task.target_q is not None else self.configuration.q.copy()
+        target[self._qadr] = np.asarray(arm_q, dtype=float)
+        self.posture_task.set_target(target)
+
+    def grip_pose(self, side: str) -> GripTarget:
+        """The grip site's current pose in base_link."""
+        sid = self.model.site(self.profile.arms[side].grip_site).id
+        data = self.configuration.data
+        return GripTarget(data.site_xpos[sid].copy(), matrix_to_quat_xyzw(data.site_xmat[sid].reshape(3, 3)))
+
+    def min_proxy_distance(self, distmax: float = 1.0) -> float:
+        """Smallest signed proxy distance of the reference configuration, capped at
+        ``distmax`` (inf without collisions)."""
+        if self.collision_pairs is None:
+            return float("inf")
+        return self.collision_pairs.min_distance(self.configuration.data, distmax)
+
+    # -- one tick -------------------------------------------------------------
+
+    def _freezer(self, active: tuple[bool, bool]) -> mink.DofFreezingTask:
+        if active not in self._freezers:
+            dofs = list(self._frozen_dofs)
+            for side, on in zip(SIDES, active):
+                if not on:
+                    dofs += self._side_dofs[side]
+            self._freezers[active] = mink.DofFreezingTask(self.model, dof_indices=sorted(set(dofs)))
+        return self._freezers[active]
+
+    def _set_targets(self, targets: Mapping[str, GripTarget | None]) -> list[mink.Task]:
+        tasks: list[mink.Task] = [self.posture_task]
+        for side in SIDES:
+            target = targets.get(side)
+            if target is not None:
+                self.frame_tasks[side].set_target(target.se3())
+                tasks.append(self.frame_tasks[side])
+        return tasks
+
+    def _merit(self, tasks: Sequence[mink.Task]) -> float:
+        """Weighted squared task error at the current configuration (what the QP
+        linearises); a step that raises it overshot."""
+        total = 0.0
+        for task in tasks:
+            e = task.cost * task.compute_error(self.configuration)
+            total += float(e @ e)
+        return total
+
+    def _backtrack(self, q_from: np.ndarray, q_to: np.ndarray, tasks: Sequence[mink.Task], merit0: float) -> np.ndarray:
+        """Halves the step (up to ``backtracking_steps`` times) while it raises
+        the merit; a step that cannot lower it is not taken. The configuration
+        is left at the returned q."""
+        if self._merit(tasks) <= merit0 * (1 + 1e-9) + 1e-15:
+            return q_to
+        step = q_to - q_from
+        for k in range(1, self.settings.solver.backtracking_steps + 1):
+            q = q_from + step * 0.5**k
+            self._set_q(q)
+            if self._merit(tasks) <= merit0 * (1 + 1e-9) + 1e-15:
+                self.backtracked += 1
+                return q
+        self._set_q(q_from)
+        self.backtracked += 1
+        return q_from.copy()
+
+    def solve_velocity(self, targets: Mapping[str, GripTarget | None]) -> np.ndarray:
+        """The QP velocity (nv) for this tick; arms with a None target are frozen.
+
+        Raises:
+            IkSolveError: the QP failed or returned non-finite values.
+        """
+        return self._solve(self._set_targets(targets), tuple(targets.get(side) is not None for side in SIDES))
+
+    def _solve(self, tasks: Sequence[mink.Task], active: tuple[bool, bool], dt: float | None = None) -> np.ndarray:
+        """mink assembles the QP; DAQP is called directly (inactive collision rows
+        dropped, no per-call limit check: the joint reference keeps every joint
+        strictly inside its range). Any other solver goes through mink.solve_ik."""
+        solver = self.settings.solver
+        freezer = self._freezer(active)
+        dt = self.dt if dt is None else dt
+        if solver.qp_solver != "daqp":
+            try:
+                v = mink.solve_ik(self.configuration, tasks, dt, solver.qp_solver, damping=solver.regularization,
+                                  limits=self.limits, constraints=[freezer])
+            except (mink.NoSolutionFound, ValueError) as exc:
+                raise IkSolveError(f"QP failed: {exc}") from None
+        else:
+            qp = mink.build_ik(self.configuration, tasks, dt, damping=solver.regularization, limits=self.limits,
+                               constraints=[freezer])
+            finite = np.isfinite(qp.h)
+            n_in = int(finite.sum())
+            a_all = np.vstack([qp.G[finite], qp.A])
+            upper = np.concatenate([qp.h[finite], qp.b])
+            lower = np.full(upper.shape, -1e30)
+            sense = np.zeros(upper.shape, dtype=np.intc)
+            sense[n_in:] = 5  # equality rows
+            x, _, exitflag, _ = daqp.solve(qp.P, qp.q, a_all, upper, lower, sense)
+            if exitflag <= 0:
+                raise IkSolveError(f"QP failed: DAQP exit flag {exitflag}")
+            v = np.asarray(x) / dt
+        if not np.all(np.isfinite(v)):
+            raise IkSolveError("QP returned non-finite velocities")
+        return v
+
+    def _guard(self, q_from: np.ndarray, q_to: np.ndarray) -> tuple[np.ndarray, float, float]:
+        """The collision guard's verdict on q_from → q_to; leaves the configuration
+        at the returned q. Returns (q, fraction of the step kept, min distance)."""
+        if self.collision_pairs is None:
+            self._set_q(q_to)
+            return q_to, 1.0, float("inf")
+
+        def move(q: np.ndarray) -> mujoco.MjData:
+            self._set_q(q)
+            return self.configuration.data
+
+        return self.guard.check(q_from, q_to, move)
+
+    def tick(self, targets: Mapping[str, GripTarget | None], dt: float | None = None) -> TickResult:
+        """Solves, integrates, guards and commits one control step.
+
+        Args:
+            targets: Per arm, a grip target or None (the arm holds).
+            dt: Length of this step in seconds (default: the control period);
+                speed caps and the collision bound use it.
+
+        A failed QP or a hold changes nothing but clears the feedforward.
+        """
+        dt = self.dt if dt is None else float(dt)
+        if not dt > 0:
+            raise IkConfigError(f"tick dt must be > 0, got {dt}")
+        active = {side: targets.get(side) is not None for side in SIDES}
+        q_prev = self.reference.q
+        if not any(active.values()):
+            self.reference.hold()
+            return TickResult("hold", q_prev, self.reference.dq, active, 1.0, float("nan"))
+        try:
+            tasks = self._set_targets(targets)
+            v = self._solve(tasks, (active["left"], active["right"]), dt)
+            merit0 = sum(t.last_merit for t in tasks)  # recorded while the QP was assembled
+        except IkSolveError as exc:
+            self.failures += 1
+            self.reference.hold()
+            self._set_q(q_prev)
+            return TickResult("failed", q_prev, self.reference.dq, active, 0.0, float("nan"), str(exc))
+        self.solves += 1
+        q_full = self.configuration.integrate(v, dt)
+        q_proposed = self.reference.propose(q_full[self._qadr], dt)
+        q_safe, fraction, dmin = self._guard(q_prev, q_proposed)
+        if fraction < 1.0:
+            self.guard_shortened += 1
+        q_safe = self._backtrack(q_prev, q_safe, tasks, merit0)
+        self.reference.commit(q_safe, dt)
+        if not np.array_equal(self.reference.q, q_safe):
+            self._set_q(self.reference.q)
+        return TickResult("ok", self.reference.q, self.reference.dq, active, fraction, dmin)
+
+    def settle_step(self, targets: Mapping[str, GripTarget | None]) -> np.ndarray:
+        """One unpaced step for offline planning: QP, integrate, collision guard;
+        the reference jumps to the result (no speed/acceleration guard, which
+        belongs to real-time streaming). Returns the joint displacement taken.
+
+        Raises:
+            IkSolveError: the QP failed (the configuration is unchanged).
+        """
+        q_prev = self.arm_q()
+        tasks = self._set_targets(targets)
+        v = self._solve(tasks, tuple(targets.get(side) is not None for side in SIDES))
+        merit0 = sum(t.last_merit for t in tasks)
+        self.solves += 1
+        q_new = self.reference.clamp(self.configuration.integrate(v, self.dt)[self._qadr])
+        q_safe, _, _ = self._guard(q_prev, q_new)
+        q_safe = self._backtrack(q_prev, q_safe, tasks, merit0)
+        self.reference.reset(q_safe)
+        if not np.array_equal(self.reference.q, q_safe):
+            self._set_q(self.reference.q)
+        return q_safe - q_prev
+
+    def gripper_range(self, side: str) -> tuple[float, float]:
+        lo, hi = self.model.jnt_range[self._joint_id(self.profile.arms[side].gripper)]
+        return float(lo), float(hi)
+
+    def joint_index(self, names: Sequence[str]) -> np.ndarray:
+        """Positions of ``names`` in arm_joint_names."""
+        pos = {n: i for i, n in enumerate(self.arm_joint_names)}
+        return np.array([pos[n] for n in names])

@@ -1,0 +1,210 @@
+"""Software limits on grip targets: a workspace box, a reach cylinder around
+each shoulder, and caps on how fast a target may move.
+
+Targets outside the box or farther (horizontally) than ``max_radius_m`` from
+their shoulder's vertical axis are projected onto the allowed region; the
+caller reports the projection distance. The speed limiter then moves a shaped
+target towards the (projected) operator target at no more than the linear
+and angular caps (both scaled down by ``slow_scale`` in slow mode), so a jump
+of the operator's hand never becomes a jump of the IK target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from teledora.operators.geometry.rotations import quat_angle_xyzw, quat_normalize
+
+SIDES = ("left", "right")
+
+
+class WorkspaceError(ValueError):
+    """Inconsistent workspace configuration or an invalid target."""
+
+
+@dataclass(frozen=True)
+class WorkspaceConfig:
+    box_min_m: np.ndarray
+    box_max_m: np.ndarray
+    shoulder_xy_m: dict[str, np.ndarray]
+    max_radius_m: float
+    max_linear_speed_m_s: float
+    max_angular_speed_rad_s: float
+    slow_scale: float
+    max_target_distance_m: float
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> "WorkspaceConfig":
+        try:
+            cfg = cls(
+                box_min_m=np.asarray(data["box_min_m"], dtype=float),
+                box_max_m=np.asarray(data["box_max_m"], dtype=float),
+                shoulder_xy_m={s: np.asarray(data["shoulder_xy_m"][s], dtype=float) for s in SIDES},
+                max_radius_m=float(data["max_radius_m"]),
+                max_linear_speed_m_s=float(data["max_linear_speed_m_s"]),
+                max_angular_speed_rad_s=float(data["max_angular_speed_rad_s"]),
+                slow_scale=float(data["slow_scale"]),
+                max_target_distance_m=float(data["max_target_distance_m"]),
+            )
+        except KeyError as exc:
+            raise WorkspaceError(f"workspace: missing key {exc}") from None
+        if cfg.box_min_m.shape != (3,) or cfg.box_max_m.shape != (3,) or np.any(cfg.box_min_m >= cfg.box_max_m):
+            raise WorkspaceError("workspace: box_min_m and box_max_m need 3 values each, min < max")
+        if any(v.shape != (2,) for v in cfg.shoulder_xy_m.values()):
+            raise WorkspaceError("workspace: shoulder_xy_m needs an (x, y) per side")
+        for s, xy in cfg.shoulder_xy_m.items():
+            if not (np.all(xy >= cfg.box_min_m[:2]) and np.all(xy <= cfg.box_max_m[:2])):
+                raise WorkspaceError(f"workspace: the {s} shoulder axis must lie inside the box")
+        if not (cfg.max_radius_m > 0 and cfg.max_linear_speed_m_s > 0 and cfg.max_angular_speed_rad_s > 0):
+            raise WorkspaceError("workspace: radius and speed caps must be > 0")
+        if not 0 < cfg.slow_scale <= 1:
+            raise WorkspaceError("workspace: slow_scale must be in (0, 1]")
+        return cfg
+
+
+@dataclass(frozen=True)
+class ProjectedPosition:
+    position: np.ndarray
+    projection_m: float  # how far the target was moved (0 when inside)
+
+
+class WorkspaceLimits:
+    """Projects grip target positions into the box ∩ reach cylinder."""
+
+    def __init__(self, config: WorkspaceConfig) -> None:
+        self.config = config
+
+    def contains(self, side: str, position: npt.ArrayLike, tol: float = 1e-9) -> bool:
+        p = np.asarray(position, dtype=float)
+        c = self.config
+        in_box = bool(np.all(p >= c.box_min_m - tol) and np.all(p <= c.box_max_m + tol))
+        r = float(np.linalg.norm(p[:2] - c.shoulder_xy_m[side]))
+        return in_box and r <= c.max_radius_m + tol
+
+    def project(self, side: str, position: npt.ArrayLike) -> ProjectedPosition:
+        """Nearest allowed position and how far it is from the request.
+
+        The cylinder is vertical, so height is clamped on its own and the
+        horizontal part is the nearest point of rectangle ∩ disk: the best
+        feasible candidate among the radial projection onto the circle, the
+        projections onto each rectangle edge (clipped to the part inside the
+        disk) and the circle/edge intersections.
+
+        Raises:
+            WorkspaceError: unknown side or non-finite position.
+        """
+        if side not in SIDES:
+            raise WorkspaceError(f"unknown arm side {side!r}")
+        p0 = np.asarray(position, dtype=float)
+        if p0.shape != (3,) or not np.all(np.isfinite(p0)):
+            raise WorkspaceError("target position must be 3 finite values")
+        if self.contains(side, p0):
+            return ProjectedPosition(p0.copy(), 0.0)
+        c = self.config
+        out = p0.copy()
+        out[2] = float(np.clip(p0[2], c.box_min_m[2], c.box_max_m[2]))
+        out[:2] = self._nearest_xy(p0[:2], c.shoulder_xy_m[side])
+        return ProjectedPosition(out, float(np.linalg.norm(out - p0)))
+
+    def _nearest_xy(self, p: np.ndarray, centre: np.ndarray) -> np.ndarray:
+        c = self.config
+        lo, hi, r = c.box_min_m[:2], c.box_max_m[:2], c.max_radius_m
+
+        def feasible(x: np.ndarray) -> bool:
+            return bool(np.all(x >= lo - 1e-12) and np.all(x <= hi + 1e-12) and np.linalg.norm(x - centre) <= r + 1e-12)
+
+        candidates = []
+        if feasible(p):
+            return p.copy()
+        d = p - centre
+        n = float(np.linalg.norm(d))
+        candidates.append(centre + (d / n) * r if n > 0 else centre + np.array([r, 0.0]))
+        for axis in (0, 1):
+            other = 1 - axis
+            for bound in (lo[axis], hi[axis]):
+                off = bound - centre[axis]
+                if abs(off) > r:
+                    continue
+                half = float(np.sqrt(r * r - off * off))
+                seg_lo = max(lo[other], centre[other] - half)
+                seg_hi = min(hi[other], centre[other] + half)
+                if seg_lo > seg_hi:
+                    continue
+                for t in (float(np.clip(p[other], seg_lo, seg_hi)), seg_lo, seg_hi):
+                    x = np.empty(2)
+                    x[axis], x[other] = bound, t
+                    candidates.append(x)
+        best = min((x for x in candidates if feasible(x)), key=lambda x: float(np.linalg.norm(x - p)))
+        return best
+
+
+def slerp_xyzw(a: np.ndarray, b: np.ndarray, t: float) -> np.ndarray:
+    """Spherical interpolation between unit quaternions (x, y, z, w), shortest arc."""
+    a, b = quat_normalize(a), quat_normalize(b)
+    d = float(np.dot(a, b))
+    if d < 0:
+        b, d = -b, -d
+    if d > 0.9995:
+        return quat_normalize(a + t * (b - a))
+    theta = np.arccos(min(1.0, d))
+    return (np.sin((1 - t) * theta) * a + np.sin(t * theta) * b) / np.sin(theta)
+
+
+@dataclass(frozen=True)
+class ShapedTarget:
+    position: np.ndarray
+    orientation: np.ndarray  # (x, y, z, w)
+    rate_limited: bool
+
+
+class CartesianSpeedLimiter:
+    """Moves one arm's shaped target towards the requested one under speed caps."""
+
+    def __init__(self, config: WorkspaceConfig) -> None:
+        self.config = config
+        self._pos: np.ndarray | None = None
+        self._quat: np.ndarray | None = None
+
+    @property
+    def initialized(self) -> bool:
+        return self._pos is not None
+
+    def reset(self, position: npt.ArrayLike, orientation_xyzw: npt.ArrayLike) -> None:
+        """Restarts from a pose (e.g. the arm's current grip pose when it is re-enabled)."""
+        self._pos = np.asarray(position, dtype=float).copy()
+        self._quat = quat_normalize(orientation_xyzw)
+
+    def step(self, position: npt.ArrayLike, orientation_xyzw: npt.ArrayLike, dt: float, slow: bool) -> ShapedTarget:
+        """Advances by ``dt`` seconds towards the request.
+
+        Raises:
+            WorkspaceError: used before ``reset`` or with ``dt < 0``.
+        """
+        if self._pos is None or self._quat is None:
+            raise WorkspaceError("speed limiter used before reset()")
+        if dt < 0:
+            raise WorkspaceError(f"dt must be >= 0, got {dt}")
+        scale = self.config.slow_scale if slow else 1.0
+        max_lin = self.config.max_linear_speed_m_s * scale * dt
+        max_ang = self.config.max_angular_speed_rad_s * scale * dt
+        goal_p = np.asarray(position, dtype=float)
+        goal_q = quat_normalize(orientation_xyzw)
+        delta = goal_p - self._pos
+        dist = float(np.linalg.norm(delta))
+        limited = False
+        if dist > max_lin:
+            self._pos = self._pos + delta * (max_lin / dist)
+            limited = True
+        else:
+            self._pos = goal_p.copy()
+        angle = quat_angle_xyzw(self._quat, goal_q)
+        if angle > max_ang:
+            self._quat = quat_normalize(slerp_xyzw(self._quat, goal_q, max_ang / angle))
+            limited = True
+        else:
+            self._quat = goal_q
+        return ShapedTarget(self._pos.copy(), self._quat.copy(), limited)

@@ -1,0 +1,171 @@
+"""MuJoCo physics of the AlohaMini2: arms, grippers and lift under position
+actuators, a kinematic planar base. Pure computation on an ``MjModel`` the
+caller loaded; time advances only through :meth:`SimPhysics.step`."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import mujoco
+import numpy as np
+
+from teledora.operators.contract.messages import MessageError, require_joint_names
+from teledora.operators.model.robot_profile import RobotProfile
+
+
+class SimPhysics:
+    """Steps the robot model and reads back joint states and ground truth.
+
+    Args:
+        model: The scene or robot model (must contain the profile's joints and
+            position actuators named after the joints they drive).
+        profile: The robot profile.
+        initial_lift_height_m: Lift height at start (driver convention, 0 = floor).
+    """
+
+    def __init__(self, model: mujoco.MjModel, profile: RobotProfile, initial_lift_height_m: float = 0.0) -> None:
+        self.model = model
+        self.data = mujoco.MjData(model)
+        self.profile = profile
+        self.arm_joints = profile.arm_joint_names
+        self._qadr = np.array([model.joint(j).qposadr[0] for j in self.arm_joints])
+        self._vadr = np.array([model.joint(j).dofadr[0] for j in self.arm_joints])
+        self._act = np.array([model.actuator(j).id for j in self.arm_joints])
+        kp = model.actuator_gainprm[self._act, 0]
+        kv = -model.actuator_biasprm[self._act, 2]
+        if np.any(kp <= 0):
+            raise ValueError("arm actuators must be position actuators with kp > 0")
+        self._kv_over_kp = kv / kp
+        self._ctrl_lo = model.actuator_ctrlrange[self._act, 0]
+        self._ctrl_hi = model.actuator_ctrlrange[self._act, 1]
+        self._lift_q = model.joint(profile.lift_joint).qposadr[0]
+        self._lift_v = model.joint(profile.lift_joint).dofadr[0]
+        self._lift_act = model.actuator(profile.lift_joint).id
+        bx, by, byaw = (model.joint(j) for j in profile.base_joints)
+        self._base_q = np.array([bx.qposadr[0], by.qposadr[0], byaw.qposadr[0]])
+        self._base_v = np.array([bx.dofadr[0], by.dofadr[0], byaw.dofadr[0]])
+        self._twist_body = np.zeros(3)  # vx, vy, wz in base frame
+
+        home = profile.home_q()
+        q0 = np.array([home[j] for j in self.arm_joints])
+        self.data.qpos[self._qadr] = q0
+        self.data.ctrl[self._act] = q0
+        lift_q = profile.lift_height_to_joint(initial_lift_height_m)
+        self.data.qpos[self._lift_q] = lift_q
+        self.data.ctrl[self._lift_act] = lift_q
+        mujoco.mj_forward(model, self.data)
+
+    @property
+    def time_s(self) -> float:
+        return float(self.data.time)
+
+    @property
+    def kv_over_kp(self) -> np.ndarray:
+        return self._kv_over_kp.copy()
+
+    def command_joints(self, names: Sequence[str], q_ref: Sequence[float], dq_ref: Sequence[float]) -> None:
+        """Applies a name-addressed joint command: actuator input
+        ``q_ref + (kv/kp) * dq_ref``, clipped to the control range.
+
+        Raises:
+            MessageError: unknown or duplicate names (nothing is applied).
+        """
+        require_joint_names(names, self.arm_joints, subset_ok=True)
+        index = {j: i for i, j in enumerate(self.arm_joints)}
+        idx = np.array([index[n] for n in names], dtype=int)
+        q = np.asarray(q_ref, dtype=float)
+        dq = np.asarray(dq_ref, dtype=float)
+        if q.shape != (len(names),) or dq.shape != (len(names),):
+            raise MessageError("q_ref and dq_ref must match names in length")
+        u = q + self._kv_over_kp[idx] * dq
+        self.data.ctrl[self._act[idx]] = np.clip(u, self._ctrl_lo[idx], self._ctrl_hi[idx])
+
+    def set_lift_height(self, height_m: float) -> None:
+        """Lift target in the driver convention (0 = floor-homed)."""
+        lo, hi = self.model.actuator_ctrlrange[self._lift_act]
+        self.data.ctrl[self._lift_act] = float(np.clip(self.profile.lift_height_to_joint(height_m), lo, hi))
+
+    def set_base(self, x: float, y: float, yaw: float, vx: float, vy: float, wz: float) -> None:
+        """Places the kinematic base (odom pose) and sets the twist it keeps
+        moving with until the next call (body-frame vx, vy, wz)."""
+        self.data.qpos[self._base_q] = (x, y, yaw)
+        self._twist_body[:] = (vx, vy, wz)
+        self._apply_base_velocity()
+
+    def _apply_base_velocity(self) -> None:
+        yaw = self.data.qpos[self._base_q[2]]
+        c, s = np.cos(yaw), np.sin(yaw)
+        vx, vy, wz = self._twist_body
+        self.data.qvel[self._base_v] = (c * vx - s * vy, s * vx + c * vy, wz)
+
+    def step(self, n: int = 1) -> None:
+        """Advances physics by ``n`` timesteps; the base moves at its set twist."""
+        for _ in range(n):
+            q_base = self.data.qpos[self._base_q].copy()
+            self._apply_base_velocity()
+            mujoco.mj_step(self.model, self.data)
+            # the base is kinematic: overwrite whatever contact forces did to it
+            dt = self.model.opt.timestep
+            yaw = q_base[2]
+            vx, vy, wz = self._twist_body
+            if abs(wz) > 1e-12:
+                # exact constant-twist SE(2) update
+                dyaw = wz * dt
+                sx = (np.sin(yaw + dyaw) - np.sin(yaw)) / wz
+                sy = (np.cos(yaw) - np.cos(yaw + dyaw)) / wz
+                q_base[0] += vx * sx - vy * sy
+                q_base[1] += vx * sy + vy * sx
+                q_base[2] = yaw + dyaw
+            else:
+                q_base[0] += (np.cos(yaw) * vx - np.sin(yaw) * vy) * dt
+                q_base[1] += (np.sin(yaw) * vx + np.cos(yaw) * vy) * dt
+            self.data.qpos[self._base_q] = q_base
+            self._apply_base_velocity()
+
+    def joint_state(self) -> dict[str, Any]:
+        """Arm and gripper joints: position, velocity, actuator effort (N·m)."""
+        return {
+            "names": list(self.arm_joints),
+            "position": self.data.qpos[self._qadr].copy(),
+            "velocity": self.data.qvel[self._vadr].copy(),
+            "effort": self.data.actuator_force[self._act].copy(),
+        }
+
+    def lift_height_m(self) -> float:
+        return self.profile.lift_joint_to_height(float(self.data.qpos[self._lift_q]))
+
+    def ground_truth(self) -> dict[str, Any]:
+        """Base pose and body twist in the world, lift height and arm joints."""
+        x, y, yaw = self.data.qpos[self._base_q]
+        vx, vy, wz = self._twist_body
+        js = self.joint_state()
+        return {
+            "frame_id": self.profile.world_frame,
+            "x": float(x),
+            "y": float(y),
+            "yaw": float(np.arctan2(np.sin(yaw), np.cos(yaw))),
+            "vx": float(vx),
+            "vy": float(vy),
+            "wz": float(wz),
+            "lift_height_m": self.lift_height_m(),
+            "joint_names": js["names"],
+            "joint_position": js["position"],
+            "joint_velocity": js["velocity"],
+        }
+
+    def site_position(self, name: str) -> np.ndarray:
+        return self.data.site(name).xpos.copy()
+
+    def site_in_base(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Position and rotation matrix of a site in the base frame."""
+        base = self.data.body(self.profile.base_frame)
+        r_wb = base.xmat.reshape(3, 3)
+        site = self.data.site(name)
+        pos = r_wb.T @ (site.xpos - base.xpos)
+        rot = r_wb.T @ site.xmat.reshape(3, 3)
+        return pos, rot
+
+
+def apply_joint_command(sim: SimPhysics, msg: Mapping[str, Any]) -> None:
+    """Applies a decoded JointCommands message to the sim."""
+    sim.command_joints(msg["names"], msg["q_ref"], msg["dq_ref"])

@@ -1,0 +1,405 @@
+"""The XR teleoperation control scheme as a pure state machine (time is injected).
+
+Controls (sticks arrive as xr-standard axes: x right positive, y pushed forward negative):
+
+* left stick drives forward/back and strafes; right stick turns (left = CCW) and
+  moves the lift (forward = up). Caps 0.25 m/s, 0.65 rad/s, 0.08 m/s.
+* trigger closes that gripper; stick click cycles the pinch range full → fine → half.
+* hold Y/B (secondary) clutches that arm; both edges re-anchor.
+* hold X/A (primary) gives 0.1x motion for that hand's arm and its stick.
+* left menu or the page's stop button latches the e-stop; only the page's release
+  button clears it, leaving the arms paused. Right menu / page pause toggles arm
+  pause; resuming re-anchors both arms.
+* two complete X+Y+A+B chords (all four down, then all up, twice) request a robot
+  reset and leave the arms paused.
+* enabled arms follow without any button held. A pose older than
+  ``pose_timeout_s`` holds that arm and zeros its stick; button/stick reports older
+  than ``input_timeout_s`` zero base/lift but keep arm tracking. Digital levels stay
+  latched until a real report changes them or the hand disconnects; edges come only
+  from reports. A new connection (epoch) starts with a baseline report that makes no
+  edges, except that a menu button already down latches the e-stop. An epoch change
+  or pose loss discards that hand's anchor, so poses never jump across them.
+* losing page focus pauses the arms and zeros base/lift while unfocused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Mapping
+
+import numpy as np
+
+from teledora.operators.teleop.anchored_mapping import AnchoredMapping
+from teledora.operators.xr.xr_frames import Pose, PoseError
+
+HANDS = ("left", "right")
+PINCH_ORDER = ("full", "fine", "half")
+_BUTTONS = ("primary", "secondary", "stick_click", "menu")
+
+
+class TeleopConfigError(ValueError):
+    """A teleop configuration value is missing, unknown or out of range."""
+
+
+@dataclass(frozen=True)
+class TeleopConfig:
+    """Tunables of the control scheme (units in the names)."""
+
+    max_speed_m_s: float = 0.25
+    max_yaw_rate_rad_s: float = 0.65
+    max_lift_speed_m_s: float = 0.08
+    slow_factor: float = 0.1
+    pose_timeout_s: float = 0.3
+    input_timeout_s: float = 0.5
+    stick_deadzone: float = 0.1
+    chord_window_s: float = 3.0
+    pinch_full_rad: float = 0.65
+    pinch_fine_rad: float = 0.35
+    pinch_half_rad: float = 0.5
+    start_paused: bool = False
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.name == "start_paused":
+                if not isinstance(v, bool):
+                    raise TeleopConfigError("start_paused must be true or false")
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
+                raise TeleopConfigError(f"{f.name} must be a finite number >= 0, got {v!r}")
+        if not 0.0 < self.slow_factor <= 1.0:
+            raise TeleopConfigError(f"slow_factor must be in (0, 1], got {self.slow_factor}")
+        if not 0.0 <= self.stick_deadzone < 1.0:
+            raise TeleopConfigError(f"stick_deadzone must be in [0, 1), got {self.stick_deadzone}")
+
+    @staticmethod
+    def from_mapping(values: Mapping[str, Any]) -> "TeleopConfig":
+        """Builds a config from a YAML mapping; unknown keys are an error."""
+        known = {f.name for f in fields(TeleopConfig)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise TeleopConfigError(f"unknown teleop config keys {unknown}; known: {sorted(known)}")
+        return TeleopConfig(**dict(values))
+
+    def pinch_rad(self, name: str) -> float:
+        return {"full": self.pinch_full_rad, "fine": self.pinch_fine_rad, "half": self.pinch_half_rad}[name]
+
+
+@dataclass
+class _Hand:
+    """What the scheme remembers about one hand."""
+
+    epoch: int | None = None
+    connected: bool = False
+    baseline_pending: bool = True
+    buttons: dict[str, bool] = field(default_factory=lambda: dict.fromkeys(_BUTTONS, False))
+    stick: tuple[float, float] = (0.0, 0.0)  # (right, forward)
+    trigger: float = 0.0
+    input_stamp_ns: int | None = None
+    pose: Pose | None = None
+    pose_stamp_ns: int | None = None
+    pinch: int = 0
+    mapping: AnchoredMapping | None = None
+    hold: Pose | None = None  # last target sent: the tracked target or the held grip pose
+    gripper_rad: float = 0.0
+    tracking: bool = False
+
+    def forget_connection(self) -> None:
+        self.baseline_pending = True
+        self.buttons = dict.fromkeys(_BUTTONS, False)
+        self.stick = (0.0, 0.0)
+        self.trigger = 0.0
+        self.input_stamp_ns = None
+        self.pose = None
+        self.pose_stamp_ns = None
+        self.mapping = None
+
+
+class _ResetChord:
+    """Counts complete X+Y+A+B chords (all down, then all up); two in a window = reset."""
+
+    def __init__(self, window_ns: int) -> None:
+        self._window_ns = window_ns
+        self._blocked = True  # wait for all four up before a chord can start
+        self._held = False
+        self._completed_at: int | None = None
+
+    def block(self) -> None:
+        self._blocked, self._held, self._completed_at = True, False, None
+
+    def update(self, down: list[bool], now_ns: int) -> bool:
+        """Feeds the four chord buttons from a real report; True when a reset fires."""
+        if self._completed_at is not None and now_ns - self._completed_at > self._window_ns:
+            self._completed_at = None
+        if self._blocked:
+            self._blocked = any(down)
+            return False
+        if not self._held:
+            if all(down):
+                self._held = True
+            return False
+        if any(down):
+            return False
+        self._held = False
+        if self._completed_at is None:
+            self._completed_at = now_ns
+            return False
+        self._completed_at = None
+        return True
+
+
+@dataclass(frozen=True)
+class TeleopOutput:
+    """One step's messages, ready for ``messages.encode``."""
+
+    arm_targets: dict[str, Any]
+    base_cmd: dict[str, Any]
+    lift_cmd: dict[str, Any]
+    state: dict[str, Any]
+
+
+def _deadzone(v: float, dz: float) -> float:
+    if abs(v) <= dz:
+        return 0.0
+    return float(np.sign(v) * (abs(v) - dz) / (1.0 - dz))
+
+
+class TeleopScheme:
+    """The control scheme; feed it controller reports and ticks, read its commands."""
+
+    def __init__(self, config: TeleopConfig | None = None) -> None:
+        self.config = config or TeleopConfig()
+        self._hands = {h: _Hand() for h in HANDS}
+        self.estop_latched = False
+        self.arms_paused = self.config.start_paused
+        self.reset_count = 0
+        self._clutched = dict.fromkeys(HANDS, False)
+        self._slow = dict.fromkeys(HANDS, False)
+        self._focused = True
+        self._ui = {"ui_estop": False, "ui_release_stop": False, "ui_pause": False}
+        self._ui_baseline = True
+        self._chord = _ResetChord(int(self.config.chord_window_s * 1e9))
+        self._events: list[str] = []
+
+    # ---------------------------------------------------------------- inputs
+    def on_controllers(self, msg: Mapping[str, Any], now_ns: int) -> None:
+        """Applies one decoded ``XrControllers`` report received at ``now_ns``."""
+        for hand in HANDS:
+            self._on_hand(hand, msg[hand])
+        self._on_ui(msg)
+        focused = bool(msg["focused"])
+        if self._focused and not focused:
+            self._pause("focus_lost")
+        self._focused = focused
+        h = self._hands
+        if h["left"].connected and h["right"].connected and not (h["left"].baseline_pending or h["right"].baseline_pending):
+            down = [h[x].buttons[b] for x in HANDS for b in ("primary", "secondary")]
+            if self._chord.update(down, now_ns):
+                self._reset_robot()
+
+    def _on_hand(self, hand: str, rep: Mapping[str, Any]) -> None:
+        st = self._hands[hand]
+        connected = bool(rep["connected"])
+        if not connected:
+            if st.connected:
+                self._event(f"{hand}_disconnected")
+                st.forget_connection()
+                self._clutched[hand] = self._slow[hand] = False
+                self._chord.block()
+            st.connected = False
+            return
+        epoch = int(rep["epoch"])
+        if not st.connected or epoch != st.epoch:
+            if st.epoch is not None and epoch != st.epoch:
+                self._event(f"{hand}_epoch_{epoch}")
+            st.forget_connection()
+            st.epoch, st.connected = epoch, True
+            self._clutched[hand] = self._slow[hand] = False
+            self._chord.block()
+        # pose: a new valid sample; reacquisition after loss starts from no mapping
+        if rep["pose_valid"]:
+            try:
+                pose, stamp = Pose.of(rep["position"], rep["orientation"]), int(rep["pose_stamp_ns"])
+            except PoseError:
+                pose, stamp = None, None
+            if pose is not None:
+                if st.pose_stamp_ns is not None and stamp - st.pose_stamp_ns > self.config.pose_timeout_s * 1e9:
+                    st.mapping = None  # reacquired after a gap: the old reference is void
+                st.pose, st.pose_stamp_ns = pose, stamp
+        st.stick = (float(rep["stick"][0]), -float(rep["stick"][1]))  # kept as (right, forward)
+        st.trigger = float(np.clip(rep["trigger"], 0.0, 1.0))
+        st.input_stamp_ns = int(rep["input_stamp_ns"])
+        new = {b: bool(rep[b]) for b in _BUTTONS}
+        old, st.buttons = st.buttons, new
+        if st.baseline_pending:
+            st.baseline_pending = False
+            self._apply_levels(hand)
+            if hand == "left" and new["menu"]:
+                self._estop("left_menu_at_connect")
+            return
+        rising = {b: new[b] and not old[b] for b in _BUTTONS}
+        if rising["stick_click"]:
+            st.pinch = (st.pinch + 1) % len(PINCH_ORDER)
+            self._event(f"{hand}_pinch_{PINCH_ORDER[st.pinch]}")
+        if rising["menu"]:
+            if hand == "left":
+                self._estop("left_menu")
+            else:
+                self._toggle_pause("right_menu")
+        self._apply_levels(hand)
+
+    def _apply_levels(self, hand: str) -> None:
+        """Clutch and slow follow the held levels; clutch edges re-anchor, slow edges rescale."""
+        st = self._hands[hand]
+        clutch = st.buttons["secondary"]
+        if clutch != self._clutched[hand]:
+            self._clutched[hand] = clutch
+            st.mapping = None
+            self._event(f"{hand}_clutch_{'on' if clutch else 'off'}")
+        slow = st.buttons["primary"]
+        if slow != self._slow[hand]:
+            self._slow[hand] = slow
+            scale = self.config.slow_factor if slow else 1.0
+            if st.mapping is not None and st.pose is not None:
+                st.mapping = st.mapping.rescaled(st.pose, scale)
+            self._event(f"{hand}_slow_{'on' if slow else 'off'}")
+
+    def _on_ui(self, msg: Mapping[str, Any]) -> None:
+        new = {k: bool(msg[k]) for k in self._ui}
+        old, self._ui = self._ui, new
+        if self._ui_baseline:
+            self._ui_baseline = False
+            if new["ui_estop"]:
+                self._estop("page_stop_at_connect")
+            return
+        if new["ui_estop"] and not old["ui_estop"]:
+            self._estop("page_stop")
+        if new["ui_release_stop"] and not old["ui_release_stop"]:
+            self._release_stop()
+        if new["ui_pause"] and not old["ui_pause"]:
+            self._toggle_pause("page_pause")
+
+    # ------------------------------------------------------------- actions
+    def _event(self, name: str) -> None:
+        self._events.append(name)
+
+    def _estop(self, why: str) -> None:
+        if not self.estop_latched:
+            self.estop_latched = True
+            self._event(f"estop_latched:{why}")
+        self._pause(why)
+
+    def _release_stop(self) -> None:
+        if self.estop_latched:
+            self.estop_latched = False
+            self._event("estop_released")
+            self._pause("estop_released")
+
+    def _pause(self, why: str) -> None:
+        if not self.arms_paused:
+            self.arms_paused = True
+            self._event(f"arms_paused:{why}")
+        for st in self._hands.values():
+            st.mapping = None
+
+    def _toggle_pause(self, why: str) -> None:
+        if not self.arms_paused:
+            self._pause(why)
+        elif self.estop_latched:
+            self._event(f"resume_refused_estop:{why}")
+        elif not self._focused:
+            self._event(f"resume_refused_unfocused:{why}")
+        else:
+            self.arms_paused = False
+            for st in self._hands.values():
+                st.mapping = None  # re-anchor to current robot hands and controllers
+            self._event(f"arms_resumed:{why}")
+
+    def _reset_robot(self) -> None:
+        if self.estop_latched:
+            self._event("reset_refused_estop")
+            return
+        self.reset_count += 1
+        self._event("reset")
+        self._pause("reset")
+
+    # ---------------------------------------------------------------- step
+    def _fresh(self, stamp: int | None, now_ns: int, timeout_s: float) -> bool:
+        return stamp is not None and now_ns - stamp <= timeout_s * 1e9
+
+    def step(self, now_ns: int, robot_grips: Mapping[str, Pose | None], lift_height_m: float = 0.0) -> TeleopOutput:
+        """Evaluates timeouts at ``now_ns`` and returns the commands to send.
+
+        Arm mapping happens on the lift carriage: ``robot_grips`` are the grip
+        poses with the lift at height 0, and the published targets (base_link)
+        add the current ``lift_height_m``. The operator's hands thus ride with
+        the lift, as the arms do: raising the lift raises the targets instead of
+        making the arms reach down to hold them where they were."""
+        cfg = self.config
+        lift_offset = np.array([0.0, 0.0, float(lift_height_m)])
+        arms: dict[str, Any] = {}
+        sticks: dict[str, tuple[float, float]] = {}
+        for hand in HANDS:
+            st = self._hands[hand]
+            pose_fresh = st.connected and st.pose is not None and self._fresh(st.pose_stamp_ns, now_ns, cfg.pose_timeout_s)
+            input_fresh = st.connected and self._fresh(st.input_stamp_ns, now_ns, cfg.input_timeout_s)
+            if not pose_fresh and st.mapping is not None:
+                st.mapping = None
+                self._event(f"{hand}_pose_stale")
+            robot = robot_grips.get(hand)
+            can_track = (
+                pose_fresh and not self.estop_latched and not self.arms_paused and self._focused and not self._clutched[hand]
+            )
+            if can_track and st.mapping is None and robot is not None:
+                scale = cfg.slow_factor if self._slow[hand] else 1.0
+                st.mapping = AnchoredMapping(st.pose, robot, scale)
+                self._event(f"{hand}_anchored")
+            tracking = can_track and st.mapping is not None
+            if tracking:
+                st.hold = st.mapping.target(st.pose)
+            elif robot is not None:
+                st.hold = robot  # a held arm's target is where the arm is
+            if tracking != st.tracking:
+                st.tracking = tracking
+                self._event(f"{hand}_{'tracking' if tracking else 'holding'}")
+            if st.connected and not self.estop_latched and not self.arms_paused and self._focused:
+                st.gripper_rad = st.trigger * cfg.pinch_rad(PINCH_ORDER[st.pinch])
+            target = st.hold or Pose.identity()
+            arms[hand] = {
+                "enabled": tracking,
+                "position": target.position + lift_offset,
+                "orientation": target.orientation,
+                "gripper": float(st.gripper_rad),
+                "slow": self._slow[hand],
+            }
+            drive_ok = pose_fresh and input_fresh and not self.estop_latched and self._focused
+            raw = st.stick if drive_ok else (0.0, 0.0)
+            k = cfg.slow_factor if self._slow[hand] else 1.0
+            sticks[hand] = (k * _deadzone(raw[0], cfg.stick_deadzone), k * _deadzone(raw[1], cfg.stick_deadzone))
+        lx, ly = sticks["left"]
+        rx, ry = sticks["right"]
+        fwd, left = ly * cfg.max_speed_m_s, -lx * cfg.max_speed_m_s
+        speed = float(np.hypot(fwd, left))
+        if speed > cfg.max_speed_m_s:
+            fwd, left = fwd * cfg.max_speed_m_s / speed, left * cfg.max_speed_m_s / speed
+        yaw = float(np.clip(-rx, -1.0, 1.0)) * cfg.max_yaw_rate_rad_s
+        lift = float(np.clip(ry, -1.0, 1.0)) * cfg.max_lift_speed_m_s
+        events, self._events = self._events, []
+        return TeleopOutput(
+            arm_targets={"stamp_ns": now_ns, "frame_id": "base_link", "left": arms["left"], "right": arms["right"]},
+            base_cmd={"stamp_ns": now_ns, "forward_m_s": fwd + 0.0, "left_m_s": left + 0.0, "yaw_rad_s": yaw + 0.0},
+            lift_cmd={"stamp_ns": now_ns, "velocity_m_s": lift + 0.0},
+            state={
+                "stamp_ns": now_ns,
+                "estop_latched": self.estop_latched,
+                "arms_paused": self.arms_paused,
+                "left_clutched": self._clutched["left"],
+                "right_clutched": self._clutched["right"],
+                "left_slow": self._slow["left"],
+                "right_slow": self._slow["right"],
+                "left_pinch": PINCH_ORDER[self._hands["left"].pinch],
+                "right_pinch": PINCH_ORDER[self._hands["right"].pinch],
+                "reset_count": self.reset_count,
+                "events": events,
+            },
+        )

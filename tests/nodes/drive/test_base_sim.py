@@ -1,0 +1,81 @@
+"""base node (sim variant) end to end with a scripted MockNode and a fake clock."""
+
+import math
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from dora.testing import MockNode
+
+from teledora.nodes.drive import base_sim
+from teledora.operators.drive.omni_drive import body_to_wheel_raw, wheel_raw_to_body
+from teledora.operators.contract.messages import decode, encode
+from teledora.fakes.stepped_node import FakeClock, SteppedNode  # noqa: E402
+
+TICK = pa.array([0], type=pa.uint64())
+
+
+def cmd(f, l, w, stamp=0):
+    return encode("BaseCommand", {"stamp_ns": stamp, "forward_m_s": f, "left_m_s": l, "yaw_rad_s": w})
+
+
+def run(script):
+    clock = FakeClock()
+    node = SteppedNode(script, clock)
+    base_sim.main([], node=node, clock=clock)
+    return node
+
+
+def test_quantizes_and_integrates_the_recovered_twist():
+    script = [("base_cmd", cmd(0.2, 0.05, 0.3), 0.0), ("tick", TICK, 0.0)]
+    for k in range(100):
+        script.append(("tick", TICK, 0.01))
+        if k % 10 == 9:
+            script.append(("base_cmd", cmd(0.2, 0.05, 0.3), 0.0))  # refreshes the watchdog
+    node = run(script)
+    wheels = node.outputs_decoded("wheel_commands", "WheelCommands")
+    assert (wheels[-1]["left"], wheels[-1]["back"], wheels[-1]["right"]) == body_to_wheel_raw(0.2, 0.05, 0.3)
+    odom = node.outputs_decoded("odom", "Odometry")
+    assert odom[-1]["frame_id"] == "odom" and odom[-1]["child_frame_id"] == "base_link"
+    twist = wheel_raw_to_body(*body_to_wheel_raw(0.2, 0.05, 0.3))
+    assert odom[-1]["vx"] == twist.forward_m_s and odom[-1]["wz"] == twist.yaw_rad_s
+    # 100 intervals of 10 ms at the recovered twist = 1 s along the arc
+    th = twist.yaw_rad_s
+    x = (twist.forward_m_s * math.sin(th) - twist.left_m_s * (1 - math.cos(th))) / th
+    assert odom[-1]["x"] == pytest.approx(x, abs=1e-9)
+    assert odom[-1]["yaw"] == pytest.approx(th, abs=1e-9)
+
+
+def test_watchdog_stops_the_wheels_after_one_second():
+    script = [("base_cmd", cmd(0.1, 0.0, 0.0), 0.0)] + [("tick", TICK, 0.1) for _ in range(15)]
+    node = run(script)
+    wheels = [(w["left"], w["back"], w["right"]) for w in node.outputs_decoded("wheel_commands", "WheelCommands")]
+    moving = body_to_wheel_raw(0.1, 0.0, 0.0)
+    assert wheels[:10] == [moving] * 10  # 0.1 .. 1.0 s after the command
+    assert wheels[10:] == [(0, 0, 0)] * 5  # > 1.0 s: stopped
+    diags = node.outputs_decoded("diagnostics", "Diagnostics")
+    assert '"watchdog_trips": 1' in diags[-1]["details_json"]
+
+
+def test_bad_command_is_rejected_and_last_valid_kept():
+    bad = pa.array([{"stamp_ns": 0, "forward_m_s": 1.0}])
+    nan = cmd(0.0, 0.0, 0.0)
+    nan = pa.array([{"stamp_ns": 0, "forward_m_s": float("nan"), "left_m_s": 0.0, "yaw_rad_s": 0.0}], type=nan.type)
+    huge = cmd(1e308, -1e308, 0.0)
+    script = [("base_cmd", cmd(0.1, 0.0, 0.0), 0.0), ("base_cmd", bad, 0.0), ("base_cmd", nan, 0.0),
+              ("base_cmd", huge, 0.0), ("tick", TICK, 0.01)]
+    node = run(script)
+    w = node.outputs_decoded("wheel_commands", "WheelCommands")[-1]
+    assert (w["left"], w["back"], w["right"]) == body_to_wheel_raw(0.1, 0.0, 0.0)
+    diag = node.outputs_decoded("diagnostics", "Diagnostics")[-1]
+    assert diag["rejected"] == 3 and diag["received"] == 4 and "overflows" in diag["last_error"]
+
+
+def test_burst_keeps_newest_command_and_does_not_stop_on_stop_event():
+    # plain MockNode: the whole queue arrives as one burst, STOP included
+    node = MockNode([("base_cmd", cmd(0.1, 0, 0)), ("base_cmd", cmd(0.0, 0.1, 0)), {"type": "STOP", "id": "x"}, ("tick", TICK)])
+    clock = FakeClock()
+    base_sim.main([], node=node, clock=clock)
+    w = decode("WheelCommands", node.outputs["wheel_commands"][-1])
+    assert (w["left"], w["back"], w["right"]) == body_to_wheel_raw(0.0, 0.1, 0.0)

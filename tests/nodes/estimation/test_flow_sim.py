@@ -1,0 +1,102 @@
+"""flow_sim node under dora.testing.MockNode."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+from dora.testing import MockNode as _MockNode
+
+from teledora.nodes.estimation import flow_sim
+from teledora.operators.estimation.flow_model import FlowModel, FlowModelConfig
+from teledora.operators.contract.messages import decode, encode
+
+JOINTS = ["left_shoulder_pan"]
+
+
+class MockNode(_MockNode):
+    """Delivers events one at a time, as a live dataflow at sensor rates does
+    (the stock mock hands the whole script to ``drain()`` at once)."""
+
+    def drain(self):
+        return []
+
+
+def ground_truth(stamp_ns: int, vx: float = 0.0, vy: float = 0.0, wz: float = 0.0, x=0.0, y=0.0, yaw=0.0) -> pa.Array:
+    return encode("GroundTruth", {
+        "stamp_ns": stamp_ns, "frame_id": "world", "x": x, "y": y, "yaw": yaw, "vx": vx, "vy": vy, "wz": wz,
+        "lift_height_m": 0.0, "joint_names": JOINTS, "joint_position": [0.0], "joint_velocity": [0.0],
+    })
+
+
+def quiet_config(tmp_path, **overrides):
+    from teledora import models
+    cfg = models.load_yaml("alohamini2/estimation.yaml")
+    cfg["flow_sim"].update(flow_noise_rad_s=0.0, height_noise_m=0.0, dropout_probability=0.0, gyro_noise_rad_s=0.0)
+    cfg["flow_sim"].update(overrides)
+    path = tmp_path / "estimation.yaml"
+    path.write_text(json.dumps(cfg))  # JSON is YAML
+    return path, cfg
+
+
+def test_flow_and_gyro_from_ground_truth(tmp_path):
+    path, cfg = quiet_config(tmp_path)
+    inputs = []
+    for k in range(1, 11):
+        inputs.append(("ground_truth", ground_truth(k * 10_000_000, vx=0.05, wz=0.3)))
+        if k % 2 == 0:
+            inputs.append(("tick", pa.array([k])))
+    node = MockNode(inputs)
+    flow_sim.main(["--config", str(path)], node=node, clock=lambda: 1)
+    flows = [decode("OpticalFlow", v) for v in node.outputs["flow"]]
+    gyros = [decode("Gyro", v) for v in node.outputs["gyro"]]
+    assert len(flows) == 5 and len(gyros) == 10
+    model = FlowModel(FlowModelConfig.from_dict(cfg["flow_sensor"]))
+    expected = model.sensor_flow(model.body_flow(0.05, 0.0, 0.3, cfg["flow_sensor"]["offset_m"][2]))
+    np.testing.assert_allclose([flows[-1]["flow_rate_x"], flows[-1]["flow_rate_y"]], expected, atol=1e-9)
+    assert flows[-1]["stamp_ns"] == 100_000_000 and flows[-1]["quality"] == 200
+    assert flows[-1]["integration_time_s"] == np.float64(0.02)
+    np.testing.assert_allclose(gyros[0]["angular_velocity"], [0, 0, 0.3])
+    assert gyros[0]["frame_id"] == "base_link"
+    assert "diagnostics" in node.outputs
+
+
+def test_bad_ground_truth_rejected_and_tick_before_truth_waits(tmp_path):
+    path, _ = quiet_config(tmp_path)
+    bad = pa.array([{"stamp_ns": 1}])
+    node = MockNode([("tick", pa.array([0])), ("ground_truth", bad), ("ground_truth", ground_truth(5, vx=0.01)),
+                     ("tick", pa.array([1]))])
+    flow_sim.main(["--config", str(path)], node=node, clock=lambda: 1)
+    assert len(node.outputs["flow"]) == 1
+    diag = decode("Diagnostics", node.outputs["diagnostics"][-1])
+    assert diag["rejected"] == 1 and "GroundTruth" in diag["last_error"]
+
+
+def test_dropouts_reported_with_zero_quality(tmp_path):
+    path, _ = quiet_config(tmp_path, dropout_probability=1.0)
+    node = MockNode([("ground_truth", ground_truth(5, vx=0.01)), ("tick", pa.array([1]))])
+    flow_sim.main(["--config", str(path), "--seed", "3"], node=node, clock=lambda: 1)
+    assert decode("OpticalFlow", node.outputs["flow"][0])["quality"] == 0
+    details = json.loads(decode("Diagnostics", node.outputs["diagnostics"][-1])["details_json"])
+    assert details["dropouts"] == 1 and details["seed"] == 3
+
+
+def test_image_mode_measures_flow_from_rendered_floor(tmp_path):
+    path, cfg = quiet_config(tmp_path)
+    inputs = []
+    x = 0.0
+    for k in range(1, 8):
+        x += 0.1 * 0.02
+        inputs.append(("ground_truth", ground_truth(k * 20_000_000, vx=0.1, x=x)))
+        inputs.append(("tick", pa.array([k])))
+    node = MockNode(inputs)
+    flow_sim.main(["--config", str(path), "--image"], node=node, clock=lambda: 1)
+    flows = [decode("OpticalFlow", v) for v in node.outputs["flow"]]
+    assert len(flows) == 6  # the first frame has nothing to compare with
+    model = FlowModel(FlowModelConfig.from_dict(cfg["flow_sensor"]))
+    expected = model.sensor_flow(model.body_flow(0.1, 0.0, 0.0, cfg["flow_sensor"]["offset_m"][2]))
+    got = np.mean([[f["flow_rate_x"], f["flow_rate_y"]] for f in flows], axis=0)
+    np.testing.assert_allclose(got, expected, atol=0.1)
+    assert all(f["quality"] > 100 for f in flows)
+    assert json.loads(decode("Diagnostics", node.outputs["diagnostics"][-1])["details_json"])["mode"] == "image"

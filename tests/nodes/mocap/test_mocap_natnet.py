@@ -1,0 +1,218 @@
+"""Hardware mocap node against the fake Motive on 127.0.0.1 (real NatNet datagrams)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from dora.testing import MockNode
+
+from teledora.nodes.mocap import mocap_natnet
+from teledora.operators.mocap import natnet_frame as nf
+from teledora.operators.mocap import natnet_protocol as nn
+from teledora.operators.contract.messages import decode
+from teledora.operators.mocap.mocap_frames import MocapFrameTransform
+from teledora.operators.geometry.rotations import yaw_to_quat_xyzw
+from teledora.fakes.motive import FakeMotive  # noqa: E402
+
+END_MARK = "end-of-test"
+SAFETY_DEADLINE_S = 20.0  # only stops a broken run from hanging; never reached when the node works
+
+
+class UntilMarkNode(MockNode):
+    """Delivers no input; sends STOP once the node has logged the fake's end mark."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+        self._events.clear()
+        self._deadline = time.monotonic() + SAFETY_DEADLINE_S
+        self._stopped = False
+
+    def try_recv(self):
+        done = any(END_MARK in entry["message"] for entry in self.logs)
+        if not self._stopped and (done or time.monotonic() > self._deadline):
+            self._stopped = True
+            return {"type": "STOP", "id": "test"}
+        return None
+
+
+def write_config(tmp_path: Path, port: int, natnet: dict | None = None, **body) -> Path:
+    cfg = {
+        "natnet": {
+            "server_address": "127.0.0.1", "command_port": port, "local_address": "127.0.0.1",
+            "connect_retry_s": 0.05, "echo_period_s": 0.02, "keepalive_period_s": 0.05, "model_def_retry_s": 0.05,
+            **(natnet or {}),
+        },
+        "rigid_body": body or {"name": "alohamini2"},
+        "frame": {"frame_id": "world", "axis_map": ["x", "-z", "y"]},
+    }
+    path = tmp_path / "mocap.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def run_node(fake: FakeMotive, config: Path, script) -> tuple[MockNode, list]:
+    """Runs the node while ``script(fake)`` streams; returns the node and what the script returned."""
+    node = UntilMarkNode()
+    result: list = []
+
+    def drive() -> None:
+        if fake.wait_for_client():
+            time.sleep(0.1)  # let the echo/model-def exchange settle (the node copes either way)
+            result.append(script(fake))
+        fake.send_raw(nn.build_packet(nn.MessageId.MESSAGE_STRING, END_MARK.encode() + b"\0"))
+
+    t = threading.Thread(target=drive, daemon=True)
+    t.start()
+    mocap_natnet.main(["--config", str(config)], node=node)
+    t.join(timeout=5)
+    return node, result
+
+
+def trajectory(n: int):
+    """Robot driving a quarter circle, as Motive (Y-up) sees it."""
+    tf = MocapFrameTransform()
+    out, world = [], []
+    for i in range(n):
+        a = 0.5 * np.pi * i / n
+        p_world = np.array([np.cos(a), np.sin(a), 0.0])
+        q_world = yaw_to_quat_xyzw(a + np.pi / 2)
+        out.append(tf.motive_pose_of_base(p_world, q_world))
+        world.append((p_world, a + np.pi / 2))
+    return out, world
+
+
+def test_streams_poses_with_dropouts_and_invalid_tracking(tmp_path):
+    poses, world = trajectory(60)
+    drop, invalid = {10, 11, 12, 40}, {20, 21, 22, 23}
+    with FakeMotive(rigid_bodies={"cart": 2, "alohamini2": 3}, exposure_to_transmit_s=0.25) as fake:
+        node, (sent,) = run_node(fake, write_config(tmp_path, fake.command_port),
+                                 lambda f: f.stream(poses, body_id=3, drop=drop, invalid=invalid))
+    msgs = [decode("MocapPose", v) for v in node.outputs["pose"]]
+    assert len(msgs) == len(sent) == 60 - len(drop)
+    assert [m["frame_number"] for m in msgs] == [s.frame_number for s in sent]
+    kept = [i for i in range(60) if i not in drop]
+    for i, m in zip(kept, msgs):
+        assert m["rigid_body_id"] == 3 and m["name"] == "alohamini2" and m["frame_id"] == "world"
+        if i in invalid:
+            assert m["tracking_valid"] is False and math.isnan(m["position"][0])
+        else:
+            assert m["tracking_valid"] is True
+            assert m["position"] == pytest.approx(world[i][0], abs=1e-5)
+            yaw = 2 * math.atan2(m["orientation"][2], m["orientation"][3])
+            assert math.remainder(yaw - world[i][1], 2 * math.pi) == pytest.approx(0.0, abs=1e-5)
+    # stamps are mid-exposure on the host clock: 250 ms before transmission, 1 h off Motive's clock
+    err_ms = [(m["stamp_ns"] - s.exposure_host_ns) / 1e6 for m, s in zip(msgs, sent)]
+    assert max(abs(e) for e in err_ms) < 100.0
+    diag = json.loads(decode("Diagnostics", node.outputs["diagnostics"][-1])["details_json"])
+    assert diag["dropped_frames"] == len(drop)
+    assert diag["poses_invalid"] == len(invalid)
+    assert diag["clock_source"] == "echo"
+    assert nn.MessageId.ECHO_REQUEST in fake.requests and nn.MessageId.REQUEST_MODEL_DEF in fake.requests
+    assert any("clock offset" in e["message"] for e in node.logs)
+
+
+def test_truncated_and_corrupted_packets_are_counted_not_fatal(tmp_path):
+    poses, _ = trajectory(4)
+
+    def script(f: FakeMotive):
+        sent = f.stream(poses[:2], body_id=3)
+        good = nf.build_frame_of_data(nf.FrameOfData(100, ()), (4, 1, 0, 0))
+        f.send_raw(good[: len(good) - 9])  # truncated
+        bad = bytearray(good)
+        bad[4 + 20] = 0xFF  # corrupted rigid-body count
+        f.send_raw(bytes(bad))
+        f.send_raw(b"\x07")  # shorter than a header
+        f.send_raw(nn.build_packet(55, b"??"))  # unknown message id
+        return sent + f.stream(poses[2:], body_id=3)
+
+    with FakeMotive() as fake:
+        node, (sent,) = run_node(fake, write_config(tmp_path, fake.command_port, id=3), script)
+    msgs = [decode("MocapPose", v) for v in node.outputs["pose"]]
+    assert [m["frame_number"] for m in msgs] == [s.frame_number for s in sent]
+    assert all(m["tracking_valid"] for m in msgs)
+    last = decode("Diagnostics", node.outputs["diagnostics"][-1])
+    assert last["rejected"] == 4
+    reasons = json.loads(last["details_json"])["rejected_by_reason"]
+    assert sum(reasons.values()) == 4
+    assert any("rejected datagram" in e["message"] for e in node.logs)
+
+
+def test_multicast_stream_on_loopback(tmp_path):
+    import socket
+
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    probe.bind(("127.0.0.1", 0))
+    data_port = probe.getsockname()[1]
+    probe.close()
+    poses, _ = trajectory(10)
+    group = "239.255.42.99"
+    with FakeMotive(multicast_group=group, data_port=data_port) as fake:
+        config = write_config(tmp_path, fake.command_port, {"multicast": True, "multicast_group": group,
+                                                            "data_port": data_port}, id=3)
+        node, (sent,) = run_node(fake, config, lambda f: f.stream(poses, body_id=3))
+    msgs = [decode("MocapPose", v) for v in node.outputs["pose"]]
+    assert [m["frame_number"] for m in msgs] == [s.frame_number for s in sent]
+    assert nn.MessageId.KEEP_ALIVE not in fake.requests  # multicast needs no keep-alive
+
+
+def test_version_mismatch_reported_and_nothing_published(tmp_path):
+    poses, _ = trajectory(5)
+    with FakeMotive(natnet_version=(2, 10, 0, 0)) as fake:
+        node, _ = run_node(fake, write_config(tmp_path, fake.command_port, id=3), lambda f: f.stream(poses))
+    assert "pose" not in node.outputs
+    last = decode("Diagnostics", node.outputs["diagnostics"][-1])
+    assert last["level"] == "error" and "2.10.0.0 is not supported" in last["message"]
+    assert last["rejected"] == 5
+
+
+def test_waits_for_motive_without_crashing(tmp_path):
+    """No server: the node keeps retrying CONNECT and reports it is waiting."""
+    import socket
+
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    connects = []
+
+    class StopAfterRetries(MockNode):
+        def __init__(self):
+            super().__init__([])
+            self._events.clear()
+            self.stopped = False
+
+        def try_recv(self):
+            if self.stopped:
+                return None
+            s.setblocking(False)
+            try:
+                while True:
+                    connects.append(nn.split_packet(s.recv(2048)).message_id)
+            except BlockingIOError:
+                pass
+            self.stopped = connects.count(nn.MessageId.CONNECT) >= 2
+            return {"type": "STOP", "id": "t"} if self.stopped else None
+
+    mocap_natnet.main(["--config", str(write_config(tmp_path, port))], node=StopAfterRetries())
+    s.close()
+    assert connects.count(nn.MessageId.CONNECT) >= 2
+
+
+def test_shipped_config_parses():
+    cfg = mocap_natnet.load_mocap_config(None)
+    net = mocap_natnet.NatNetConfig.from_mapping(cfg["natnet"])
+    assert net.command_port == 1510 and net.natnet_version == (4, 1, 0, 0) and net.multicast is False
+    frame = dict(cfg["frame"])
+    frame.pop("frame_id")
+    from teledora.operators.mocap.mocap_frames import MocapFrameConfig
+
+    assert MocapFrameConfig.from_mapping(frame).axis_map == ("x", "-z", "y")
+    with pytest.raises(ValueError, match="unknown natnet keys"):
+        mocap_natnet.NatNetConfig.from_mapping({"port": 1})

@@ -1,0 +1,175 @@
+"""recorder node: MockNode runs, diagnostics, and a kill -9 mid-run."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from dora.testing import MockNode
+
+from teledora.nodes.recording import recorder
+from teledora.operators.contract.messages import decode, encode
+from teledora.recording import RunReader
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def lift(i: int) -> pa.StructArray:
+    return encode("LiftState", {"stamp_ns": 1000 + i, "height_m": 0.01 * i, "velocity_m_s": 0.0, "homed": True})
+
+
+def ev(input_id: str, value: pa.Array, **meta) -> dict:
+    return {"type": "INPUT", "id": input_id, "value": value, "metadata": meta}
+
+
+class StepClock:
+    """A clock that advances a fixed step per call."""
+
+    def __init__(self, step_ns: int = 10_000_000) -> None:
+        self.t = 1_800_000_000_000_000_000
+        self.step = step_ns
+
+    def __call__(self) -> int:
+        self.t += self.step
+        return self.t
+
+
+def test_records_every_input_including_after_stop(tmp_path, capsys):
+    img = pa.array(np.arange(12, dtype=np.uint8))
+    stamp = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    events = [ev("lift__state", lift(i), timestamp=stamp) for i in range(3)]
+    events += [ev("renderer__chest", img, width=2, height=2, stamp_ns=5)]
+    events += [{"type": "STOP", "id": "ALL_INPUTS_CLOSED"}]  # data may still follow STOP
+    events += [ev("lift__state", lift(3))]
+    node = MockNode(events)
+    run = recorder.main(["--runs-dir", str(tmp_path)], node=node, clock=StepClock())
+    out = capsys.readouterr().out
+    assert f"recording to {run.resolve()}" in out and f"recording finished: {run.resolve()}" in out
+    r = RunReader(run)
+    assert r.complete
+    assert {t: r.read_topic(t).table.num_rows for t in r.topics} == {"lift__state": 4, "renderer__chest": 1}
+    msgs = list(r.iter_messages())
+    assert [m.seq for m in msgs] == list(range(5))
+    assert msgs[3].value.equals(img) and json.loads(msgs[3].metadata)["width"] == 2
+    assert decode("LiftState", msgs[4].value)["height_m"] == pytest.approx(0.03)
+    assert msgs[0].dora_ns == int(stamp.timestamp()) * 10**9
+    assert r.manifest["packages"]["pyarrow"] == pa.__version__
+    diag = decode("Diagnostics", node.outputs["diagnostics"][0])
+    assert diag["node"] == "recorder" and diag["received"] >= 1
+
+
+def test_type_change_is_rejected_and_counted_not_fatal(tmp_path):
+    node = MockNode([ev("lift__state", lift(0)), ev("lift__state", pa.array([1.0])), ev("lift__state", lift(1))])
+    run = recorder.main(["--run-dir", str(tmp_path / "r")], node=node, clock=StepClock(2_000_000_000))
+    assert RunReader(run).read_topic("lift__state").table.num_rows == 2
+    last = decode("Diagnostics", node.outputs["diagnostics"][-1])
+    assert last["rejected"] == 1 and "lift__state" in last["last_error"]
+    assert any(log["level"] == "warn" and "rejected" in log["message"] for log in node.logs)
+
+
+def test_input_id_that_cannot_be_a_file_name_is_rejected(tmp_path):
+    node = MockNode([ev("../escape", lift(0)), ev("lift__state", lift(1))])
+    run = recorder.main(["--run-dir", str(tmp_path / "r")], node=node, clock=StepClock())
+    assert RunReader(run).topics == ["lift__state"]
+    assert not (tmp_path / "escape.arrow").exists()
+    assert decode("Diagnostics", node.outputs["diagnostics"][-1])["rejected"] == 1
+
+
+def test_existing_recording_is_never_overwritten(tmp_path):
+    recorder.main(["--run-dir", str(tmp_path / "r")], node=MockNode([ev("lift__state", lift(0))]), clock=StepClock())
+    with pytest.raises(SystemExit, match="already holds a recording"):
+        recorder.main(["--run-dir", str(tmp_path / "r")], node=MockNode([]), clock=StepClock())
+
+
+def test_runs_dir_from_environment_and_stall_is_reported(tmp_path, monkeypatch):
+    monkeypatch.setenv("TELEDORA_RUNS_DIR", str(tmp_path / "elsewhere"))
+    base = 1_800_000_000_000_000_000
+    events = [ev("lift__state", lift(i), timestamp=dt.datetime.fromtimestamp((base + i * 10**7) / 1e9, dt.timezone.utc)) for i in range(20)]
+    late = dt.datetime.fromtimestamp((base + 19 * 10**7 + 2 * 10**9) / 1e9, dt.timezone.utc)
+    events.append(ev("lift__state", lift(20), timestamp=late))
+    node = MockNode(events)
+    run = recorder.main([], node=node, clock=StepClock())
+    assert run.parent == tmp_path / "elsewhere"
+    assert RunReader(run).manifest["gaps"]["stall"] == 1
+    assert any("gap on lift__state: stall" in log["message"] for log in node.logs)
+
+
+CHILD = textwrap.dedent(
+    """
+    import sys, time
+    import pyarrow as pa
+    from teledora.nodes.recording import recorder
+    now = [1_800_000_000_000_000_000]
+
+    class FeedNode:
+        '''Delivers 100 messages, lets the clock pass a flush, delivers 50 more, then blocks.'''
+        def __init__(self):
+            self.events = [("msg", i) for i in range(100)] + [("tick", None)] + [("msg", i) for i in range(100, 150)]
+        def next(self, timeout=None):
+            if not self.events:
+                print("blocked", flush=True)
+                time.sleep(float(sys.argv[2]))
+                return {"type": "ERROR", "error": "timeout"}
+            kind, i = self.events.pop(0)
+            if kind == "tick":
+                now[0] += 2_000_000_000
+                return {"type": "ERROR", "error": "timeout"}
+            return {"type": "INPUT", "id": "src__out", "value": pa.array([i], pa.int64()), "metadata": {}}
+        def drain(self):
+            return []
+        def send_output(self, *a, **k):
+            pass
+        def log(self, *a, **k):
+            pass
+
+    recorder.main(["--run-dir", sys.argv[1], "--flush-interval-s", "1.0"], node=FeedNode(), clock=lambda: now[0])
+    """
+)
+
+
+def test_kill_9_keeps_everything_up_to_the_last_flush(tmp_path):
+    run = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(run), "3600"], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        for line in proc.stdout:
+            if line.strip() == "blocked":
+                break
+        else:
+            pytest.fail(f"child ended early with {proc.wait()}")
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait()
+    r = RunReader(run)
+    assert not r.complete
+    table = r.read_topic("src__out").table
+    # the flush after message 100 is durable; the 50 after it were still buffered
+    assert table.num_rows == 100
+    assert [v[0] for v in table.column("value").to_pylist()] == list(range(100))
+    assert r.manifest["topics"]["src__out"]["count"] == 100
+
+
+def test_sigterm_closes_the_run_with_everything_received(tmp_path):
+    run = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(run), "0.05"], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        for line in proc.stdout:
+            if line.strip() == "blocked":
+                break
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+    r = RunReader(run)
+    assert r.complete and r.manifest["ended_by"] == "SIGTERM"
+    assert r.read_topic("src__out").table.num_rows == 150  # the 50 unflushed ones too

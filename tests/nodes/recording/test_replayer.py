@@ -1,0 +1,125 @@
+"""replayer node: sends a node's recorded outputs, in order, on the recorded clock."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from dora.testing import MockNode
+
+from teledora.nodes.recording import replayer
+from teledora.operators.contract.messages import encode
+from teledora.recording import RunWriter, value_digest
+
+T0 = 1_800_000_000_000_000_000
+MS = 1_000_000
+
+
+def lift(i: int) -> pa.StructArray:
+    return encode("LiftState", {"stamp_ns": T0 + i, "height_m": 0.01 * i, "velocity_m_s": 0.0, "homed": True})
+
+
+def at(ns: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(0, dt.timezone.utc) + dt.timedelta(microseconds=ns // 1000)
+
+
+@pytest.fixture()
+def run(tmp_path):
+    """lift/state every 100 ms, renderer/chest at 50 ms and 250 ms, teleop/lift_cmd once."""
+    w = RunWriter(tmp_path / "run", {"recorded_inputs": {"lift__state": "lift/state", "cam": "renderer/chest"}}, start_ns=T0)
+    img = pa.array(np.arange(48, dtype=np.uint8))
+    for i in range(4):
+        w.append("lift__state", lift(i), {"timestamp": at(T0 + i * 100 * MS), "stamp_ns": 1}, recv_ns=T0 + i * 100 * MS + 1)
+        if i in (0, 2):
+            w.append("cam", img, {"timestamp": at(T0 + (i * 100 + 50) * MS), "width": 4}, recv_ns=T0)
+    w.append("teleop__lift_cmd", encode("LiftCommand", {"stamp_ns": 1, "velocity_m_s": 0.1}), {}, recv_ns=T0 + 10 * MS)
+    w.close(T0 + 400 * MS)
+    return tmp_path / "run"
+
+
+class MetaNode(MockNode):
+    """MockNode that also keeps the metadata of each output."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+        self.sent: list[tuple[str, pa.Array, dict]] = []
+
+    def send_output(self, output_id, data, metadata=None):
+        self.sent.append((output_id, data, dict(metadata or {})))
+        super().send_output(output_id, data, metadata)
+
+
+class FakeTime:
+    def __init__(self) -> None:
+        self.now = T0 + 3_600 * 10**9  # replay an hour after the recording
+        self.sleeps: list[float] = []
+
+    def clock(self) -> int:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += int(seconds * 1e9)
+
+
+def test_sends_only_its_outputs_in_recorded_order_with_metadata(run, capsys):
+    node, t = MetaNode(), FakeTime()
+    argv = ["--run", str(run), "--node", "lift", "--speed", "0", "--stamps", "recorded"]
+    assert replayer.main(argv, node=node, clock=t.clock, sleep=t.sleep) == 4
+    assert [o for o, _, _ in node.sent] == ["state"] * 4
+    assert [value_digest(v) for _, v, _ in node.sent] == [value_digest(lift(i)) for i in range(4)]
+    assert all(meta == {"stamp_ns": 1} for _, _, meta in node.sent)  # dora re-stamps "timestamp"
+    assert t.sleeps == []  # speed 0: no waiting
+    assert "replay lift done: 4 messages" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("speed", ["1", "0"])
+def test_shifted_stamps_keep_each_message_as_fresh_as_when_recorded(run, speed):
+    node, t = MetaNode(), FakeTime()
+    sent = []
+    node.send_output = lambda o, d, m=None: sent.append((t.now, d, m))
+    replayer.main(["--run", str(run), "--node", "lift", "--speed", speed], node=node, clock=t.clock, sleep=t.sleep)
+    for i, (send_ns, value, meta) in enumerate(sent):
+        recorded_send_ns = T0 + i * 100 * MS
+        # recorded age of the stamp (stamp - send time) is kept at the replayed send time
+        assert value.field("stamp_ns")[0].as_py() - send_ns == (T0 + i) - recorded_send_ns
+        assert meta["stamp_ns"] - send_ns == 1 - recorded_send_ns
+        assert value.field("height_m").equals(lift(i).field("height_m"))
+
+
+def test_topic_wiring_from_manifest_maps_odd_topic_names(run):
+    node, t = MetaNode(), FakeTime()
+    replayer.main(["--run", str(run), "--node", "renderer", "--speed", "0"], node=node, clock=t.clock, sleep=t.sleep)
+    assert [o for o, _, _ in node.sent] == ["chest", "chest"]
+    assert node.sent[0][1].to_pylist() == list(range(48)) and node.sent[0][2] == {"width": 4}
+
+
+@pytest.mark.parametrize("speed", [1.0, 2.0])
+def test_original_timing_scaled_by_speed(run, speed):
+    node, t = MetaNode(), FakeTime()
+    start = t.now
+    sent_at = []
+    node.send_output = lambda o, d, m=None: sent_at.append((t.now - start) / MS)
+    replayer.main(["--run", str(run), "--node", "lift", "--speed", str(speed)], node=node, clock=t.clock, sleep=t.sleep)
+    # the run's first message (lift at T0) is replay time 0; the others keep their offsets
+    assert sent_at == pytest.approx([0.0, 100 / speed, 200 / speed, 300 / speed])
+
+
+def test_loops_repeat_the_run(run):
+    node, t = MetaNode(), FakeTime()
+    start = t.now
+    assert replayer.main(["--run", str(run), "--node", "lift", "--loops", "2"], node=node, clock=t.clock, sleep=t.sleep) == 8
+    # the second pass starts one run duration (300 ms + 1 ns) after the first
+    assert (t.now - start) / MS == pytest.approx(600.0, abs=0.01)
+
+
+def test_unknown_node_is_an_error(run):
+    with pytest.raises(replayer.ReplaySourceError, match="sim"):
+        replayer.main(["--run", str(run), "--node", "sim"], node=MetaNode())
+
+
+def test_negative_speed_is_refused(run):
+    with pytest.raises(SystemExit):
+        replayer.main(["--run", str(run), "--node", "lift", "--speed", "-1"], node=MetaNode())

@@ -1,0 +1,131 @@
+"""The sim-side nodes (`sim`, `arms` sim variant, scripted `xr`) under dora's MockNode."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+from dora.testing import MockNode
+
+from teledora import models
+from teledora.nodes.drive import arms_sim
+from teledora.nodes.sim import sim
+from teledora.nodes.xr import xr_scripted
+from teledora.operators.contract.messages import decode, encode
+
+PROFILE = models.load_profile()
+JOINTS = list(PROFILE.arm_joint_names)
+
+
+def commands(q: float = 0.2, names=None) -> pa.Array:
+    names = names or JOINTS
+    return encode("JointCommands", dict(stamp_ns=1, names=names, q_ref=[q] * len(names), dq_ref=[0.0] * len(names), status="ok"))
+
+
+def diagnostics(node: MockNode) -> dict:
+    return decode("Diagnostics", node.outputs["diagnostics"][-1])
+
+
+class FastClock:
+    """A monotonic clock that moves 0.2 s on every read."""
+
+    def __init__(self) -> None:
+        self.t = 0
+
+    def __call__(self) -> int:
+        self.t += 200_000_000
+        return self.t
+
+
+def test_sim_applies_inputs_publishes_states_and_survives_bad_messages() -> None:
+    odom = encode("Odometry", dict(stamp_ns=1, frame_id="odom", child_frame_id="base_link", x=1.0, y=-0.5, yaw=0.3, vx=0.0, vy=0.0, wz=0.0))
+    lift = encode("LiftState", dict(stamp_ns=1, height_m=0.2, velocity_m_s=0.0, homed=True))
+    node = MockNode([
+        ("servo_targets", commands(0.2)),
+        ("odom", odom),
+        ("lift", lift),
+        ("odom", pa.array([1.0, 2.0])),  # not a contract message, and the newest odom
+    ])
+    sim.main(node=node, clock=FastClock())
+    gt = decode("GroundTruth", node.outputs["ground_truth"][-1])
+    assert (gt["x"], gt["y"]) == (0.0, 0.0)  # only the newest odom counts, and it was rejected
+    assert gt["lift_height_m"] > 0.0  # moving up towards 0.2
+    js = decode("JointState", node.outputs["joint_states"][-1])
+    assert js["names"] == JOINTS
+    d = diagnostics(node)
+    assert d["rejected"] == 1 and "wrong Arrow type" in d["last_error"]
+    assert "sim_time_s" in json.loads(d["details_json"])
+
+
+def test_sim_rejects_unknown_joints_whole() -> None:
+    node = MockNode([("servo_targets", commands(0.2, JOINTS[:3] + ["tail"]))])
+    sim.main(node=node, clock=FastClock())
+    d = diagnostics(node)
+    assert d["rejected"] == 1 and "unknown joint names ['tail']" in d["last_error"]
+
+
+def test_arms_sim_quantizes_like_a_servo_and_rejects_incomplete_commands() -> None:
+    node = MockNode([
+        ("joint_commands", commands(0.2001)),
+        ("sim_joint_states", encode("JointState", dict(stamp_ns=1, names=JOINTS, position=[0.3001] * 14, velocity=[0.0] * 14, effort=[0.0] * 14))),
+    ])
+    arms_sim.main(node=node)
+    sent = decode("JointCommands", node.outputs["servo_targets"][0])
+    tick = 2 * np.pi / 4096
+    np.testing.assert_allclose(sent["q_ref"] / tick, np.round(sent["q_ref"] / tick), atol=1e-9)
+    assert abs(sent["q_ref"][0] - 0.2001) <= tick / 2
+    js = decode("JointState", node.outputs["joint_states"][0])
+    assert abs(js["position"][0] - 0.3001) <= tick / 2
+
+    node = MockNode([("joint_commands", commands(0.2, JOINTS[:7]))])
+    arms_sim.main(node=node)
+    assert "servo_targets" not in node.outputs
+    assert "missing joint names" in diagnostics(node)["last_error"]
+
+
+def test_scripted_xr_plays_the_whole_script_and_ends(tmp_path, monkeypatch) -> None:
+    script = tmp_path / "s.yaml"
+    script.write_text("hand_origin_m: {left: [0.3, 0.2, 1.0], right: [0.3, -0.2, 1.0]}\n"
+                      "keyframes: [{t_s: 0.0}, {t_s: 0.5, left: {offset_m: [0.0, 0.0, 0.1]}}]\n")
+    monkeypatch.setenv("TELEDORA_XR_SCRIPT", str(script))
+    monkeypatch.setenv("TELEDORA_XR_RATE_HZ", "10")
+    now = [0.0]
+
+    class NoStop(MockNode):
+        def try_recv(self):
+            return None  # dora never stops this run early
+
+    node = NoStop([])
+    xr_scripted.main(node=node, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
+    reports = [decode("XrControllers", v) for v in node.outputs["controllers"]]
+    assert [r["seq"] for r in reports] == list(range(len(reports)))
+    assert len(reports) == 6  # 0.0 .. 0.5 s at 10 Hz
+    assert reports[-1]["left"]["position"][2] == 1.1
+
+
+def test_scripted_xr_stops_when_dora_asks() -> None:
+    now = [0.0]
+    node = MockNode([{"type": "STOP", "id": "MANUAL"}])
+    xr_scripted.main(node=node, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
+    assert len(node.outputs["controllers"]) == 1  # one report, then the stop was seen
+
+
+def test_scripted_xr_can_wait_for_the_robot(monkeypatch) -> None:
+    monkeypatch.setenv("TELEDORA_XR_WAIT_FOR", "robot_ready")
+    now = [0.0]
+    node = MockNode([])  # the stream ends before the robot ever reported
+    xr_scripted.main(node=node, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
+    assert "controllers" not in node.outputs
+
+    class NoStopAfterStart(MockNode):
+        def try_recv(self):
+            return None
+
+    state = encode("JointState", dict(stamp_ns=1, names=JOINTS, position=[0.0] * 14, velocity=[], effort=[]))
+    node = NoStopAfterStart([("robot_ready", state)])
+    monkeypatch.setenv("TELEDORA_XR_RATE_HZ", "10")
+    script = models.path("alohamini2/demo_script.yaml")
+    monkeypatch.setenv("TELEDORA_XR_SCRIPT", str(script))
+    xr_scripted.main(node=node, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
+    assert len(node.outputs["controllers"]) > 200  # the whole 25 s script at 10 Hz

@@ -1,0 +1,190 @@
+"""teleop node with dora.testing.MockNode: plumbing, FK anchoring, rejection."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from dora.testing import MockNode
+
+from teledora.nodes.teleop import teleop
+from teledora.operators.contract.messages import decode, encode
+
+ARM = [
+    f"{side}_{j}"
+    for side in ("left", "right")
+    for j in ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_yaw_joint", "wrist_roll", "gripper")
+]
+MS = 1_000_000
+
+
+def hand(t_ns: int, position=(0.3, 0.2, 1.0), **kw) -> dict:
+    d = dict(
+        connected=True, epoch=1, pose_valid=True, position=list(position), orientation=[0.0, 0.0, 0.0, 1.0],
+        trigger=0.0, squeeze=0.0, stick=[0.0, 0.0], primary=False, secondary=False, stick_click=False,
+        menu=False, pose_stamp_ns=t_ns, input_stamp_ns=t_ns,
+    )
+    d.update(kw)
+    return d
+
+
+def controllers(t_ns: int, left: dict | None = None, right: dict | None = None, **kw) -> pa.Array:
+    msg = dict(
+        stamp_ns=t_ns, frame_id="operator", seq=t_ns // MS, source="test", focused=True, ui_estop=False,
+        ui_release_stop=False, ui_pause=False, left=left or hand(t_ns), right=right or hand(t_ns, (0.3, -0.2, 1.0)),
+    )
+    msg.update(kw)
+    return encode("XrControllers", msg)
+
+
+def joints(t_ns: int = 0) -> pa.Array:
+    return encode("JointState", dict(stamp_ns=t_ns, names=ARM, position=np.zeros(len(ARM)), velocity=[], effort=[]))
+
+
+LIFT = ("lift", encode("LiftState", dict(stamp_ns=0, height_m=0.3, velocity_m_s=0.0, homed=True)))
+
+
+class Clock:
+    """Deterministic host clock: 10 ms per call."""
+
+    def __init__(self) -> None:
+        self._it = itertools.count(0, 10 * MS)
+
+    def __call__(self) -> int:
+        return next(self._it)
+
+
+class OneByOne(MockNode):
+    """Delivers one event per batch (no queued burst)."""
+
+    def drain(self):
+        return []
+
+
+def run(inputs, clock=None, burst=False):
+    node = MockNode(inputs) if burst else OneByOne(inputs)
+    teleop.main([], node=node, clock=clock or Clock())
+    return node
+
+
+def test_enabled_arm_follows_controller_from_fk_anchor():
+    clock = Clock()
+    # the clock advances 10 ms per call; stamps are produced in step with it
+    inputs = [("joint_states", joints()), LIFT]
+    inputs += [("controllers", controllers(0)), ("controllers", controllers(10 * MS, left=hand(10 * MS, (0.4, 0.2, 1.05))))]
+    node = run(inputs, clock)
+    targets = [decode("ArmTargets", a) for a in node.outputs["arm_targets"]]
+    assert len(targets) == 2
+    first, second = targets
+    assert first["left"]["enabled"] and first["frame_id"] == "base_link"
+    grips = teleop.RobotGrips(teleop.models.path("alohamini2/alohamini2.xml"), teleop.models.load_profile())
+    grips.set_joints(ARM, np.zeros(len(ARM)))
+    grips.set_lift_height(0.3)
+    fk = grips.grips()["left"].position + [0.0, 0.0, 0.3]  # carriage frame + lift height = base_link
+    np.testing.assert_allclose(first["left"]["position"], fk, atol=1e-9)
+    np.testing.assert_allclose(second["left"]["position"] - fk, [0.1, 0.0, 0.05], atol=1e-9)
+    # the right hand did not move
+    np.testing.assert_allclose(second["right"]["position"], first["right"]["position"], atol=1e-12)
+    states = [decode("TeleopState", s) for s in node.outputs["state"]]
+    assert "left_anchored" in states[0]["events"]
+
+
+def test_sticks_give_capped_base_and_lift_commands():
+    left = hand(0, stick=[0.0, -1.0])  # xr-standard: pushed forward is negative y
+    right = hand(0, (0.3, -0.2, 1.0), stick=[-1.0, -1.0])
+    node = run([("joint_states", joints()), LIFT, ("controllers", controllers(0, left=left, right=right))])
+    base = decode("BaseCommand", node.outputs["base_cmd"][-1])
+    lift = decode("LiftCommand", node.outputs["lift_cmd"][-1])
+    assert base["forward_m_s"] == pytest.approx(0.25)
+    assert base["left_m_s"] == pytest.approx(0.0)
+    assert base["yaw_rad_s"] == pytest.approx(0.65)
+    assert lift["velocity_m_s"] == pytest.approx(0.08)
+
+
+@pytest.mark.parametrize("robot_inputs", [[], ["joint_states"], ["lift"]])
+def test_without_joint_and_lift_state_arms_are_not_enabled(robot_inputs):
+    available = {"joint_states": ("joint_states", joints()), "lift": LIFT}
+    node = run([available[k] for k in robot_inputs] + [("controllers", controllers(0))])
+    target = decode("ArmTargets", node.outputs["arm_targets"][-1])
+    assert not target["left"]["enabled"] and not target["right"]["enabled"]
+    diag = decode("Diagnostics", node.outputs["diagnostics"][-1])
+    assert diag["level"] == "warn"
+
+
+def test_bad_messages_are_rejected_and_last_state_kept():
+    bad_joints = encode("JointState", dict(stamp_ns=0, names=["left_shoulder_pan", "bogus"], position=[0.0, 0.0], velocity=[], effort=[]))
+    inputs = [
+        ("joint_states", joints()),
+        LIFT,
+        ("controllers", pa.array([1, 2, 3])),
+        ("joint_states", bad_joints),
+        ("controllers", controllers(0)),
+    ]
+    node = run(inputs)
+    diag = decode("Diagnostics", node.outputs["diagnostics"][-1])
+    assert diag["rejected"] == 2
+    assert "bogus" in diag["last_error"] or "unknown" in diag["last_error"]
+    target = decode("ArmTargets", node.outputs["arm_targets"][-1])
+    assert target["left"]["enabled"]  # the earlier valid joint state still anchors
+
+
+def test_tick_evaluates_pose_timeout_without_xr_traffic():
+    clock = Clock()
+    inputs = [("joint_states", joints()), LIFT, ("controllers", controllers(0))]
+    # each tick advances the clock by 10 ms: 40 ticks = 400 ms > 300 ms pose timeout
+    inputs += [("tick", pa.array([i])) for i in range(40)]
+    node = OneByOne(inputs)
+    teleop.main([], node=node, clock=clock)
+    first = decode("ArmTargets", node.outputs["arm_targets"][0])
+    last = decode("ArmTargets", node.outputs["arm_targets"][-1])
+    assert first["left"]["enabled"] and not last["left"]["enabled"]
+    events = sum((decode("TeleopState", s)["events"] for s in node.outputs["state"]), [])
+    assert "left_pose_stale" in events and "right_pose_stale" in events
+
+
+def test_stop_before_last_input_does_not_end_the_loop():
+    inputs = [("joint_states", joints()), LIFT, {"type": "STOP", "id": "early"}, ("controllers", controllers(0))]
+    node = run(inputs)
+    assert len(node.outputs["arm_targets"]) == 1
+
+
+def test_a_burst_publishes_once_without_losing_edges():
+    t = 0
+    held = hand(t, secondary=True)
+    inputs = [("joint_states", joints()), LIFT, ("controllers", controllers(t)), ("controllers", controllers(t, left=held)),
+              ("controllers", controllers(t))]
+    node = run(inputs, burst=True)
+    assert len(node.outputs["arm_targets"]) == 1
+    events = decode("TeleopState", node.outputs["state"][0])["events"]
+    assert "left_clutch_on" in events and "left_clutch_off" in events
+
+
+def test_outputs_carry_the_xr_report_for_tracing():
+    from dora.testing import MockNode as _Mock
+
+    class Recording(OneByOne):
+        def __init__(self, inputs):
+            super().__init__(inputs)
+            self.meta: list[dict] = []
+
+        def send_output(self, output_id, data, metadata=None):
+            if output_id == "arm_targets":
+                self.meta.append(dict(metadata or {}))
+            return _Mock.send_output(self, output_id, data, metadata)
+
+    node = Recording([("joint_states", joints()), LIFT, ("controllers", controllers(20 * MS))])
+    teleop.main([], node=node, clock=Clock())
+    assert node.meta == [{"xr_seq": 20, "xr_stamp_ns": 20 * MS, "seq": 0}]
+
+
+def test_targets_ride_with_the_lift():
+    # same controller pose, lift raised by 0.1 m between two reports: the target rises with it
+    lift_low = encode("LiftState", dict(stamp_ns=0, height_m=0.3, velocity_m_s=0.0, homed=True))
+    lift_high = encode("LiftState", dict(stamp_ns=0, height_m=0.4, velocity_m_s=0.0, homed=True))
+    inputs = [("joint_states", joints()), ("lift", lift_low), ("controllers", controllers(0)),
+              ("lift", lift_high), ("controllers", controllers(10 * MS))]
+    node = run(inputs, Clock())
+    first, second = (decode("ArmTargets", a) for a in node.outputs["arm_targets"])
+    np.testing.assert_allclose(second["left"]["position"] - first["left"]["position"], [0.0, 0.0, 0.1], atol=1e-9)

@@ -1,0 +1,60 @@
+"""Image path of the flow sensor: rendered floor, phase-correlation flow vs the flow model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from teledora.operators.estimation.floor_image_flow import (FloorCamera, FloorCameraConfig, FloorImageError,
+                                                 ImageFlowSensor, image_flow)
+from teledora.operators.estimation.flow_model import FlowModel, FlowModelConfig
+
+H = 0.05
+OFFSET = (0.08, 0.05, H)
+
+
+@pytest.fixture(scope="module")
+def camera() -> FloorCamera:
+    return FloorCamera(FloorCameraConfig())
+
+
+def test_texture_is_seeded_and_has_contrast(camera):
+    again = FloorCamera(FloorCameraConfig())
+    np.testing.assert_array_equal(camera.render(0.1, 0.2, 0.3, H), again.render(0.1, 0.2, 0.3, H))
+    assert camera.render(0, 0, 0, H).std() > 0.05
+
+
+@pytest.mark.parametrize("twist", [(0.1, 0.0, 0.0), (0.0, 0.08, 0.0), (0.0, 0.0, 0.8), (0.06, -0.03, 0.4)])
+def test_image_flow_matches_flow_model(camera, twist):
+    model = FlowModel(FlowModelConfig(offset_m=OFFSET))
+    sensor = ImageFlowSensor(camera, OFFSET)
+    vx, vy, wz = twist
+    dt = 0.02
+    assert sensor.read(0, 0.3, -0.2, 0.5) is None  # first frame
+    # advance the base exactly along the constant twist (body frame) for one frame
+    yaw = 0.5 + wz * dt
+    if abs(wz) > 1e-9:
+        dx = (vx * np.sin(wz * dt) + vy * (np.cos(wz * dt) - 1)) / wz
+        dy = (vx * (1 - np.cos(wz * dt)) + vy * np.sin(wz * dt)) / wz
+    else:
+        dx, dy = vx * dt, vy * dt
+    c, s = np.cos(0.5), np.sin(0.5)
+    fx, fy, quality, got_dt = sensor.read(20_000_000, 0.3 + c * dx - s * dy, -0.2 + s * dx + c * dy, yaw)
+    assert got_dt == pytest.approx(dt)
+    expected = model.sensor_flow(model.body_flow(vx, vy, wz, H))
+    np.testing.assert_allclose([fx, fy], expected, atol=0.08 + 0.05 * np.abs(expected).max())
+    assert quality > 100
+
+
+def test_featureless_motion_blur_lowers_quality(camera):
+    a = camera.render(0, 0, 0, H)
+    _, _, good = image_flow(a, camera.render(0.001, 0, 0, H), 0.02, camera.config.focal_px)
+    _, _, bad = image_flow(a, camera.render(0.05, 0.05, 0, H), 0.02, camera.config.focal_px)  # no overlap
+    assert good > 2 * bad
+
+
+def test_errors():
+    with pytest.raises(FloorImageError):
+        FloorCameraConfig(image_size_px=4)
+    with pytest.raises(FloorImageError):
+        image_flow(np.zeros((8, 8)), np.zeros((9, 9)), 0.02, 50.0)

@@ -1,0 +1,347 @@
+"""IkLoop without dora: start-up, pending targets, stale targets, real-time step,
+lift changes, speed-cap restart on re-enable, failed solves, homing on reset."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from teledora import models
+from teledora.operators.ik.ik_loop import IkLoop, IkNodeConfig
+from teledora.operators.ik.ik_solver import BimanualIk, IkSettings, build_ik_model
+from teledora.operators.contract.messages import MessageError
+from teledora.operators.ik.workspace_limits import WorkspaceConfig
+
+PROFILE = models.load_profile()
+DATA = models.load_yaml("alohamini2/ik.yaml")
+SETTINGS = IkSettings.from_mapping(DATA)
+MODEL = build_ik_model(models.path(SETTINGS.solver.model), SETTINGS.solver.add_floor)
+ARM = list(PROFILE.arm_joint_names)
+HOME = PROFILE.home_q()
+MS = 1_000_000
+
+
+def make_loop() -> IkLoop:
+    ik = BimanualIk(MODEL, PROFILE, SETTINGS)
+    return IkLoop(ik, WorkspaceConfig.from_mapping(DATA["workspace"]), IkNodeConfig.from_mapping(DATA["node"]), PROFILE)
+
+
+def joints(t_ns: int, q: dict | None = None) -> dict:
+    q = q or HOME
+    return {"stamp_ns": t_ns, "names": ARM, "position": [q.get(n, 0.0) for n in ARM]}
+
+
+def lift(h: float = 0.3) -> dict:
+    return {"height_m": h}
+
+
+def started(t_ns: int = 0, q: dict | None = None) -> IkLoop:
+    loop = make_loop()
+    loop.on_lift(lift())
+    loop.on_joint_states(joints(t_ns, q))
+    return loop
+
+
+def arm(position, orientation, enabled=True, gripper=0.3) -> dict:
+    return {"enabled": enabled, "position": list(position), "orientation": list(orientation), "gripper": gripper, "slow": False}
+
+
+def targets(loop: IkLoop, offset_left=(0.0, 0.0, 0.0), offset_right=(0.0, 0.0, 0.0), left_enabled=True) -> dict:
+    """Targets offset from the loop's current grip poses."""
+    poses = {s: loop.ik.grip_pose(s) for s in ("left", "right")}
+    return {
+        "frame_id": PROFILE.base_frame,
+        "left": arm(poses["left"].position + offset_left, poses["left"].orientation, enabled=left_enabled),
+        "right": arm(poses["right"].position + offset_right, poses["right"].orientation),
+    }
+
+
+def shaped_position(loop: IkLoop, side: str) -> np.ndarray:
+    """Where the arm's speed limiter has got to (a zero-length step moves nothing)."""
+    return loop.limiters[side].step(np.zeros(3), [0.0, 0.0, 0.0, 1.0], 0.0, False).position
+
+
+def test_starts_only_from_a_joint_state_that_follows_the_lift():
+    q = dict(HOME, left_elbow_flex=-0.4, right_gripper=9.0)
+    loop = make_loop()
+    loop.on_joint_states(joints(0, q))
+    loop.on_lift(lift())
+    assert not loop.initialized and loop.solve(1 * MS) is None  # the lift came after the joint state
+    loop.on_joint_states(joints(2 * MS, q))
+    cmd = loop.solve(3 * MS)
+    assert cmd["status"] == "hold" and cmd["names"] == ARM
+    ref = dict(zip(ARM, cmd["q_ref"]))
+    assert ref["left_elbow_flex"] == pytest.approx(-0.4)
+    assert ref["right_gripper"] == loop.ik.gripper_range("right")[1]  # measured gripper clamped to its range
+
+
+def test_wrong_joint_names_or_frame_raise_and_change_nothing():
+    loop = make_loop()
+    loop.on_lift(lift())
+    bad = joints(0)
+    bad["names"] = [n.replace("right_wrist_roll", "right_wrist_spin") for n in ARM]
+    with pytest.raises(MessageError, match="right_wrist_spin"):
+        loop.on_joint_states(bad)
+    assert not loop.initialized
+    loop.on_joint_states(joints(0))
+    msg = dict(targets(loop), frame_id="odom")
+    with pytest.raises(MessageError, match="frame_id"):
+        loop.on_targets(msg, 1 * MS)
+    assert loop.targets is None
+
+
+def test_a_target_right_after_a_solve_is_solved_on_the_next_due_tick():
+    loop = started()
+    assert loop.on_targets(targets(loop, offset_left=(0.05, 0, 0)), 10 * MS)
+    loop.solve(10 * MS)
+    newer = targets(loop, offset_left=(0.0, 0.0, 0.05))
+    assert loop.config.min_solve_spacing_s * 1e9 > 1 * MS
+    assert not loop.on_targets(newer, 11 * MS)
+    assert loop.pending and loop.targets is newer
+    assert not loop.tick_due(15 * MS)
+    assert loop.tick_due(20 * MS)
+    loop.on_joint_states(joints(20 * MS))
+    assert loop.solve(20 * MS)["status"] == "ok"
+    assert not loop.pending
+
+
+def test_targets_older_than_the_timeout_hold_both_arms():
+    loop = started()
+    loop.on_targets(targets(loop, offset_left=(0.05, 0, 0), offset_right=(0.05, 0, 0)), 10 * MS)
+    moving = loop.solve(10 * MS)
+    assert moving["status"] == "ok"
+    late = 10 * MS + int(loop.config.target_timeout_s * 1e9) + loop.period_ns
+    loop.on_joint_states(joints(late))  # feedback stays fresh: only the target is old
+    cmd = loop.solve(late)
+    assert cmd["status"] == "hold"
+    np.testing.assert_array_equal(cmd["dq_ref"], 0.0)
+    np.testing.assert_array_equal(cmd["q_ref"], moving["q_ref"])
+    assert {s: a.status for s, a in loop.arms.items()} == {"left": "stale_target", "right": "stale_target"}
+
+
+def test_the_step_follows_real_time_but_at_most_two_periods():
+    """The speed-capped target moves by the elapsed time, so the cap holds in
+    real time; after a stall it moves by two periods, not by the whole gap."""
+    loop = started()
+    step = loop.workspace.max_linear_speed_m_s * loop.ik.dt
+    start = loop.ik.grip_pose("left").position
+    msg = targets(loop, offset_left=(0.0, 0.0, 0.2))
+    t = 10 * MS
+    seen = [start]
+    # first solve, 1.5 periods, a stall, then a target solved on arrival 0.3 periods later
+    for gap_ns in (0, 15 * loop.period_ns // 10, 20 * loop.period_ns, 3 * loop.period_ns // 10):
+        t += gap_ns
+        loop.on_joint_states(joints(t))  # feedback and target stay fresh
+        loop.on_targets(msg, t)
+        loop.solve(t)
+        assert loop.arms["left"].rate_limited
+        seen.append(shaped_position(loop, "left"))
+    moved = [float(np.linalg.norm(b - a)) for a, b in zip(seen, seen[1:])]
+    assert moved == pytest.approx([step, 1.5 * step, 2.0 * step, 0.3 * step])
+
+
+def test_a_lift_change_after_start_moves_the_reference_like_a_start_at_that_height():
+    moved = started()
+    moved.on_lift(lift(0.45))
+    fresh = make_loop()
+    fresh.on_lift(lift(0.45))
+    fresh.on_joint_states(joints(0))
+    for s in ("left", "right"):
+        np.testing.assert_allclose(moved.ik.grip_pose(s).position, fresh.ik.grip_pose(s).position, atol=1e-12)
+    assert moved.ik.grip_pose("left").position[2] != pytest.approx(started().ik.grip_pose("left").position[2])
+
+
+def test_a_re_enabled_arm_restarts_its_speed_cap_from_where_it_is():
+    loop = started()
+    t = 0
+    for _ in range(5):  # left tracks towards a goal: its speed limiter runs ahead of home
+        t += 10 * MS
+        loop.on_joint_states(joints(t))
+        loop.on_targets(targets(loop, offset_left=(0.0, 0.0, 0.1)), t)
+        loop.solve(t)
+    goal = loop.targets["left"]["position"]
+    sagged = dict(HOME, left_shoulder_lift=HOME["left_shoulder_lift"] - 0.5)
+    t += 10 * MS
+    loop.on_joint_states(joints(t, sagged))  # disabled and moved by hand
+    loop.on_targets(dict(loop.targets, left=dict(loop.targets["left"], enabled=False)), t)
+    loop.solve(t)
+    assert loop.arms["left"].status == "disabled" and loop.resyncs == 1
+    here = loop.ik.grip_pose("left").position
+    t += 10 * MS
+    loop.on_joint_states(joints(t, sagged))
+    loop.on_targets(dict(loop.targets, left=dict(loop.targets["left"], enabled=True, position=goal)), t)
+    loop.solve(t)
+    shaped = shaped_position(loop, "left")
+    # one capped step from the sagged pose, not from where the limiter was before the hold
+    assert np.linalg.norm(shaped - here) == pytest.approx(loop.workspace.max_linear_speed_m_s * loop.ik.dt)
+
+
+def test_a_failed_solve_marks_the_working_arms_failed_and_holds():
+    loop = started()
+    loop.on_targets(targets(loop, offset_right=(0.05, 0, 0), left_enabled=False), 10 * MS)
+    good = loop.solve(10 * MS)
+    # a joint of the working configuration far outside its range: the QP has no solution
+    q = loop.ik.configuration.q.copy()
+    q[MODEL.jnt_qposadr[MODEL.joint("right_elbow_flex").id]] = 3.6
+    loop.ik.configuration.update(q)
+    loop.on_joint_states(joints(20 * MS))
+    loop.on_targets(loop.targets, 20 * MS)
+    cmd = loop.solve(20 * MS)
+    assert cmd["status"] == "failed"
+    np.testing.assert_array_equal(cmd["q_ref"], good["q_ref"])
+    np.testing.assert_array_equal(cmd["dq_ref"], 0.0)
+    assert loop.arms["right"].status == "failed" and not loop.arms["right"].was_active
+    assert loop.arms["left"].status == "disabled"
+    assert loop.details()["failed_solves"] == 1 and loop.details()["last_status"] == "failed"
+
+
+# -- homing on a teleop reset request --------------------------------------------
+
+ARM_ONLY = [i for i, n in enumerate(ARM) if not n.endswith("_gripper")]
+OFFSET = dict(HOME, left_shoulder_lift=HOME["left_shoulder_lift"] - 0.5, left_elbow_flex=-0.2,
+              right_shoulder_pan=0.5, right_wrist_flex=0.1, right_wrist_roll=0.6,
+              left_gripper=0.4, right_gripper=0.2)
+
+
+def teleop_state(reset_count: int, estop: bool = False) -> dict:
+    return {"reset_count": reset_count, "estop_latched": estop}
+
+
+def track(loop: IkLoop, t: int, cmd: dict | None, q: dict) -> dict:
+    """Joint feedback at t: the last command reached exactly (or q before any)."""
+    measured = q if cmd is None else dict(zip(cmd["names"], cmd["q_ref"]))
+    loop.on_joint_states(joints(t, measured))
+    return measured
+
+
+def reset_requested(q: dict = OFFSET) -> IkLoop:
+    loop = started(0, q)
+    assert not loop.on_teleop_state(teleop_state(2))  # baseline
+    assert loop.on_teleop_state(teleop_state(3))
+    return loop
+
+
+def test_a_reset_request_homes_both_arms_within_the_caps():
+    loop = reset_requested()
+    cap = SETTINGS.solver.arm_max_speed_rad_s
+    t, cmd, statuses = 0, None, []
+    for _ in range(1000):
+        if not any(loop.homing.values()):
+            break
+        t += 10 * MS
+        track(loop, t, cmd, OFFSET)
+        new = loop.solve(t)
+        assert new["status"] == "ok" or not any(loop.homing.values())  # the solve that finds both home holds
+        assert np.max(np.abs(new["dq_ref"])) <= cap + 1e-9
+        previous = cmd["q_ref"] if cmd else np.array([OFFSET[n] for n in ARM])
+        assert np.max(np.abs(new["q_ref"][ARM_ONLY] - previous[ARM_ONLY])) <= cap * loop.ik.dt + 1e-9
+        statuses.append({s: a.status for s, a in loop.arms.items()})
+        cmd = new
+    assert not any(loop.homing.values()), "homing must end"
+    assert statuses[0] == {"left": "homing", "right": "homing"} and len(statuses) > 20  # moved, not jumped
+    ref = dict(zip(ARM, cmd["q_ref"]))
+    assert max(abs(ref[n] - HOME[n]) for n in ARM if not n.endswith("_gripper")) <= loop.config.home_tolerance_rad
+    assert ref["left_gripper"] == ref["right_gripper"] == HOME["left_gripper"]
+    # then the arms hold there (teleop keeps them paused: no target)
+    assert cmd["status"] == "hold" and statuses[-1] == {"left": "no_target", "right": "no_target"}
+    t += 10 * MS
+    track(loop, t, cmd, OFFSET)
+    held = loop.solve(t)
+    assert held["status"] == "hold"
+    np.testing.assert_array_equal(held["q_ref"], cmd["q_ref"])
+    assert loop.details()["resets"] == 1
+
+
+def test_homing_that_does_not_reach_home_in_time_stops_and_holds():
+    loop = reset_requested()
+    t = 10 * MS
+    track(loop, t, None, OFFSET)
+    cmd = loop.solve(t)
+    assert loop.arms["left"].status == "homing"
+    # no solve for longer than the timeout (each solve steps two periods at most,
+    # so the arms are still far from home): homing gives up and the arms hold
+    t += int(loop.config.home_timeout_s * 1e9) + 10 * MS
+    track(loop, t, cmd, OFFSET)
+    held = loop.solve(t)
+    assert {s: a.status for s, a in loop.arms.items()} == {"left": "home_timeout", "right": "home_timeout"}
+    assert held["status"] == "hold" and not any(loop.homing.values())
+    np.testing.assert_array_equal(held["q_ref"][ARM_ONLY], cmd["q_ref"][ARM_ONLY])
+    assert loop.details()["home_timeouts"] == 2
+
+
+def test_the_first_teleop_state_sets_the_baseline_and_does_not_reset():
+    loop = started(0, OFFSET)
+    assert not loop.on_teleop_state(teleop_state(7))  # a node that starts late
+    assert not loop.on_teleop_state(teleop_state(7))
+    loop.on_joint_states(joints(10 * MS, OFFSET))
+    cmd = loop.solve(10 * MS)
+    assert cmd["status"] == "hold" and not any(loop.homing.values())
+    np.testing.assert_allclose(cmd["q_ref"][ARM_ONLY], [OFFSET[ARM[i]] for i in ARM_ONLY])
+    assert not loop.on_teleop_state(teleop_state(0))  # teleop restarted: a new baseline
+    assert loop.on_teleop_state(teleop_state(1))
+    assert loop.homing == {"left": True, "right": True}
+    with pytest.raises(MessageError, match="reset_count"):
+        loop.on_teleop_state(teleop_state(-1))
+
+
+def test_an_enabled_target_cancels_homing_for_that_arm_only():
+    loop = started(0, OFFSET)
+    loop.on_teleop_state(teleop_state(0))
+    loop.on_targets(targets(loop), 0)  # enabled before the reset: does not cancel it
+    assert loop.on_teleop_state(teleop_state(1))
+    t, cmd = 0, None
+    for _ in range(5):
+        t += 10 * MS
+        track(loop, t, cmd, OFFSET)
+        cmd = loop.solve(t)
+    assert {s: a.status for s, a in loop.arms.items()} == {"left": "homing", "right": "homing"}
+    t += 10 * MS
+    track(loop, t, cmd, OFFSET)
+    here = loop.ik.grip_pose("left").position
+    msg = targets(loop, offset_left=(0.0, 0.0, 0.1))
+    msg["right"]["enabled"] = False
+    loop.on_targets(msg, t)  # the operator resumed the left arm only
+    assert loop.homing == {"left": False, "right": True}
+    loop.solve(t)
+    assert {s: a.status for s, a in loop.arms.items()} == {"left": "ok", "right": "homing"}
+    # the left arm's own speed cap restarts from where homing left it
+    assert np.linalg.norm(shaped_position(loop, "left") - here) == pytest.approx(loop.workspace.max_linear_speed_m_s * loop.ik.dt)
+
+
+def test_stale_feedback_stops_homing_and_it_does_not_resume():
+    loop = reset_requested()
+    t, cmd = 0, None
+    for _ in range(3):
+        t += 10 * MS
+        track(loop, t, cmd, OFFSET)
+        cmd = loop.solve(t)
+    assert loop.arms["left"].status == "homing"
+    late = t + int(loop.config.joint_state_timeout_s * 1e9) + loop.period_ns  # no joint states since t
+    stopped = loop.solve(late)
+    assert stopped["status"] == "hold" and {a.status for a in loop.arms.values()} == {"stale_feedback"}
+    np.testing.assert_array_equal(stopped["q_ref"], cmd["q_ref"])
+    assert not any(loop.homing.values())
+    track(loop, late + 10 * MS, cmd, OFFSET)  # feedback is back
+    assert loop.solve(late + 10 * MS)["status"] == "hold"
+
+
+def test_a_latched_estop_stops_homing_and_refuses_a_reset_with_it():
+    loop = reset_requested()
+    track(loop, 10 * MS, None, OFFSET)
+    assert loop.solve(10 * MS)["status"] == "ok"
+    assert not loop.on_teleop_state(teleop_state(3, estop=True))
+    assert not any(loop.homing.values())
+    assert not loop.on_teleop_state(teleop_state(4, estop=True))
+    assert not any(loop.homing.values())
+    track(loop, 20 * MS, None, OFFSET)
+    assert loop.solve(20 * MS)["status"] == "hold"
+
+
+def test_home_grip_poses_are_the_grip_poses_of_the_home_configuration():
+    loop = started(0, OFFSET)
+    loop.on_lift(lift(0.45))
+    poses = loop.home_grip_poses()
+    loop.ik.reset(HOME)
+    for s in ("left", "right"):
+        np.testing.assert_allclose(poses[s].position, loop.ik.grip_pose(s).position, atol=1e-12)
+        assert abs(float(np.dot(poses[s].orientation, loop.ik.grip_pose(s).orientation))) == pytest.approx(1.0)

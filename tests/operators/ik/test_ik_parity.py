@@ -1,0 +1,191 @@
+"""Parity of the IK task math with an independent computation.
+
+Task errors come from our own SE(3) logarithm of MuJoCo site poses, Jacobians
+from central finite differences of MuJoCo forward kinematics, and the QP
+solution from a dense KKT solve of the same objective. The mink + DAQP solver
+must agree with all three to the stated tolerances.
+"""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+import pytest
+
+from teledora import models
+from teledora.operators.ik.ik_solver import BimanualIk, GripTarget, IkSettings, build_ik_model
+from teledora.operators.geometry.rotations import quat_multiply_xyzw, quat_to_matrix_xyzw
+
+SETTINGS = IkSettings.from_mapping(models.load_yaml("alohamini2/ik.yaml"))
+MODEL = build_ik_model(models.path(SETTINGS.solver.model), SETTINGS.solver.add_floor)
+PROFILE = models.load_profile()
+H_FD = 1e-6
+ERROR_TOL = 1e-10  # task error: same quantity, two implementations
+JAC_TOL = 1e-6  # Jacobian vs central differences (truncation ~h^2, rounding ~eps/h)
+QP_TOL = 1e-7  # QP solution vs dense KKT solve
+
+
+def hat(w: np.ndarray) -> np.ndarray:
+    return np.array([[0, -w[2], w[1]], [w[2], 0, -w[0]], [-w[1], w[0], 0]])
+
+
+def se3_log(r: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """[v, w] of log(T) for T = (r, p), written from the textbook formulas."""
+    cos = np.clip((np.trace(r) - 1) / 2, -1.0, 1.0)
+    theta = np.arccos(cos)
+    vee = np.array([r[2, 1] - r[1, 2], r[0, 2] - r[2, 0], r[1, 0] - r[0, 1]])
+    w = 0.5 * vee if theta < 1e-9 else theta / (2 * np.sin(theta)) * vee
+    W = hat(w)
+    if theta < 1e-9:
+        v_inv = np.eye(3) - 0.5 * W + W @ W / 12.0
+    else:
+        v_inv = np.eye(3) - 0.5 * W + (1 - theta * np.sin(theta) / (2 * (1 - np.cos(theta)))) / theta**2 * W @ W
+    return np.concatenate([v_inv @ p, w])
+
+
+def site_error(data: mujoco.MjData, site: int, target: GripTarget) -> np.ndarray:
+    """log(T_site^-1 T_target) from MuJoCo's site pose."""
+    rb, pb = data.site_xmat[site].reshape(3, 3), data.site_xpos[site]
+    rt = quat_to_matrix_xyzw(target.orientation)
+    return se3_log(rb.T @ rt, rb.T @ (target.position - pb))
+
+
+@pytest.fixture()
+def case():
+    """A non-trivial configuration with nearby targets (no inequality active)."""
+    ik = BimanualIk(MODEL, PROFILE, SETTINGS)
+    rng = np.random.default_rng(7)
+    q = ik.arm_q() + rng.uniform(-0.003, 0.003, 12)
+    ik.reset(q, lift_joint=0.05)
+    targets = {}
+    for s in ("left", "right"):
+        pose = ik.grip_pose(s)
+        dq = np.array([0.0, 0.0, np.sin(0.0015), np.cos(0.0015)])
+        targets[s] = GripTarget.of(pose.position + rng.uniform(-0.001, 0.001, 3), quat_multiply_xyzw(dq, pose.orientation))
+    return ik, targets
+
+
+def _fd_errors(ik: BimanualIk, targets) -> tuple[dict, dict]:
+    data = mujoco.MjData(MODEL)
+    data.qpos[:] = ik.configuration.q
+    mujoco.mj_kinematics(MODEL, data)
+    sites = {s: MODEL.site(PROFILE.arms[s].grip_site).id for s in targets}
+    e0 = {s: site_error(data, sites[s], t) for s, t in targets.items()}
+    jac = {s: np.zeros((6, MODEL.nv)) for s in targets}
+    for name in ik.arm_joint_names:
+        adr, dof = MODEL.joint(name).qposadr[0], MODEL.joint(name).dofadr[0]
+        for sign in (+1, -1):
+            data.qpos[:] = ik.configuration.q
+            data.qpos[adr] += sign * H_FD
+            mujoco.mj_kinematics(MODEL, data)
+            for s, t in targets.items():
+                jac[s][:, dof] += sign * site_error(data, sites[s], t) / (2 * H_FD)
+    return e0, jac
+
+
+def test_frame_task_errors_match_an_independent_se3_log(case):
+    ik, targets = case
+    e_ref, _ = _fd_errors(ik, targets)
+    for s, t in targets.items():
+        ik.frame_tasks[s].set_target(t.se3())
+        np.testing.assert_allclose(ik.frame_tasks[s].compute_error(ik.configuration), e_ref[s], atol=ERROR_TOL)
+
+
+def test_frame_task_jacobians_match_finite_differences_of_fk(case):
+    ik, targets = case
+    _, j_ref = _fd_errors(ik, targets)
+    arm_dofs = [MODEL.joint(n).dofadr[0] for n in ik.arm_joint_names]
+    for s, t in targets.items():
+        ik.frame_tasks[s].set_target(t.se3())
+        j = ik.frame_tasks[s].compute_jacobian(ik.configuration)
+        np.testing.assert_allclose(j[:, arm_dofs], j_ref[s][:, arm_dofs], atol=JAC_TOL)
+        assert np.abs(j_ref[s][:, arm_dofs]).max() > 0.05  # the comparison is not vacuous
+
+
+def test_site_position_jacobian_matches_finite_differences():
+    data = mujoco.MjData(MODEL)
+    rng = np.random.default_rng(1)
+    data.qpos[:] = rng.uniform(-0.5, 0.5, MODEL.nq)
+    mujoco.mj_forward(MODEL, data)
+    site = MODEL.site("left_grip").id
+    jacp = np.zeros((3, MODEL.nv))
+    mujoco.mj_jacSite(MODEL, data, jacp, None, site)
+    q0 = data.qpos.copy()
+    for name in PROFILE.arms["left"].joints:
+        adr, dof = MODEL.joint(name).qposadr[0], MODEL.joint(name).dofadr[0]
+        pts = []
+        for sign in (+1, -1):
+            data.qpos[:] = q0
+            data.qpos[adr] += sign * H_FD
+            mujoco.mj_kinematics(MODEL, data)
+            pts.append(data.site_xpos[site].copy())
+        np.testing.assert_allclose(jacp[:, dof], (pts[0] - pts[1]) / (2 * H_FD), atol=JAC_TOL)
+
+
+def test_qp_solution_matches_a_dense_kkt_solve(case):
+    ik, targets = case
+    e_ref, j_ref = _fd_errors(ik, targets)
+    s_cfg = SETTINGS.solver
+    w = np.array([s_cfg.position_cost] * 3 + [s_cfg.orientation_cost] * 3)
+    nv = MODEL.nv
+    hess = np.zeros((nv, nv))
+    grad = np.zeros(nv)
+    mu = 0.0
+    for s in targets:
+        wj, we = w[:, None] * j_ref[s], w * e_ref[s]
+        hess += wj.T @ wj
+        grad += wj.T @ we
+        mu += s_cfg.lm_damping * float(we @ we)
+    # posture task: error = q - q_home on every dof (identity Jacobian, no LM term)
+    q_home = ik.posture_task.target_q
+    e_post = np.zeros(nv)
+    for n in ik.arm_joint_names:
+        e_post[MODEL.joint(n).dofadr[0]] = ik.configuration.q[MODEL.joint(n).qposadr[0]] - q_home[MODEL.joint(n).qposadr[0]]
+    hess += s_cfg.posture_cost**2 * np.eye(nv)
+    grad += s_cfg.posture_cost**2 * e_post
+    hess += (mu + s_cfg.regularization) * np.eye(nv)
+    free = [MODEL.joint(n).dofadr[0] for n in ik.arm_joint_names]
+    dq_ref = np.zeros(nv)
+    dq_ref[free] = np.linalg.solve(hess[np.ix_(free, free)], -grad[free])
+    assert np.abs(dq_ref).max() < SETTINGS.solver.arm_max_speed_rad_s * ik.dt  # no speed cap active
+
+    dq = ik.solve_velocity(targets) * ik.dt
+    np.testing.assert_allclose(dq, dq_ref, atol=QP_TOL)
+    frozen = [MODEL.joint(n).dofadr[0] for n in SETTINGS.solver.frozen_joints]
+    np.testing.assert_array_equal(dq[frozen], 0.0)
+
+
+def test_collision_rows_match_finite_differences_of_proxy_distance():
+    ik = BimanualIk(MODEL, PROFILE, SETTINGS)
+    ik.reset(ik.arm_q(), lift_joint=0.0)
+    mid = 0.5 * (ik.grip_pose("left").position + ik.grip_pose("right").position)
+    push = {s: GripTarget.of(mid, ik.grip_pose(s).orientation) for s in ("left", "right")}
+    for _ in range(150):
+        ik.tick(push)
+    limit = ik.collision_limit
+    cons = limit.compute_qp_inequalities(ik.configuration, ik.dt)
+    active = np.flatnonzero(np.isfinite(cons.h))
+    assert active.size > 0, "the test needs a pair inside the detection range"
+    data = mujoco.MjData(MODEL)
+    fromto = np.zeros(6)
+    checked = 0
+    for k in active:
+        g1, g2 = limit.geom_id_pairs[k]
+        d0 = mujoco.mj_geomDistance(MODEL, ik.configuration.data, g1, g2, 1.0, fromto)
+        if d0 < 1e-4:
+            continue  # distance is not differentiable at contact
+        grad = np.zeros(MODEL.nv)
+        for n in ik.arm_joint_names:
+            adr, dof = MODEL.joint(n).qposadr[0], MODEL.joint(n).dofadr[0]
+            vals = []
+            for sign in (+1, -1):
+                data.qpos[:] = ik.configuration.q
+                data.qpos[adr] += sign * H_FD
+                mujoco.mj_kinematics(MODEL, data)
+                vals.append(mujoco.mj_geomDistance(MODEL, data, g1, g2, 1.0, fromto))
+            grad[dof] = (vals[0] - vals[1]) / (2 * H_FD)
+        # mink's row: -d(distance)/dq . dq <= gain * (d - d_min) / dt
+        np.testing.assert_allclose(-cons.G[k], grad, atol=1e-4)
+        assert cons.h[k] == pytest.approx(max(0.0, SETTINGS.collision.gain * (d0 - SETTINGS.collision.minimum_distance_m) / ik.dt))
+        checked += 1
+    assert checked > 0

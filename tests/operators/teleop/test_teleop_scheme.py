@@ -1,0 +1,512 @@
+"""The teleop control scheme, one table per rule, plus a randomised property test.
+
+Time is injected: every report and step carries an explicit ``t_ms``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from teledora.operators.contract.messages import encode
+from teledora.operators.teleop.teleop_scheme import TeleopConfig, TeleopConfigError, TeleopOutput, TeleopScheme
+from teledora.operators.xr.xr_frames import Pose, quat_angle, quat_from_rotvec
+
+MS = 1_000_000
+GRIPS = {
+    "left": Pose.of([0.35, 0.18, 0.75], [0.0, 0.0, 0.0, 1.0]),
+    "right": Pose.of([0.35, -0.19, 0.75], [0.0, 0.0, 0.0, 1.0]),
+}
+HOME = {"left": (0.3, 0.2, 1.0), "right": (0.3, -0.2, 1.0)}
+
+
+class Harness:
+    """Drives a scheme with full reports; each hand keeps its last fields unless overridden."""
+
+    def __init__(self, config: TeleopConfig | None = None, grips: dict | None = None, validate: bool = True) -> None:
+        self.s = TeleopScheme(config)
+        self.validate = validate
+        self.grips = dict(grips or GRIPS)
+        self.hands: dict[str, dict[str, Any]] = {h: self._hand(h) for h in ("left", "right")}
+        self.ui = dict(focused=True, ui_estop=False, ui_release_stop=False, ui_pause=False)
+        self.seq = 0
+
+    @staticmethod
+    def _hand(h: str) -> dict[str, Any]:
+        return dict(
+            connected=True, epoch=1, pose_valid=True, position=list(HOME[h]), orientation=[0.0, 0.0, 0.0, 1.0],
+            trigger=0.0, squeeze=0.0, stick=[0.0, 0.0], primary=False, secondary=False, stick_click=False,
+            menu=False, pose_stamp_ns=0, input_stamp_ns=0,
+        )
+
+    def report(self, t_ms: float, left: dict | None = None, right: dict | None = None, pose_for=("left", "right"),
+               input_for=("left", "right"), **ui: Any) -> TeleopOutput:
+        """Sends one report at ``t_ms``; hands in ``pose_for``/``input_for`` get fresh stamps."""
+        t = int(t_ms * MS)
+        for h, over in (("left", left), ("right", right)):
+            self.hands[h].update(over or {})
+            if h in pose_for:
+                self.hands[h]["pose_stamp_ns"] = t
+            if h in input_for:
+                self.hands[h]["input_stamp_ns"] = t
+        self.ui.update(ui)
+        self.seq += 1
+        msg = dict(stamp_ns=t, frame_id="operator", seq=self.seq, source="test", left=dict(self.hands["left"]),
+                   right=dict(self.hands["right"]), **self.ui)
+        if self.validate:
+            encode("XrControllers", msg)  # every report the tests send is contract-valid
+        self.s.on_controllers(msg, t)
+        return self.step(t_ms)
+
+    def step(self, t_ms: float) -> TeleopOutput:
+        out = self.s.step(int(t_ms * MS), self.grips)
+        for kind, value in (("ArmTargets", out.arm_targets), ("BaseCommand", out.base_cmd),
+                            ("LiftCommand", out.lift_cmd), ("TeleopState", out.state)):
+            if self.validate:
+                encode(kind, value)
+        return out
+
+    def press(self, t_ms: float, hand: str, button: str) -> TeleopOutput:
+        self.report(t_ms, **{hand: {button: True}})
+        return self.report(t_ms + 10, **{hand: {button: False}})
+
+
+def moved(h: Harness, t_ms: float, hand: str, dp) -> TeleopOutput:
+    pos = list(np.add(HOME[hand], dp))
+    return h.report(t_ms, **{hand: {"position": pos}})
+
+
+def events(*outs: TeleopOutput) -> list[str]:
+    return [e for o in outs for e in o.state["events"]]
+
+
+# --------------------------------------------------------------- config
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ({"max_speed_m_s": -1.0}, "max_speed_m_s"),
+        ({"slow_factor": 0.0}, "slow_factor"),
+        ({"stick_deadzone": 1.0}, "stick_deadzone"),
+        ({"start_paused": 1}, "start_paused"),
+        ({"max_sped_m_s": 1.0}, "unknown"),
+        ({"pose_timeout_s": float("nan")}, "pose_timeout_s"),
+    ],
+)
+def test_config_rejects_bad_values(values, message):
+    with pytest.raises(TeleopConfigError, match=message):
+        TeleopConfig.from_mapping(values)
+
+
+# ------------------------------------------------------- sticks -> base/lift
+@pytest.mark.parametrize(
+    "left_stick, right_stick, expected",
+    [
+        ([0.0, -1.0], [0.0, 0.0], (0.25, 0.0, 0.0, 0.0)),  # left stick pushed forward (y < 0): drive forward
+        ([0.0, 1.0], [0.0, 0.0], (-0.25, 0.0, 0.0, 0.0)),
+        ([-1.0, 0.0], [0.0, 0.0], (0.0, 0.25, 0.0, 0.0)),  # left stick left: strafe left (+y)
+        ([1.0, -1.0], [0.0, 0.0], (0.25 / np.sqrt(2), -0.25 / np.sqrt(2), 0.0, 0.0)),  # diagonal capped at 0.25
+        ([0.0, 0.0], [-1.0, 0.0], (0.0, 0.0, 0.65, 0.0)),  # right stick left: CCW (+yaw)
+        ([0.0, 0.0], [1.0, 0.0], (0.0, 0.0, -0.65, 0.0)),
+        ([0.0, 0.0], [0.0, -1.0], (0.0, 0.0, 0.0, 0.08)),  # right stick forward: lift up
+        ([0.0, 0.0], [0.0, 1.0], (0.0, 0.0, 0.0, -0.08)),
+        ([0.05, 0.08], [0.09, -0.1], (0.0, 0.0, 0.0, 0.0)),  # inside the deadzone
+        ([0.0, -0.55], [0.0, 0.0], (0.25 * 0.5, 0.0, 0.0, 0.0)),  # deadzone rescaled: (0.55-0.1)/0.9
+    ],
+)
+def test_sticks_map_to_capped_base_and_lift(left_stick, right_stick, expected):
+    h = Harness()
+    out = h.report(0, left={"stick": left_stick}, right={"stick": right_stick})
+    got = (out.base_cmd["forward_m_s"], out.base_cmd["left_m_s"], out.base_cmd["yaw_rad_s"], out.lift_cmd["velocity_m_s"])
+    np.testing.assert_allclose(got, expected, atol=1e-12)
+
+
+# ------------------------------------------------------------ trigger/pinch
+@pytest.mark.parametrize(
+    "clicks, trigger, pinch, closure",
+    [(0, 1.0, "full", 0.65), (1, 1.0, "fine", 0.35), (2, 1.0, "half", 0.5), (3, 1.0, "full", 0.65),
+     (1, 0.5, "fine", 0.175), (0, 0.0, "full", 0.0)],
+)
+def test_trigger_closes_gripper_within_the_cycled_pinch_range(clicks, trigger, pinch, closure):
+    h = Harness()
+    h.report(0)
+    t = 10
+    for _ in range(clicks):
+        h.press(t, "right", "stick_click")
+        t += 20
+    out = h.report(t, right={"trigger": trigger})
+    assert out.state["right_pinch"] == pinch and out.state["left_pinch"] == "full"
+    assert out.arm_targets["right"]["gripper"] == pytest.approx(closure)
+    assert out.arm_targets["left"]["gripper"] == 0.0
+
+
+def test_held_stick_click_cycles_once():
+    h = Harness()
+    h.report(0)
+    for t in range(10, 200, 10):
+        out = h.report(t, left={"stick_click": True})
+    assert out.state["left_pinch"] == "fine"
+
+
+# --------------------------------------------------------------- follow
+@pytest.mark.parametrize(
+    "hand, dp",
+    [("left", (0.1, 0.0, 0.0)), ("left", (0.0, -0.05, 0.02)), ("right", (-0.03, 0.04, 0.1))],
+)
+def test_enabled_arms_follow_without_any_button(hand, dp):
+    h = Harness()
+    first = h.report(0)
+    assert first.arm_targets[hand]["enabled"]
+    np.testing.assert_allclose(first.arm_targets[hand]["position"], GRIPS[hand].position)
+    out = moved(h, 10, hand, dp)
+    np.testing.assert_allclose(out.arm_targets[hand]["position"], GRIPS[hand].position + np.array(dp), atol=1e-12)
+    other = "right" if hand == "left" else "left"
+    np.testing.assert_allclose(out.arm_targets[other]["position"], GRIPS[other].position)
+
+
+def test_rotation_is_applied_as_a_world_frame_delta():
+    grips = dict(GRIPS, left=Pose.of([0.35, 0.18, 0.75], quat_from_rotvec([0.0, 0.5, 0.0])))
+    h = Harness(grips=grips)
+    h.report(0)
+    out = h.report(10, left={"orientation": list(quat_from_rotvec([0.0, 0.0, 0.3]))})
+    expected = Pose.of([0, 0, 0], quat_from_rotvec([0.0, 0.0, 0.3]))
+    from teledora.operators.xr.xr_frames import quat_multiply
+
+    q = quat_multiply(expected.orientation, grips["left"].orientation)
+    assert quat_angle(out.arm_targets["left"]["orientation"], q) < 1e-9
+
+
+# --------------------------------------------------------------- clutch
+@pytest.mark.parametrize("hand, button", [("left", "secondary"), ("right", "secondary")])
+def test_clutch_holds_arm_and_both_edges_reanchor(hand, button):
+    h = Harness()
+    h.report(0)
+    moved(h, 10, hand, (0.1, 0, 0))
+    h.grips[hand] = Pose.of(GRIPS[hand].position + [0.09, 0, 0], [0, 0, 0, 1])  # the arm lags 1 cm
+    on = h.report(20, **{hand: {button: True}})
+    assert on.state[f"{hand}_clutched"] and not on.arm_targets[hand]["enabled"]
+    np.testing.assert_allclose(on.arm_targets[hand]["position"], h.grips[hand].position)  # held where the arm is
+    during = moved(h, 30, hand, (0.3, 0, 0))  # hand moves while clutched: no effect
+    assert not during.arm_targets[hand]["enabled"]
+    np.testing.assert_allclose(during.arm_targets[hand]["position"], h.grips[hand].position)
+    off = h.report(40, **{hand: {button: False}})
+    assert off.arm_targets[hand]["enabled"] and not off.state[f"{hand}_clutched"]
+    np.testing.assert_allclose(off.arm_targets[hand]["position"], h.grips[hand].position)  # re-anchored
+    after = moved(h, 50, hand, (0.35, 0, 0))
+    np.testing.assert_allclose(after.arm_targets[hand]["position"], h.grips[hand].position + [0.05, 0, 0], atol=1e-12)
+    assert f"{hand}_clutch_on" in events(on) and f"{hand}_clutch_off" in events(off)
+
+
+# ---------------------------------------------------------------- slow
+@pytest.mark.parametrize(
+    "hand, dp, stick, field, full",
+    [("left", (0.1, 0, 0), [0.0, -1.0], "forward_m_s", 0.25), ("right", (0, 0.2, 0), [0.0, -1.0], "lift", 0.08)],
+)
+def test_slow_scales_that_arm_and_its_stick(hand, dp, stick, field, full):
+    h = Harness()
+    h.report(0)
+    h.report(10, **{hand: {"primary": True}})
+    out = h.report(20, **{hand: {"position": list(np.add(HOME[hand], dp)), "stick": stick}})
+    assert out.state[f"{hand}_slow"] and out.arm_targets[hand]["slow"]
+    np.testing.assert_allclose(out.arm_targets[hand]["position"], GRIPS[hand].position + 0.1 * np.array(dp), atol=1e-12)
+    value = out.lift_cmd["velocity_m_s"] if field == "lift" else out.base_cmd[field]
+    assert value == pytest.approx(0.1 * full)
+    # releasing slow continues from the current target without a jump
+    rel = h.report(30, **{hand: {"primary": False, "stick": [0.0, 0.0]}})
+    np.testing.assert_allclose(rel.arm_targets[hand]["position"], out.arm_targets[hand]["position"], atol=1e-12)
+    other = "right" if hand == "left" else "left"
+    assert not out.state[f"{other}_slow"]
+
+
+def test_slow_scales_rotation():
+    h = Harness()
+    h.report(0)
+    h.report(10, left={"primary": True})
+    out = h.report(20, left={"orientation": list(quat_from_rotvec([0.0, 0.0, 1.0]))})
+    assert quat_angle(out.arm_targets["left"]["orientation"], GRIPS["left"].orientation) == pytest.approx(0.1)
+
+
+# --------------------------------------------------------------- e-stop
+@pytest.mark.parametrize("trigger", ["left_menu", "page_stop"])
+def test_estop_latches_stops_everything_and_reset_cannot_clear_it(trigger):
+    h = Harness()
+    h.report(0, left={"stick": [0, -1], "trigger": 0.4}, right={"stick": [1, -1]})
+    if trigger == "left_menu":
+        out = h.report(10, left={"menu": True})
+        out = h.report(20, left={"menu": False})
+    else:
+        out = h.report(10, ui_estop=True)
+        out = h.report(20, ui_estop=False)
+    assert out.state["estop_latched"] and out.state["arms_paused"]
+    assert (out.base_cmd["forward_m_s"], out.base_cmd["yaw_rad_s"], out.lift_cmd["velocity_m_s"]) == (0.0, 0.0, 0.0)
+    assert not out.arm_targets["left"]["enabled"] and not out.arm_targets["right"]["enabled"]
+    frozen = out.arm_targets["left"]["gripper"]
+    out = h.report(30, left={"trigger": 1.0})
+    assert out.arm_targets["left"]["gripper"] == frozen
+    # right menu (resume) and two reset chords do not clear it
+    h.press(40, "right", "menu")
+    for t in (100, 200):
+        h.report(t, left={"primary": True, "secondary": True}, right={"primary": True, "secondary": True})
+        out = h.report(t + 50, left={"primary": False, "secondary": False}, right={"primary": False, "secondary": False})
+    assert out.state["estop_latched"] and out.state["reset_count"] == 0
+    assert "reset_refused_estop" in events(out)
+    # the explicit release clears it; arms stay paused until resumed
+    out = h.report(300, ui_release_stop=True)
+    assert not out.state["estop_latched"] and out.state["arms_paused"]
+    h.report(310, ui_release_stop=False)
+    out = h.press(320, "right", "menu")
+    assert not out.state["arms_paused"] and out.arm_targets["left"]["enabled"]
+
+
+# ---------------------------------------------------------------- pause
+@pytest.mark.parametrize("how", ["right_menu", "page_pause"])
+def test_pause_resume_reanchors_and_keeps_base_available(how):
+    h = Harness()
+    h.report(0)
+
+    def toggle(t):
+        if how == "right_menu":
+            return h.press(t, "right", "menu")
+        h.report(t, ui_pause=True)
+        return h.report(t + 10, ui_pause=False)
+
+    out = toggle(10)
+    assert out.state["arms_paused"] and not out.arm_targets["left"]["enabled"]
+    out = moved(h, 30, "left", (0.2, 0, 0))
+    out = h.report(40, left={"stick": [0.0, -1.0]})
+    assert out.base_cmd["forward_m_s"] == pytest.approx(0.25)  # base still drives
+    assert not out.arm_targets["left"]["enabled"]
+    h.report(45, left={"stick": [0.0, 0.0]})
+    out = toggle(50)
+    assert not out.state["arms_paused"] and out.arm_targets["left"]["enabled"]
+    # re-anchored at the moved controller: no jump by the 0.2 m moved while paused
+    np.testing.assert_allclose(out.arm_targets["left"]["position"], GRIPS["left"].position, atol=1e-12)
+
+
+# ---------------------------------------------------------------- reset
+def chord(h: Harness, t: float, down: bool) -> TeleopOutput:
+    both = {"primary": down, "secondary": down}
+    return h.report(t, left=dict(both), right=dict(both))
+
+
+@pytest.mark.parametrize(
+    "script, resets",
+    [
+        ([(0, True), (50, False), (100, True), (150, False)], 1),  # two complete chords
+        ([(0, True), (50, False)], 0),  # one chord
+        ([(0, True), (50, True), (100, True)], 0),  # held, never released
+        ([(0, True), (50, False), (4000, True), (4050, False)], 0),  # second chord outside the window
+        ([(0, True), (50, False), (100, True), (150, False), (200, True), (250, False), (300, True), (350, False)], 2),
+    ],
+)
+def test_two_complete_chords_reset_and_leave_arms_paused(script, resets):
+    h = Harness()
+    h.report(-10)
+    out = None
+    for t, down in script:
+        out = chord(h, t, down)
+    assert out.state["reset_count"] == resets
+    if resets:
+        assert out.state["arms_paused"] and not out.state["estop_latched"]
+
+
+def test_chord_needs_all_four_released_between():
+    h = Harness()
+    h.report(-10)
+    chord(h, 0, True)
+    h.report(50, left={"primary": False})  # partial release
+    out = h.report(100, left={"primary": True})
+    out = chord(h, 150, False)
+    assert out.state["reset_count"] == 0  # only one complete chord so far
+    chord(h, 200, True)
+    out = chord(h, 250, False)
+    assert out.state["reset_count"] == 1
+
+
+# ------------------------------------------------------------- staleness
+@pytest.mark.parametrize(
+    "age_ms, left_enabled, forward",
+    [(0, True, 0.25), (290, True, 0.25), (310, False, 0.0), (1000, False, 0.0)],
+)
+def test_stale_pose_holds_only_that_arm_and_zeros_its_stick(age_ms, left_enabled, forward):
+    h = Harness()
+    h.report(0)
+    out = h.report(age_ms, left={"stick": [0.0, -1.0]}, right={"stick": [-1.0, 0.0]}, pose_for=("right",))
+    assert out.arm_targets["left"]["enabled"] is left_enabled
+    assert out.arm_targets["right"]["enabled"]
+    assert out.base_cmd["forward_m_s"] == pytest.approx(forward)
+    assert out.base_cmd["yaw_rad_s"] == pytest.approx(0.65)  # the other hand's stick is unaffected
+
+
+def test_pose_reacquisition_discards_the_old_reference():
+    h = Harness()
+    h.report(0)
+    moved(h, 10, "left", (0.1, 0, 0))
+    h.report(400, pose_for=("right",))  # left pose now 390 ms old: held
+    h.grips["left"] = Pose.of(GRIPS["left"].position + [0.1, 0, 0], [0, 0, 0, 1])
+    out = moved(h, 410, "left", (0.5, 0.0, 0.0))  # the hand reappears far away
+    np.testing.assert_allclose(out.arm_targets["left"]["position"], h.grips["left"].position)
+
+
+@pytest.mark.parametrize("age_ms, moves", [(400, True), (600, False)])
+def test_stale_buttons_zero_base_lift_but_arms_keep_tracking(age_ms, moves):
+    h = Harness()
+    h.report(0, left={"stick": [0, -1]}, right={"stick": [0, -1], "secondary": True})
+    # poses keep coming every 100 ms, button/stick reports stop
+    for t in range(100, age_ms, 100):
+        h.report(t, input_for=())
+    out = h.report(age_ms, left={"position": list(np.add(HOME["left"], (0.05, 0, 0)))}, input_for=())
+    assert (out.base_cmd["forward_m_s"] != 0.0) is moves
+    assert (out.lift_cmd["velocity_m_s"] != 0.0) is moves
+    assert out.arm_targets["left"]["enabled"]
+    np.testing.assert_allclose(out.arm_targets["left"]["position"], GRIPS["left"].position + [0.05, 0, 0], atol=1e-12)
+    assert out.state["right_clutched"]  # digital level stays latched, no timeout-made release
+
+
+def test_input_timeout_generates_no_edges():
+    h = Harness()
+    h.report(0, right={"secondary": True})
+    for t in range(100, 2000, 100):
+        out = h.report(t, input_for=())
+    assert out.state["right_clutched"] and "right_clutch_off" not in events(out)
+
+
+# ------------------------------------------------------- connections/epochs
+@pytest.mark.parametrize(
+    "first_report, estop, paused, pinch",
+    [
+        ({"menu": True}, True, True, "full"),  # stop is actionable from the very first report
+        ({"stick_click": True}, False, False, "full"),  # a held click is a baseline, not a click
+        ({}, False, False, "full"),
+    ],
+)
+def test_first_report_of_a_connection_is_a_baseline(first_report, estop, paused, pinch):
+    h = Harness()
+    out = h.report(0, left=dict(first_report))
+    assert out.state["estop_latched"] is estop and out.state["arms_paused"] is paused
+    assert out.state["left_pinch"] == pinch
+
+
+def test_right_menu_held_at_connect_does_not_toggle_pause():
+    h = Harness()
+    out = h.report(0, right={"menu": True})
+    assert not out.state["arms_paused"]
+    out = h.report(10, right={"menu": False})
+    out = h.report(20, right={"menu": True})
+    assert out.state["arms_paused"]  # the next real press acts immediately
+
+
+@pytest.mark.parametrize("hand", ["left", "right"])
+def test_epoch_change_reanchors_without_a_jump(hand):
+    h = Harness()
+    h.report(0)
+    moved(h, 10, hand, (0.1, 0, 0))
+    h.grips[hand] = Pose.of(GRIPS[hand].position + [0.1, 0, 0], [0, 0, 0, 1])
+    out = h.report(20, **{hand: {"epoch": 2, "position": [2.0, 2.0, 2.0], "stick_click": True}})
+    np.testing.assert_allclose(out.arm_targets[hand]["position"], h.grips[hand].position)
+    assert f"{hand}_epoch_2" in events(out)
+    assert out.state[f"{hand}_pinch"] == "full"  # held click in the new connection's first report: baseline
+    out = h.report(30, **{hand: {"position": [2.0, 2.1, 2.0]}})
+    np.testing.assert_allclose(out.arm_targets[hand]["position"], h.grips[hand].position + [0, 0.1, 0], atol=1e-12)
+
+
+def test_disconnect_releases_buttons_and_holds_arm():
+    h = Harness()
+    h.report(0, left={"secondary": True, "primary": True})
+    out = h.report(10, left={"connected": False})
+    assert not out.state["left_clutched"] and not out.state["left_slow"]
+    assert not out.arm_targets["left"]["enabled"] and out.arm_targets["right"]["enabled"]
+    assert "left_disconnected" in events(out)
+
+
+# ------------------------------------------------------------------ focus
+def test_blur_pauses_arms_and_zeros_base_lift():
+    h = Harness()
+    h.report(0, left={"stick": [0, -1]})
+    out = h.report(10, focused=False)
+    assert out.state["arms_paused"] and out.base_cmd["forward_m_s"] == 0.0
+    out = h.press(20, "right", "menu")
+    assert out.state["arms_paused"]  # no resume while hidden
+    out = h.report(40, focused=True)
+    assert out.state["arms_paused"] and out.base_cmd["forward_m_s"] == pytest.approx(0.25)
+    out = h.press(50, "right", "menu")
+    assert not out.state["arms_paused"]
+
+
+def test_start_paused_config():
+    h = Harness(replace(TeleopConfig(), start_paused=True))
+    out = h.report(0)
+    assert out.state["arms_paused"] and not out.arm_targets["left"]["enabled"]
+
+
+# --------------------------------------------------------------- property
+def _random_stream(rng: np.random.Generator, h: Harness, n: int):
+    """Yields (output, epoch_changed_hands, grips) for a random report/tick stream."""
+    t = 0.0
+    for _ in range(n):
+        t += float(rng.choice([1, 5, 11, 50, 320, 600]))
+        changed = []
+        if rng.random() < 0.15:
+            yield h.step(t), changed
+            continue
+        over: dict[str, dict] = {}
+        for hand in ("left", "right"):
+            o: dict[str, Any] = {}
+            for b in ("primary", "secondary", "stick_click", "menu"):
+                if rng.random() < 0.15:
+                    o[b] = not h.hands[hand][b]
+            if rng.random() < 0.05:
+                o["epoch"] = h.hands[hand]["epoch"] + 1
+                changed.append(hand)
+            if rng.random() < 0.03:
+                o["connected"] = not h.hands[hand]["connected"]
+            o["pose_valid"] = bool(rng.random() > 0.05)
+            o["position"] = list(np.asarray(h.hands[hand]["position"]) + rng.normal(0, 0.05, 3))
+            o["orientation"] = list(quat_from_rotvec(rng.normal(0, 0.3, 3)))
+            o["stick"] = list(rng.uniform(-1.5, 1.5, 2))
+            o["trigger"] = float(rng.uniform(0, 1))
+            over[hand] = o
+        ui = {k: bool(rng.random() < 0.04) for k in ("ui_estop", "ui_release_stop", "ui_pause")}
+        ui["focused"] = bool(rng.random() > 0.03)
+        stale_pose = tuple(x for x in ("left", "right") if rng.random() > 0.1)
+        stale_input = tuple(x for x in ("left", "right") if rng.random() > 0.1)
+        if rng.random() < 0.2:
+            for hand in ("left", "right"):
+                h.grips[hand] = Pose.of(GRIPS[hand].position + rng.normal(0, 0.02, 3), [0, 0, 0, 1])
+        yield h.report(t, left=over["left"], right=over["right"], pose_for=stale_pose, input_for=stale_input, **ui), changed
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_property_no_motion_while_estopped_and_no_jump_across_epochs(seed):
+    rng = np.random.default_rng(seed)
+    h = Harness(validate=seed == 0)  # contract-checking every message of one stream is enough
+    latched_grip: dict[str, float] | None = None
+    pending = {"left": False, "right": False}
+    saw_estop = saw_epoch_reanchor = 0
+    for out, changed in _random_stream(rng, h, 400):
+        for hand in changed:
+            pending[hand] = True
+        b, lift = out.base_cmd, out.lift_cmd
+        assert np.hypot(b["forward_m_s"], b["left_m_s"]) <= 0.25 + 1e-12
+        assert abs(b["yaw_rad_s"]) <= 0.65 + 1e-12 and abs(lift["velocity_m_s"]) <= 0.08 + 1e-12
+        if out.state["estop_latched"]:
+            saw_estop += 1
+            assert (b["forward_m_s"], b["left_m_s"], b["yaw_rad_s"], lift["velocity_m_s"]) == (0.0, 0.0, 0.0, 0.0)
+            grip = {hand: out.arm_targets[hand]["gripper"] for hand in ("left", "right")}
+            if latched_grip is None:
+                latched_grip = grip
+            assert grip == latched_grip, "gripper moved while the e-stop was latched"
+            for hand in ("left", "right"):
+                assert not out.arm_targets[hand]["enabled"]
+        else:
+            latched_grip = None
+        for hand in ("left", "right"):
+            enabled = out.arm_targets[hand]["enabled"]
+            if pending[hand] and enabled:
+                # first tracked target after an epoch change starts exactly at the robot's grip
+                np.testing.assert_allclose(out.arm_targets[hand]["position"], h.grips[hand].position, atol=1e-12)
+                pending[hand] = False
+                saw_epoch_reanchor += 1
+    assert saw_estop > 0 and saw_epoch_reanchor > 0  # the stream exercised both invariants
