@@ -30,7 +30,7 @@ from dora.testing import MockNode
 from teledora.models import load_profile
 from teledora.runtime import node_io as dora_io
 from teledora.nodes.teleop import teleop
-from teledora.runtime.node_journal import FOLLOW_ENV
+from teledora.recording.journal_files import FOLLOW_ENV
 from teledora.operators.contract.messages import encode
 from teledora.recording import RunWriter
 

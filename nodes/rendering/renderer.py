@@ -258,7 +258,7 @@ def resolve_model(path: str, log: Callable[[str, str], None] | None = None) -> P
         return p
     import tempfile
 
-    from teledora.commands.model import ImportOptions, convert_urdf
+    from teledora.models.urdf_conversion import ImportOptions, convert_urdf
 
     out = Path(tempfile.mkdtemp(prefix="teledora-renderer-")) / f"{p.stem}.xml"
     report = convert_urdf(p, out, ImportOptions())

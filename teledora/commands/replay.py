@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib.util
 import json
 import os
 import re
@@ -35,13 +36,21 @@ from typing import Any
 
 import yaml
 
-from teledora.runtime.node_journal import JOURNAL_OUTPUT
+from teledora.recording.journal_files import JOURNAL_OUTPUT
 from teledora.operators.recording.input_journal import JournalError
 from teledora.recording import MANIFEST_NAME, RunFormatError, RunReader, new_run_dir
 from teledora.recording.replay_plan import ReplayPlanError, build_replay_dataflow, expected_counts, follower_counts, source_nodes
 
 REPLAY_YAML = "replay.yml"
 _DONE = re.compile(r"(?:replay|journal) (\S+) done:")
+
+
+def _module_file(module: str) -> Path:
+    """The source file of a node module, found without importing the node."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        raise ReplayPlanError(f"node module {module} is not installed")
+    return Path(spec.origin).resolve()
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -131,14 +140,13 @@ def plan_from_run(args: argparse.Namespace) -> ReplayPlan:
             else:
                 warnings.append(f"{nid} runs live without a recorded journal: its outputs can differ from the recording")
     counts = {f"{node}/{output}": reader.read_topic(topic).table.num_rows for topic, (node, output) in reader.sources().items()}
-    from teledora.nodes.recording import replayer
     plan, plan_warnings = build_replay_dataflow(
         dataflow,
         recorded,
         replace,
         run_dir=run_dir,
         dataflow_dir=dataflow_dir,
-        replayer_path=Path(replayer.__file__).resolve(),
+        replayer_path=_module_file("teledora.nodes.recording.replayer"),
         speed=args.speed,
         loop=args.loop,
         queue_size=args.queue_size,

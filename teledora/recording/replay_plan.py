@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
-from teledora.runtime.node_journal import FOLLOW_ENV, load_journal
+from teledora.recording.journal_files import FOLLOW_ENV, load_journal
 from teledora.recording import RunReader
 
 TIMER_PREFIX = "dora/timer/"

@@ -17,7 +17,6 @@ See operators/recording/input_journal.py for what a journal holds and why.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import pyarrow as pa
@@ -34,36 +33,11 @@ from teledora.operators.recording.input_journal import (
     join_chunks,
 )
 from teledora.operators.contract.messages import MessageError, decode
+from teledora.recording.journal_files import FOLLOW_ENV, JOURNAL_OUTPUT, load_journal
 
-JOURNAL_OUTPUT = "journal"
-FOLLOW_ENV = "TELEDORA_FOLLOW_JOURNAL"
 CHUNK_PERIOD_NS = 200_000_000
 CHUNK_MAX_STEPS = 1000
 DONE_MARKER = "done:"
-
-
-def load_journal(run_dir: str | os.PathLike[str], node: str) -> tuple[list, dict[str, int]]:
-    """(steps, output counts) of ``node``'s journal recorded in a run.
-
-    Raises:
-        JournalError: the run holds no journal of this node, or a broken one.
-    """
-    from teledora.recording import RunReader  # only a replay needs the run reader
-
-    reader = RunReader(Path(run_dir))
-    topics = [t for t, o in reader.topics_of(node).items() if o == JOURNAL_OUTPUT]
-    if not topics:
-        raise JournalError(f"run {run_dir} holds no journal of node {node!r}")
-    chunks = []
-    for msg in reader.iter_topic(topics[0]):
-        try:
-            chunks.append(JournalChunk.from_message(decode("InputJournal", msg.value)))
-        except MessageError as exc:
-            raise JournalError(f"{topics[0]}: {exc}") from None
-    steps, counts = join_chunks(chunks)
-    if not steps:
-        raise JournalError(f"the journal of {node!r} in {run_dir} is empty")
-    return steps, counts
 
 
 def _tick(input_id: str) -> Mapping[str, Any]:

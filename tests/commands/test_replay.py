@@ -11,7 +11,7 @@ import yaml
 
 from teledora.cli import build_parser
 from teledora.commands import replay
-from teledora.runtime.node_journal import FOLLOW_ENV
+from teledora.recording.journal_files import FOLLOW_ENV
 from teledora.operators.contract.messages import encode
 from teledora.recording import RunReader, RunWriter
 

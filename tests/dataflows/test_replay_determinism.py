@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from teledora.models import load_profile
-from teledora.runtime.node_journal import load_journal
+from teledora.recording.journal_files import load_journal
 from teledora.operators.contract.messages import decode
 from teledora.recording import MANIFEST_NAME, RunReader, value_digest
 

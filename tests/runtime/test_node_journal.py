@@ -15,7 +15,8 @@ from teledora.models import load_profile
 from teledora.nodes.ik import ik
 from teledora.nodes.lidar import scan_merger
 from teledora.nodes.teleop import teleop
-from teledora.runtime.node_journal import FOLLOW_ENV, JournalError, load_journal
+from teledora.operators.recording.input_journal import JournalError
+from teledora.recording.journal_files import FOLLOW_ENV, load_journal
 from teledora.operators.contract.messages import encode
 from teledora.operators.recording.recorded_message import value_digest
 from teledora.recording import RunWriter
