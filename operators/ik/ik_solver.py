@@ -7,11 +7,14 @@ QP runs over the full model tangent space; base, lift and grippers (and any
 held arm) are frozen with equality constraints. Inequalities: joint range
 (configuration limit), arm speed caps, and collision-avoidance rows between
 the capsule/box/plane proxies — mink's formulation, whose bound on the
-displacement is ``gain * (d - d_min) / dt``. The QP step is then passed
-through the :class:`JointReference` guard (uniform speed scaling,
-acceleration cap, inward bounds) and an exact collision guard (the step is
-shortened until every proxy pair stays above ``guard_distance_m``), and the
-result becomes the solver's own reference configuration.
+displacement is ``gain * (d - d_min) / dt``. The QP looks ahead by one tick
+plus a braking distance, so its step is a *goal* the reference can cruise
+towards at full speed and still stop at. The goal is
+passed through an exact collision guard (shortened until every proxy pair
+stays above ``guard_distance_m``) and the merit backtracking, then handed to
+the jerk-limited :class:`JointReference`, which moves towards it under the
+speed, acceleration and jerk caps; where the reference is after the tick
+becomes the solver's own reference configuration.
 
 The numbers come from ``models/alohamini2/ik.yaml``; nothing is hard-coded.
 """
@@ -33,7 +36,7 @@ from teledora.operators.ik.collision_pairs import CollisionGuard, CollisionPairs
 from teledora.operators.ik.ik_model import build_ik_model
 from teledora.operators.ik.ik_settings import CollisionConfig, IkConfigError, IkSettings, SolverConfig
 from teledora.operators.ik.ik_tasks import GripTarget, MeritFrameTask, MeritPostureTask
-from teledora.operators.ik.joint_reference import JointReference, JointReferenceConfig
+from teledora.operators.ik.joint_reference import SAFER, JointReference, JointReferenceConfig
 from teledora.operators.model.robot_profile import RobotProfile
 from teledora.operators.geometry.rotations import matrix_to_quat_xyzw
 
@@ -48,9 +51,9 @@ class IkSolveError(RuntimeError):
 class TickResult:
     """What one IK tick did."""
 
-    status: str  # "ok", "hold" (no active arm) or "failed" (QP error; nothing changed)
+    status: str  # "ok", "hold" (no active arm) or "failed" (QP error; no new goal)
     q: np.ndarray  # arm joint reference after the tick (arm_joint_names order)
-    dq: np.ndarray  # feedforward velocity (zero on hold/failure)
+    dq: np.ndarray  # feedforward velocity (the reference's; zero once it has stopped)
     active: dict[str, bool] = field(default_factory=dict)
     step_fraction: float = 1.0  # < 1 when the collision guard shortened the step
     min_distance_m: float = float("inf")  # smallest proxy distance seen by the guard (capped near the guard distance)
@@ -121,12 +124,18 @@ class BimanualIk:
 
         lower = np.array([model.jnt_range[self._jid[n]][0] for n in self.arm_joint_names])
         upper = np.array([model.jnt_range[self._jid[n]][1] for n in self.arm_joint_names])
-        self.reference = JointReference(self.arm_joint_names, lower, upper, settings.joint_reference)
+        groups = [self.joint_index(profile.arms[side].joints) for side in SIDES]  # one generator per arm
+        self.reference = JointReference(self.arm_joint_names, lower, upper, settings.joint_reference, groups)
         self.reference.reset(self.arm_q())
+        # The QP's step is the reference's goal, so it may reach one tick plus a
+        # braking distance ahead: at full speed the braking distance is
+        # max_speed * stopping_time / 2, i.e. max_speed * lookahead_s.
+        self.lookahead_s = settings.joint_reference.stopping_time_s() / 2.0
         self.solves = 0
         self.failures = 0
         self.guard_shortened = 0
         self.backtracked = 0
+        self.plans_refused = 0  # reference plans whose path failed the collision guard
 
     # -- model access ---------------------------------------------------------
 
@@ -161,13 +170,14 @@ class BimanualIk:
         self.reference.reset(self.arm_q())
 
     def resync_arm(self, side: str, joint_q: Mapping[str, float]) -> None:
-        """Moves one arm's reference to measured values (the other arm keeps its
-        reference; the feedforward is cleared). Used when a holding arm has been
+        """Moves one arm's reference to measured values, at rest (the other arm
+        keeps its reference and its plan). Used when a holding arm has been
         moved away from its reference, e.g. with torque off."""
         q = self.reference.q
-        for j in self.profile.arms[side].joints:
-            q[self.arm_joint_names.index(j)] = float(joint_q[j])
-        self.reset(q)
+        index = self.joint_index(self.profile.arms[side].joints)
+        q[index] = [float(joint_q[j]) for j in self.profile.arms[side].joints]
+        self.reference.reset_joints(index, q)
+        self._set_q(self.reference.q)
 
     def set_lift(self, lift_joint: float) -> None:
         """Moves the (frozen) lift joint of the reference configuration."""
@@ -294,14 +304,15 @@ class BimanualIk:
         return self.guard.check(q_from, q_to, move)
 
     def tick(self, targets: Mapping[str, GripTarget | None], dt: float | None = None) -> TickResult:
-        """Solves, integrates, guards and commits one control step.
+        """Solves for a goal, guards it and advances the reference by one step.
 
         Args:
             targets: Per arm, a grip target or None (the arm holds).
             dt: Length of this step in seconds (default: the control period);
-                speed caps and the collision bound use it.
+                the reference advances by it along its jerk-limited plan.
 
-        A failed QP or a hold changes nothing but clears the feedforward.
+        A hold or a failed QP sets no new goal: the reference keeps following
+        its plan (a moving arm brakes to its last goal within the caps).
         """
         dt = self.dt if dt is None else float(dt)
         if not dt > 0:
@@ -309,28 +320,68 @@ class BimanualIk:
         active = {side: targets.get(side) is not None for side in SIDES}
         q_prev = self.reference.q
         if not any(active.values()):
-            self.reference.hold()
-            return TickResult("hold", q_prev, self.reference.dq, active, 1.0, float("nan"))
+            return self._coast("hold", dt, active)
+        horizon = dt + self.lookahead_s
         try:
             tasks = self._set_targets(targets)
-            v = self._solve(tasks, (active["left"], active["right"]), dt)
+            v = self._solve(tasks, (active["left"], active["right"]), horizon)
             merit0 = sum(t.last_merit for t in tasks)  # recorded while the QP was assembled
         except IkSolveError as exc:
             self.failures += 1
-            self.reference.hold()
             self._set_q(q_prev)
-            return TickResult("failed", q_prev, self.reference.dq, active, 0.0, float("nan"), str(exc))
+            return self._coast("failed", dt, active, str(exc))
         self.solves += 1
-        q_full = self.configuration.integrate(v, dt)
-        q_proposed = self.reference.propose(q_full[self._qadr], dt)
-        q_safe, fraction, dmin = self._guard(q_prev, q_proposed)
+        q_goal = self.reference.clamp(self.configuration.integrate(v, horizon)[self._qadr])
+        q_goal, fraction, dmin = self._guard(q_prev, q_goal)
         if fraction < 1.0:
             self.guard_shortened += 1
-        q_safe = self._backtrack(q_prev, q_safe, tasks, merit0)
-        self.reference.commit(q_safe, dt)
-        if not np.array_equal(self.reference.q, q_safe):
-            self._set_q(self.reference.q)
+        q_goal = self._backtrack(q_prev, q_goal, tasks, merit0)
+        q_new = self._checked_proposal(q_prev, q_goal, dt)
+        self.reference.commit(q_new, dt)
+        self._set_q(q_new)
         return TickResult("ok", self.reference.q, self.reference.dq, active, fraction, dmin)
+
+    def _checked_proposal(self, q_prev: np.ndarray, q_goal: np.ndarray, dt: float) -> np.ndarray:
+        """Proposes ``q_goal`` to the reference and checks, with the collision
+        guard, the configuration it would command now and the one its plans
+        stop at. While that fails, an arm steps down to a safer mode (follow
+        the goal → brake now → keep its current plan, whose stop passed this
+        check when it was accepted): one arm at a time first, then both. Leaves
+        the proposal pending and returns the configuration after ``dt``."""
+        q_new = self.reference.propose(q_goal, dt)
+        if self.collision_pairs is None or self.settings.collision.guard_distance_m is None:
+            return q_new
+        modes = self.reference.pending_modes
+        while not self._path_is_safe(q_prev, self._checked_points(q_new)):
+            self.plans_refused += 1
+            safer = [SAFER[m] for m in modes]
+            if safer == modes:
+                break  # every arm keeps its plan: nothing else stays within the caps
+            singles = [modes[:k] + [safer[k]] + modes[k + 1:] for k in range(len(modes)) if safer[k] != modes[k]]
+            for trial in singles if len(singles) > 1 else []:
+                q_new = self.reference.propose(q_goal, dt, trial)
+                if self._path_is_safe(q_prev, self._checked_points(q_new)):
+                    return q_new
+            q_new = self.reference.propose(q_goal, dt, safer)
+            modes = self.reference.pending_modes
+        return q_new
+
+    def _checked_points(self, q_new: np.ndarray) -> list[np.ndarray]:
+        """What the guard checks of a proposal: the configuration commanded
+        now and the one its plans stop at."""
+        stop = self.reference.pending_stop()
+        return [q_new] if np.array_equal(stop, q_new) else [q_new, stop]
+
+    def _path_is_safe(self, q_prev: np.ndarray, path: Sequence[np.ndarray]) -> bool:
+        """Every configuration of ``path`` passes the collision guard from q_prev."""
+        return all(self._guard(q_prev, q)[1] >= 1.0 for q in path)
+
+    def _coast(self, status: str, dt: float, active: dict[str, bool], error: str = "") -> TickResult:
+        """No new goal: the reference follows its current plans for ``dt``."""
+        self.reference.hold(dt)
+        self._set_q(self.reference.q)
+        return TickResult(status, self.reference.q, self.reference.dq, active, 1.0 if status == "hold" else 0.0,
+                          float("nan"), error)
 
     def settle_step(self, targets: Mapping[str, GripTarget | None]) -> np.ndarray:
         """One unpaced step for offline planning: QP, integrate, collision guard;

@@ -159,8 +159,14 @@ def test_stale_joint_states_hold_both_arms():
     assert stale, "the arms must hold once feedback is older than the timeout"
     first_stale = cmds.index(stale[0])
     assert all(c["status"] == "hold" for c in cmds[first_stale:])
+    # the arms brake to their last goal within the caps and stay there: at most
+    # one tick plus a full-speed braking distance past the last solved command
+    caps = models.load_yaml("alohamini2/ik.yaml")["joint_reference"]
+    stop_s = caps["max_speed_rad_s"] / caps["max_accel_rad_s2"] + caps["max_accel_rad_s2"] / caps["max_jerk_rad_s3"]
+    lead = caps["max_speed_rad_s"] * (0.01 + stop_s / 2)
     np.testing.assert_array_equal(stale[-1]["dq_ref"], 0.0)
-    np.testing.assert_array_equal(stale[-1]["q_ref"], cmds[first_stale - 1]["q_ref"])
+    np.testing.assert_array_equal(stale[-1]["q_ref"], stale[-2]["q_ref"])
+    assert np.max(np.abs(stale[-1]["q_ref"] - cmds[first_stale - 1]["q_ref"])) <= lead + 1e-9
     details = json.loads(diags[-1]["details_json"])
     assert details["arms"]["left"]["status"] == "stale_feedback"
 
@@ -175,7 +181,10 @@ def test_invalid_targets_are_rejected_and_hold():
                           (30 * MS, "joint_states", joints(30 * MS)), (30 * MS, "tick", tick())]
     cmds, diags = run(inputs)
     assert [c["status"] for c in cmds] == ["ok", "hold"]
-    np.testing.assert_array_equal(cmds[-1]["dq_ref"], 0.0)
+    # no new goal: the arm goes on braking along its plan, within the speed cap
+    cap = models.load_yaml("alohamini2/ik.yaml")["joint_reference"]["max_speed_rad_s"]
+    assert np.max(np.abs(cmds[-1]["dq_ref"])) <= cap
+    assert np.max(np.abs(cmds[-1]["q_ref"] - cmds[0]["q_ref"])) <= cap * 0.02 + 1e-12
     assert diags[-1]["rejected"] == 1
     assert "NaN" in diags[-1]["last_error"]
     assert json.loads(diags[-1]["details_json"])["arms"]["left"]["status"] == "invalid_target"
