@@ -383,20 +383,26 @@ class BimanualIk:
         return TickResult(status, self.reference.q, self.reference.dq, active, 1.0 if status == "hold" else 0.0,
                           float("nan"), error)
 
-    def settle_step(self, targets: Mapping[str, GripTarget | None]) -> np.ndarray:
+    def settle_step(self, targets: Mapping[str, GripTarget | None], dt: float | None = None) -> np.ndarray:
         """One unpaced step for offline planning: QP, integrate, collision guard;
         the reference jumps to the result (no speed/acceleration guard, which
         belongs to real-time streaming). Returns the joint displacement taken.
 
+        Args:
+            targets: Per arm, a grip target or None (the arm stays).
+            dt: Step length for the QP's speed rows (default: the control
+                period); a longer one lets a far sample settle in fewer steps.
+
         Raises:
             IkSolveError: the QP failed (the configuration is unchanged).
         """
+        dt = self.dt if dt is None else float(dt)
         q_prev = self.arm_q()
         tasks = self._set_targets(targets)
-        v = self._solve(tasks, tuple(targets.get(side) is not None for side in SIDES))
+        v = self._solve(tasks, tuple(targets.get(side) is not None for side in SIDES), dt)
         merit0 = sum(t.last_merit for t in tasks)
         self.solves += 1
-        q_new = self.reference.clamp(self.configuration.integrate(v, self.dt)[self._qadr])
+        q_new = self.reference.clamp(self.configuration.integrate(v, dt)[self._qadr])
         q_safe, _, _ = self._guard(q_prev, q_new)
         q_safe = self._backtrack(q_prev, q_safe, tasks, merit0)
         self.reference.reset(q_safe)
