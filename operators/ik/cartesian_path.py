@@ -6,7 +6,9 @@ and at ``q_to``: position interpolated linearly, orientation by slerp, both
 by one path parameter s in [0, 1]. IK is solved only at sparse knots — no
 tip travels more than ``max_step_m`` / turns more than ``max_step_rad``
 between two — each re-solved until it settles to ``settle_fraction`` of a
-step (the last one to ``landing_tolerance_m``). A cubic spline through the
+step (the last one to ``landing_tolerance_m``; when it settles within
+``same_branch_rad`` of ``q_to``, ``q_to`` itself, which reaches the goal
+exactly, is the last knot). A cubic spline through the
 knots in joint space is the geometric path; wherever it leaves the line by
 more than ``knot_refine_m`` between knots, a knot is added there.
 
@@ -54,6 +56,7 @@ class PathConfig:
     max_step_rad: float
     settle_fraction: float
     landing_tolerance_m: float
+    landing_rounds: int
     max_settle_iterations: int
     pos_tolerance_m: float
     ori_tolerance_rad: float
@@ -63,6 +66,7 @@ class PathConfig:
     line_check_step_m: float
     min_travel_m: float
     min_rotation_rad: float
+    same_branch_rad: float
     output_rate_hz: float
     joint_cap_margin: float
     gridpoints_per_knot: int
@@ -89,9 +93,9 @@ class PathConfig:
 
 _FIELD_TYPES = {
     "max_step_m": float, "max_step_rad": float, "settle_fraction": float, "landing_tolerance_m": float,
-    "max_settle_iterations": int, "pos_tolerance_m": float, "ori_tolerance_rad": float, "knot_refine_m": float,
+    "landing_rounds": int, "max_settle_iterations": int, "pos_tolerance_m": float, "ori_tolerance_rad": float, "knot_refine_m": float,
     "max_refinements": int, "line_tolerance_m": float, "line_check_step_m": float, "min_travel_m": float,
-    "min_rotation_rad": float, "output_rate_hz": float, "joint_cap_margin": float, "gridpoints_per_knot": int,
+    "min_rotation_rad": float, "same_branch_rad": float, "output_rate_hz": float, "joint_cap_margin": float, "gridpoints_per_knot": int,
     "max_tip_accel_m_s2": float, "max_tip_angular_accel_rad_s2": float, "default_speed_m_s": float,
     "default_angular_speed_rad_s": float,
 }
@@ -229,6 +233,14 @@ class CartesianPathPlanner:
         self.ik.set_posture_target((1 - s) * leg.q_from + s * leg.q_to)
         c = self.config
         self._settle(targets, f"at s = {s:.3f}", c.landing_tolerance_m if last else c.settle_fraction * c.max_step_m)
+        if last:
+            # On another joint branch than q_to, the attractor (at q_to) holds the
+            # grips off their goal; attracted to where they are, they land.
+            for _ in range(c.landing_rounds):
+                if self._errors(targets)[0] <= c.landing_tolerance_m:
+                    break
+                self.ik.set_posture_target(self.ik.arm_q())
+                self._settle(targets, f"at s = {s:.3f}", c.landing_tolerance_m)
         q = self.ik.arm_q()
         for side in SIDES:  # pinned arms hold exactly
             if leg.pinned[side]:
@@ -300,6 +312,11 @@ class CartesianPathPlanner:
         knot_q = [leg.q_from.copy()]
         for k, s in enumerate(knot_s[1:], start=1):
             knot_q.append(self._solve_knot(s, knot_q[-1], leg, last=k == n))
+        # The goal poses are those of q_to, so q_to solves the last knot exactly;
+        # it replaces the iterate when the IK settled on its branch (near it).
+        moving = np.concatenate([self.ik.joint_index(self.ik.profile.arms[s].joints) for s in SIDES if not leg.pinned[s]])
+        if np.max(np.abs(knot_q[-1][moving] - leg.q_to[moving])) <= c.same_branch_rad:
+            knot_q[-1][moving] = leg.q_to[moving]
         tipk = _TipKinematics(self.ik, leg.lift_joint)
         for _ in range(c.max_refinements):
             spline = CubicSpline(knot_s, knot_q, axis=0)
