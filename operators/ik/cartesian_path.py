@@ -6,7 +6,9 @@ and at ``q_to``: position interpolated linearly, orientation by slerp, both
 by one path parameter s in [0, 1]. IK is solved only at sparse knots — no
 tip travels more than ``max_step_m`` / turns more than ``max_step_rad``
 between two — each re-solved until it settles to ``settle_fraction`` of a
-step (the last one to ``landing_tolerance_m``; when it settles within
+step (the last one to ``landing_tolerance_m``; a knot the posture attractor
+holds off its target is re-settled with the attractor moved onto it, up to
+``resettle_rounds`` times; when the last knot settles within
 ``same_branch_rad`` of ``q_to``, ``q_to`` itself, which reaches the goal
 exactly, is the last knot). A cubic spline through the
 knots in joint space is the geometric path; wherever it leaves the line by
@@ -56,7 +58,7 @@ class PathConfig:
     max_step_rad: float
     settle_fraction: float
     landing_tolerance_m: float
-    landing_rounds: int
+    resettle_rounds: int
     max_settle_iterations: int
     pos_tolerance_m: float
     ori_tolerance_rad: float
@@ -93,7 +95,7 @@ class PathConfig:
 
 _FIELD_TYPES = {
     "max_step_m": float, "max_step_rad": float, "settle_fraction": float, "landing_tolerance_m": float,
-    "landing_rounds": int, "max_settle_iterations": int, "pos_tolerance_m": float, "ori_tolerance_rad": float, "knot_refine_m": float,
+    "resettle_rounds": int, "max_settle_iterations": int, "pos_tolerance_m": float, "ori_tolerance_rad": float, "knot_refine_m": float,
     "max_refinements": int, "line_tolerance_m": float, "line_check_step_m": float, "min_travel_m": float,
     "min_rotation_rad": float, "same_branch_rad": float, "output_rate_hz": float, "joint_cap_margin": float, "gridpoints_per_knot": int,
     "max_tip_accel_m_s2": float, "max_tip_angular_accel_rad_s2": float, "default_speed_m_s": float,
@@ -210,13 +212,16 @@ class CartesianPathPlanner:
                 raise PathPlanningError(f"knot {knot}: {exc}") from None
             if np.max(np.abs(step)) < 1e-9:
                 break  # converged as close as the posture/limits allow
+        return iterations
+
+    def _require_reached(self, targets: Mapping[str, GripTarget | None], knot: str) -> None:
+        c = self.config
         pos, ori = self._errors(targets)
         if pos > c.pos_tolerance_m or ori > c.ori_tolerance_rad:
             raise PathPlanningError(
                 f"knot {knot} is unreachable: grip {pos * 1000:.2f} mm / {ori:.4f} rad from its target "
                 f"(tolerance {c.pos_tolerance_m * 1000:.2f} mm / {c.ori_tolerance_rad:.4f} rad)"
             )
-        return iterations
 
     def _solve_knot(self, s: float, q_seed: np.ndarray, leg: "_Leg", last: bool = False) -> np.ndarray:
         """The arm configuration whose grips sit at path parameter s, solved from q_seed."""
@@ -232,15 +237,17 @@ class CartesianPathPlanner:
         self.ik.reset(q_seed, leg.lift_joint)
         self.ik.set_posture_target((1 - s) * leg.q_from + s * leg.q_to)
         c = self.config
-        self._settle(targets, f"at s = {s:.3f}", c.landing_tolerance_m if last else c.settle_fraction * c.max_step_m)
-        if last:
-            # On another joint branch than q_to, the attractor (at q_to) holds the
-            # grips off their goal; attracted to where they are, they land.
-            for _ in range(c.landing_rounds):
-                if self._errors(targets)[0] <= c.landing_tolerance_m:
-                    break
-                self.ik.set_posture_target(self.ik.arm_q())
-                self._settle(targets, f"at s = {s:.3f}", c.landing_tolerance_m)
+        tolerance = c.landing_tolerance_m if last else c.settle_fraction * c.max_step_m
+        self._settle(targets, f"at s = {s:.3f}", tolerance)
+        # Near a singularity, or on another joint branch than the attractor, the
+        # posture attractor holds the grips off their targets; attracted to where
+        # they are, they settle onto them.
+        for _ in range(c.resettle_rounds):
+            if self._errors(targets)[0] <= tolerance:
+                break
+            self.ik.set_posture_target(self.ik.arm_q())
+            self._settle(targets, f"at s = {s:.3f}", tolerance)
+        self._require_reached(targets, f"at s = {s:.3f}")
         q = self.ik.arm_q()
         for side in SIDES:  # pinned arms hold exactly
             if leg.pinned[side]:

@@ -333,6 +333,9 @@ class IkLoop:
             "solves": self.ik.solves,
             "failed_solves": self.ik.failures,
             "guard_shortened": self.ik.guard_shortened,
+            # per arm and solve: goal followed / braked instead / plan kept; plans the guard refused
+            "reference_modes": dict(self.ik.reference.counts),
+            "plans_refused": self.ik.plans_refused,
             "resyncs": self.resyncs,
             "resets": self.resets,
             "homing": dict(self.homing),
