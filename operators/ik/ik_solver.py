@@ -136,6 +136,7 @@ class BimanualIk:
         self.guard_shortened = 0
         self.backtracked = 0
         self.plans_refused = 0  # reference plans whose path failed the collision guard
+        self._scratch = mujoco.MjData(model)  # kinematics for checking plan paths
 
     # -- model access ---------------------------------------------------------
 
@@ -343,11 +344,12 @@ class BimanualIk:
 
     def _checked_proposal(self, q_prev: np.ndarray, q_goal: np.ndarray, dt: float) -> np.ndarray:
         """Proposes ``q_goal`` to the reference and checks, with the collision
-        guard, the configuration it would command now and the one its plans
-        stop at. While that fails, an arm steps down to a safer mode (follow
-        the goal → brake now → keep its current plan, whose stop passed this
-        check when it was accepted): one arm at a time first, then both. Leaves
-        the proposal pending and returns the configuration after ``dt``."""
+        guard, the path its plans would take: the configuration commanded now,
+        then every control period until they stop. While that fails, an arm
+        steps down to a safer mode (follow the goal → brake now → keep its
+        current plan, whose path passed this check when it was accepted): one
+        arm at a time first, then both. Leaves the proposal pending and returns
+        the configuration after ``dt``."""
         q_new = self.reference.propose(q_goal, dt)
         if self.collision_pairs is None or self.settings.collision.guard_distance_m is None:
             return q_new
@@ -366,15 +368,23 @@ class BimanualIk:
             modes = self.reference.pending_modes
         return q_new
 
-    def _checked_points(self, q_new: np.ndarray) -> list[np.ndarray]:
-        """What the guard checks of a proposal: the configuration commanded
-        now and the one its plans stop at."""
-        stop = self.reference.pending_stop()
-        return [q_new] if np.array_equal(stop, q_new) else [q_new, stop]
+    def _checked_points(self, q_new: np.ndarray) -> np.ndarray:
+        """What the guard checks of a proposal: the path its plans take, from the
+        configuration commanded now, every control period, to where they stop."""
+        return self.reference.pending_path(self.dt)
 
     def _path_is_safe(self, q_prev: np.ndarray, path: Sequence[np.ndarray]) -> bool:
-        """Every configuration of ``path`` passes the collision guard from q_prev."""
-        return all(self._guard(q_prev, q)[1] >= 1.0 for q in path)
+        """Every configuration of ``path`` passes the collision guard from q_prev
+        (kinematics on a scratch copy: the working configuration stays put)."""
+        scratch = self._scratch
+        scratch.qpos[:] = self.configuration.q
+
+        def move(q: np.ndarray) -> mujoco.MjData:
+            scratch.qpos[self._qadr] = q
+            mujoco.mj_kinematics(self.model, scratch)
+            return scratch
+
+        return all(self.guard.check(q_prev, q, move)[1] >= 1.0 for q in path)
 
     def _coast(self, status: str, dt: float, active: dict[str, bool], error: str = "") -> TickResult:
         """No new goal: the reference follows its current plans for ``dt``."""
