@@ -34,7 +34,7 @@ import argparse
 import copy
 import time
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Mapping
 
 import numpy as np
 
