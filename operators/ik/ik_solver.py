@@ -13,8 +13,10 @@ towards at full speed and still stop at. The goal is
 passed through an exact collision guard (shortened until every proxy pair
 stays above ``guard_distance_m``) and the merit backtracking, then handed to
 the jerk-limited :class:`JointReference`, which moves towards it under the
-speed, acceleration and jerk caps; where the reference is after the tick
-becomes the solver's own reference configuration.
+speed, acceleration and jerk caps. The path of the new plans passes the same
+guard every control period until it stops, or the arm brakes or keeps the plan
+it had; where the reference is after the tick becomes the solver's own
+reference configuration.
 
 The numbers come from ``models/alohamini2/ik.yaml``; nothing is hard-coded.
 """
