@@ -36,7 +36,7 @@ import yaml
 
 from teledora import models
 from teledora.devices.drive.base_loop import add_config_arg, load_drive_config, parse_args
-from teledora.runtime.node_io import NodeIO, make_node, newest_per_input, next_batch, node_id
+from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.devices.drive.feetech_bus import BusStats, FeetechBus, FeetechBusError
 from teledora.operators.drive import feetech_protocol as fp
 from teledora.operators.drive.current_protection import CurrentHoldLimiter, OvercurrentTrip
@@ -156,8 +156,8 @@ def run_arms(io: NodeIO, arms: list[ArmServos], config: DriveConfig, clock: Call
     try:
         for a in arms:
             a.connect()
-        while (batch := next_batch(io.node)) is not None:
-            for event in newest_per_input(batch, {"joint_commands", "tick"}):
+        while (batch := io.next_batch()) is not None:
+            for event in io.newest(batch, {"joint_commands", "tick"}):
                 if event.get("type") != "INPUT":
                     continue
                 if event["id"] == "joint_commands":

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from teledora.runtime.node_io import NodeIO, make_node, next_batch, node_id
+from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.nodes.estimation.flow_sim import load_estimation_config
 from teledora.operators.estimation.ardupilot_frames import PoseCovariance, odom_from_ned, position_ok
 from teledora.operators.estimation.autopilot_session import Action, AutopilotSession, LinkState, SessionConfig
@@ -337,7 +337,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     io = NodeIO(make_node(node), node_id("ekf"), clock)
     last_state = bridge.session.state
     try:
-        while (batch := next_batch(io.node, timeout_s=args.poll_s)) is not None:
+        while (batch := io.next_batch(timeout_s=args.poll_s)) is not None:
             for event in batch:
                 if event["type"] != "INPUT":
                     continue  # STOP / INPUT_CLOSED: keep bridging until the stream ends

@@ -32,7 +32,7 @@ import yaml
 from rplidar import RPLidar, RPLidarException
 
 from teledora import models
-from teledora.runtime.node_io import NodeIO, make_node, newest_per_input, next_batch, node_id
+from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.lidar.laser_scan import LaserScan
 from teledora.operators.lidar.lidar_config import HardwareConfig, LidarSetup, lidar_setup_from_dict
 from teledora.operators.lidar.revolution_assembler import RevolutionAssembler
@@ -329,8 +329,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         backoff_s = min(0.2 * 2 ** min(failures, 5), 5.0)
         retry_at = clock() + int(backoff_s * 1e9)
 
-    while (batch := next_batch(io.node)) is not None:
-        for event in newest_per_input(batch, {"tick"}):
+    while (batch := io.next_batch()) is not None:
+        for event in io.newest(batch, {"tick"}):
             if event["type"] != "INPUT" or event["id"] != "tick":
                 continue  # STOP / INPUT_CLOSED: keep serving until the stream ends
             try:

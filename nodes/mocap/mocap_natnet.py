@@ -193,7 +193,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     frame = dict(cfg.get("frame", {}))
     frame_id = frame.pop("frame_id", "world")
     stream = MocapPoseStream(selector, MocapFrameTransform(MocapFrameConfig.from_mapping(frame)), frame_id)
-    io = NodeIO(make_node(node), node_id("mocap"), clock)
+    io = NodeIO(make_node(node), node_id("mocap"), clock, ends_with=())  # runs until STOP
     backend = NatNetBackend(net, clock)
     backend.connect()
     connect, echo, alive, model = (
@@ -231,9 +231,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                     backend.write(nn.build_echo_request(clock()))
                 if (stream.body_id is None or stream.models_changed) and model.due(now):
                     backend.write(nn.build_packet(nn.MessageId.REQUEST_MODEL_DEF))
-            while (event := io.node.try_recv()) is not None:
-                if event.get("type") == "STOP":
-                    stopping = True
+            batch = io.next_batch(timeout_s=0)
+            stopping = batch is None or any(event.get("type") == "STOP" for event in batch)
             status = stream.status()
             if stream.clock is not None and stream.clock.has_estimate:
                 off = stream.clock.offset()

@@ -100,7 +100,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, backend: UdpFeedBa
         if not args.bind.startswith("127.") and args.bind != "localhost" and not args.allow_remote:
             raise RemoteBindRefused(f"refusing to bind {args.bind}: pass --allow-remote to accept remote senders")
         backend = UdpFeedBackend(args.bind, args.port, args.takeover_s)
-    io = NodeIO(make_node(node), node_id("xr"))
+    io = NodeIO(make_node(node), node_id("xr"), ends_with=())  # a feed runs until STOP
     assembler = FeedAssembler("udp")
 
     def refresh() -> None:

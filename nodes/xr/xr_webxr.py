@@ -263,7 +263,7 @@ def urls(server: WebXrServer) -> list[str]:
 def main(argv: Sequence[str] | None = None, node: Any = None, server: WebXrServer | None = None) -> None:
     args = parse_args(argv)
     server = server or build_server(args)
-    io = NodeIO(make_node(node), node_id("xr"))
+    io = NodeIO(make_node(node), node_id("xr"), ends_with=())  # a feed runs until STOP
     server.connect()
     for url in urls(server):
         print(f"WebXR teleop page: open {url} on the headset", flush=True)

@@ -19,7 +19,7 @@ from typing import Callable, Protocol, Sequence
 import yaml
 
 from teledora import models
-from teledora.runtime.node_io import NodeIO, backend_details, newest_per_input, next_batch
+from teledora.runtime.node_io import NodeIO, backend_details
 from teledora.operators.drive.command_watchdog import CommandWatchdog
 from teledora.operators.drive.omni_drive import BodyTwist, DriveInputError, OmniDrive, WheelTicks
 from teledora.operators.drive.drive_config import DriveConfig, drive_config_from_dict
@@ -75,8 +75,8 @@ def run_base(io: NodeIO, backend: WheelBackend, config: DriveConfig, clock: Call
     io.diag.details = {"watchdog_trips": 0, "wheels": [0, 0, 0]}
     backend.connect()
     try:
-        while (batch := next_batch(io.node)) is not None:
-            for event in newest_per_input(batch, {"base_cmd", "tick"}):
+        while (batch := io.next_batch()) is not None:
+            for event in io.newest(batch, {"base_cmd", "tick"}):
                 if event.get("type") != "INPUT":
                     continue  # STOP / INPUT_CLOSED: finish the stream first
                 if event["id"] == "base_cmd":

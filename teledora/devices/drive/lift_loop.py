@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from teledora.runtime.node_io import NodeIO, backend_details, newest_per_input, next_batch
+from teledora.runtime.node_io import NodeIO, backend_details
 from teledora.operators.drive.command_watchdog import CommandWatchdog
 from teledora.operators.drive.lift_axis import HomingAction, HomingPhase, LiftAxis, LiftAxisConfig, LiftHoming
 
@@ -70,8 +70,8 @@ def run_lift(io: NodeIO, backend: LiftBackend, config: LiftAxisConfig, clock: Ca
         last_goal: int | None = None
         ignored = 0
         io.diag.set_status("warn", "homing")
-        while (batch := next_batch(io.node)) is not None:
-            for event in newest_per_input(batch, {"lift_cmd", "tick"}):
+        while (batch := io.next_batch()) is not None:
+            for event in io.newest(batch, {"lift_cmd", "tick"}):
                 if event.get("type") != "INPUT":
                     continue
                 if event["id"] == "lift_cmd":

@@ -80,8 +80,12 @@ def run_feed(io: NodeIO, backend: FeedBackend, assembler: FeedAssembler, refresh
 
 
 def _service_events(io: NodeIO, backend: FeedBackend) -> bool:
-    """Handles queued dora events; False once the node must stop."""
-    while (event := io.node.try_recv()) is not None:
+    """Handles queued dora events; False once the node must stop (STOP, or
+    the end of its event stream)."""
+    batch = io.next_batch(timeout_s=0)
+    if batch is None:
+        return False
+    for event in batch:
         kind = event.get("type")
         if kind == "STOP":
             return False
