@@ -152,10 +152,3 @@ class NodeIO:
             self.node.log(level, message)
         except Exception:  # a log call must never take a node down
             print(f"[{self.name}] {level}: {message}", flush=True)
-
-
-def backend_details(backend: Any) -> dict[str, Any]:
-    """Extra diagnostics a device backend offers through its optional
-    ``diagnostics_details()`` (the servo bus counters, say); none otherwise."""
-    details = getattr(backend, "diagnostics_details", None)
-    return dict(details()) if callable(details) else {}
