@@ -16,7 +16,7 @@ from teledora.devices.device import Device
 
 @dataclass(frozen=True)
 class ReceivedFrame:
-    """One frame as a backend received it."""
+    """One frame as a feed device received it."""
 
     data: bytes
     peer: str
