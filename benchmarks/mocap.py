@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 from teledora.fakes.motive import FakeMotive  # noqa: E402
 
-from teledora.nodes.mocap.mocap_natnet import NatNetBackend, NatNetConfig  # noqa: E402
+from teledora.devices.mocap.natnet_client import NatNetClient, NatNetConfig  # noqa: E402
 from teledora.operators.mocap import natnet_frame as nf  # noqa: E402
 from teledora.operators.mocap import natnet_protocol as nn  # noqa: E402
 from teledora.operators.contract.messages import encode  # noqa: E402
@@ -86,8 +86,8 @@ def parse_costs(repeat: int) -> None:
 
 def loopback(seconds: float) -> None:
     with FakeMotive(exposure_to_transmit_s=0.004) as fake:
-        backend = NatNetBackend(NatNetConfig(server_address="127.0.0.1", command_port=fake.command_port,
-                                             local_address="127.0.0.1"))
+        backend = NatNetClient(NatNetConfig(server_address="127.0.0.1", command_port=fake.command_port,
+                                            local_address="127.0.0.1"))
         backend.connect()
         backend.write(nn.build_connect("bench", V41))
         backend.keep_alive()

@@ -13,27 +13,7 @@ from typing import Any, Callable, Sequence
 
 from teledora.devices.drive.base_loop import add_config_arg, load_drive_config, parse_args, run_base
 from teledora.runtime.node_io import NodeIO, make_node, node_id
-from teledora.operators.drive.omni_drive import WheelTicks
-
-
-class SimWheels:
-    """Ideal wheels: the measured velocity is the commanded one."""
-
-    def __init__(self) -> None:
-        self.last = WheelTicks(0, 0, 0)
-
-    def connect(self) -> None:
-        self.last = WheelTicks(0, 0, 0)
-
-    def apply(self, ticks: WheelTicks) -> WheelTicks:
-        self.last = ticks
-        return ticks
-
-    def stop(self) -> None:
-        self.last = WheelTicks(0, 0, 0)
-
-    def close(self) -> None:
-        pass
+from teledora.devices.drive.sim_wheels import SimWheels
 
 
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from teledora.runtime.node_io import NodeIO, make_node, next_batch, node_id
+from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.nodes.estimation.flow_sim import load_estimation_config
 from teledora.operators.estimation.flow_model import FlowModel, FlowModelConfig
 from teledora.operators.estimation.flow_odometry import FlowOdometry
@@ -59,7 +59,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         if io.send("pose", "PoseEstimate", pose):
             last_pose_ns = pose["stamp_ns"]
 
-    while (batch := next_batch(io.node)) is not None:
+    while (batch := io.next_batch()) is not None:
         for event in batch:
             if event["type"] != "INPUT":
                 continue  # STOP / INPUT_CLOSED: keep fusing until the stream ends

@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 import yaml
 
 from teledora import models
-from teledora.runtime.node_io import NodeIO, make_node, newest_per_input, next_batch, node_id
+from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.estimation.floor_image_flow import FloorCamera, FloorCameraConfig, ImageFlowSensor
 from teledora.operators.estimation.flow_model import FlowModel, FlowModelConfig
 from teledora.operators.estimation.flow_sensor_sim import FlowSensorSim, FlowSimConfig
@@ -73,8 +73,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     truth_stamp_ns = 0
     pose = (0.0, 0.0, 0.0)
 
-    while (batch := next_batch(io.node)) is not None:
-        for event in newest_per_input(batch, {"tick"}):
+    while (batch := io.next_batch()) is not None:
+        for event in io.newest(batch, {"tick"}):
             if event["type"] != "INPUT":
                 continue  # STOP / INPUT_CLOSED: keep going until the stream ends
             if event["id"] == "ground_truth":

@@ -34,7 +34,7 @@ from typing import Any, Callable, Sequence
 import yaml
 
 from teledora import models
-from teledora.runtime.node_io import NodeIO, make_node, newest_per_input, node_id
+from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.ik.ik_loop import IkLoop, IkNodeConfig
 from teledora.operators.ik.ik_solver import SIDES, BimanualIk, IkSettings, build_ik_model
 from teledora.operators.contract.messages import MessageError
@@ -79,7 +79,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         "teleop_state": ("TeleopState", loop.on_teleop_state),
     }
     while (batch := io.next_batch()) is not None:
-        for event in newest_per_input(batch, {"tick", "joint_states", "lift", "arm_targets", "teleop_state"}):
+        for event in io.newest(batch, {"tick", "joint_states", "lift", "arm_targets", "teleop_state"}):
             if event["type"] != "INPUT":
                 continue  # STOP / INPUT_CLOSED: keep draining until the stream ends
             eid = event["id"]

@@ -31,7 +31,7 @@ import mujoco
 import numpy as np
 
 from teledora import models
-from teledora.runtime.node_io import NodeIO, make_node, next_batch, node_id
+from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.nodes.lidar.lidar_rplidar import load_lidar_setup
 from teledora.operators.lidar.laser_scan import LaserScan
 from teledora.operators.lidar.lidar_config import SimLidarConfig
@@ -179,7 +179,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     io.diag.set_status("warn", "waiting for a pose input")
     kinds = {"ground_truth": "GroundTruth", "odom": "Odometry"}
 
-    while (batch := next_batch(io.node)) is not None:
+    while (batch := io.next_batch()) is not None:
         for event in batch:
             if event["type"] != "INPUT" or event["id"] not in kinds:
                 continue  # STOP / INPUT_CLOSED: keep going until the stream ends

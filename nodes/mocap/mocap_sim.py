@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from teledora.runtime.node_io import NodeIO, make_node, newest_per_input, next_batch, node_id
+from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.nodes.mocap.mocap_natnet import load_mocap_config
 from teledora.operators.mocap.mocap_simulator import MocapSimConfig, MocapSimError, MocapSimulator
 
@@ -44,8 +44,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     io = NodeIO(make_node(node), node_id("mocap"), clock)
     io.diag.set_status("warn", "waiting for ground_truth")
 
-    while (batch := next_batch(io.node, timeout_s=0.5 / sim_cfg.rate_hz)) is not None:
-        for event in newest_per_input(batch, {"tick"}):
+    while (batch := io.next_batch(timeout_s=0.5 / sim_cfg.rate_hz)) is not None:
+        for event in io.newest(batch, {"tick"}):
             if event["type"] != "INPUT":
                 continue  # STOP / INPUT_CLOSED: keep going until the stream ends
             if event["id"] == "ground_truth":

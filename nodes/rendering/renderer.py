@@ -34,7 +34,7 @@ import pyarrow as pa
 import yaml
 
 from teledora import models
-from teledora.runtime.node_io import NodeIO, make_node, newest_per_input, next_batch, node_id
+from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.rendering.camera_intrinsics import (
     CAMERA_NAMES,
     CameraSettings,
@@ -321,10 +321,10 @@ def main(
     timeout_s = 2.0 / config.render_rate_hz
     try:
         while True:
-            batch = next_batch(node, timeout_s)
+            batch = io.next_batch(timeout_s)
             if batch is None:
                 break
-            for event in newest_per_input(batch, _LATEST_ONLY):
+            for event in io.newest(batch, _LATEST_ONLY):
                 if event["type"] == "INPUT":
                     app.on_input(event)
                 elif event["type"] == "STOP":

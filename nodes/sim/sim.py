@@ -7,7 +7,7 @@ Outputs: joint_states (JointState, ~90 Hz: true arm joints, which the sim `arms`
          diagnostics
 
 Physics runs in real time at the profile's rate (500 Hz): the loop sleeps in
-``node.next(timeout)`` until the next publication is due, so no timer input is
+``io.next_batch(timeout)`` until the next publication is due, so no timer input is
 needed and the node ends when its inputs close.
 
 Env: TELEDORA_PROFILE (default alohamini2/profile.yaml),
@@ -22,7 +22,7 @@ import time
 import mujoco
 
 from teledora import models
-from teledora.runtime.node_io import NodeIO, make_node, next_batch, node_id
+from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.contract.messages import MessageError
 from teledora.operators.sim.sim_physics import SimPhysics, apply_joint_command
 
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None, node=None, clock=time.monotonic_ns) -> N
     while True:
         wall_s = (clock() - start) * 1e-9 * speed
         timeout = max(0.0, min(next_js, next_gt) - wall_s) / speed
-        batch = next_batch(io.node, timeout)
+        batch = io.next_batch(timeout)
         if batch is None:
             break
         latest = {}

