@@ -6,15 +6,19 @@ poses in ``local-floor`` and their xr-standard gamepads every XR frame, and send
 feed frames (docs/xr.md) in the WebXR frame; this node converts them to FLU.
 
 The server is the device :class:`teledora.devices.xr.webxr_server.WebXrServer`.
-Security: a per-run pairing token (printed with the URL) must open each
-WebSocket session; only one client controls at a time (a second one is refused
-with the reason); malformed and oversized frames are dropped and counted.
-Optional input ``state`` (TeleopState) is forwarded to the page for display.
+Security: the WebSocket opens only for a page of this server's own origin; a
+per-run pairing token (printed with the URL) must come in the first message,
+within ``--hello-timeout-s``; only one client controls at a time (a second one
+is refused with the reason); refused frames are counted by reason. Plain HTTP
+(``--plain-http``) binds the loopback only. Optional input ``state``
+(TeleopState) is forwarded to the page for display.
 
-Args/env: ``--host`` (XR_WEBXR_HOST, 0.0.0.0), ``--port`` (XR_WEBXR_PORT, 8443),
-``--cert-dir`` (XR_WEBXR_CERT_DIR, ~/.local/share/teledora/webxr), ``--token``
-(XR_WEBXR_TOKEN, random per run), ``--emulator-js`` (serve an IWER build at
-/iwer.module.js for tests and desktop trials; the page loads it with ?emulate=1).
+Args/env: ``--host`` (XR_WEBXR_HOST, 0.0.0.0; 127.0.0.1 with --plain-http),
+``--port`` (XR_WEBXR_PORT, 8443), ``--cert-dir`` (XR_WEBXR_CERT_DIR,
+~/.local/share/teledora/webxr), ``--token`` (XR_WEBXR_TOKEN, random per run),
+``--allow-origin`` (repeatable), ``--hello-timeout-s`` (5), ``--emulator-js``
+(serve an IWER build at /iwer.module.js for tests and desktop trials; the page
+loads it with ?emulate=1).
 """
 
 from __future__ import annotations
@@ -28,24 +32,40 @@ from typing import Any, Sequence
 
 from teledora.devices.xr.feed_loop import run_feed
 from teledora.devices.xr.webxr_certificate import ensure_certificate, host_addresses, host_names
-from teledora.devices.xr.webxr_server import WebXrServer
+from teledora.devices.xr.webxr_server import HELLO_TIMEOUT_S, WebXrServer
 from teledora.runtime.node_io import NodeIO, make_node, node_id
-from teledora.operators.xr.xr_feed_format import FeedAssembler
+from teledora.operators.xr.feed_assembler import FeedAssembler
 
 WEB_DIR = Path(__file__).resolve().parent / "web"
 DEFAULT_PORT = 8443
+LOOPBACK = "127.0.0.1"
+
+
+class PlainHttpRefused(ValueError):
+    """``--plain-http`` with a host other than the loopback: the token would cross the network in clear."""
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="xr_webxr", description=__doc__.splitlines()[0])
-    ap.add_argument("--host", default=os.environ.get("XR_WEBXR_HOST", "0.0.0.0"))
+    ap.add_argument("--host", default=os.environ.get("XR_WEBXR_HOST") or None,
+                    help="bind address (default 0.0.0.0; with --plain-http only 127.0.0.1 is allowed)")
     ap.add_argument("--port", type=int, default=int(os.environ.get("XR_WEBXR_PORT", DEFAULT_PORT)))
     ap.add_argument("--cert-dir", type=Path,
                     default=Path(os.environ.get("XR_WEBXR_CERT_DIR", Path.home() / ".local/share/teledora/webxr")))
     ap.add_argument("--token", default=os.environ.get("XR_WEBXR_TOKEN") or secrets.token_urlsafe(9))
     ap.add_argument("--emulator-js", type=Path, default=os.environ.get("XR_WEBXR_EMULATOR_JS") or None)
-    ap.add_argument("--plain-http", action="store_true", help="no TLS (only for localhost / adb reverse)")
-    return ap.parse_args(argv)
+    ap.add_argument("--plain-http", action="store_true", help="no TLS: binds 127.0.0.1 only (adb reverse)")
+    ap.add_argument("--allow-origin", action="append", default=[],
+                    help="a further page origin allowed to open the socket, e.g. http://localhost:9000 (repeatable)")
+    ap.add_argument("--hello-timeout-s", type=float, default=HELLO_TIMEOUT_S,
+                    help="close a socket that has not sent its hello after this long")
+    args = ap.parse_args(argv)
+    if args.host is None:
+        args.host = LOOPBACK if args.plain_http else "0.0.0.0"
+    if args.plain_http and args.host != LOOPBACK:
+        raise PlainHttpRefused(f"--plain-http serves the pairing token in clear: it binds {LOOPBACK} only, "
+                               f"not {args.host} (use TLS for the network, or adb reverse to the loopback)")
+    return args
 
 
 def build_server(args: argparse.Namespace) -> WebXrServer:
@@ -54,7 +74,9 @@ def build_server(args: argparse.Namespace) -> WebXrServer:
         paths = ensure_certificate(args.cert_dir)
         ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         ctx.load_cert_chain(paths.cert, paths.key)
-    return WebXrServer(args.host, args.port, args.token, ctx, WEB_DIR, args.emulator_js)
+    return WebXrServer(args.host, args.port, args.token, ctx, WEB_DIR, args.emulator_js,
+                       allowed_hosts=host_addresses() + host_names(), allowed_origins=args.allow_origin,
+                       hello_timeout_s=args.hello_timeout_s)
 
 
 def urls(server: WebXrServer) -> list[str]:
@@ -72,7 +94,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, server: WebXrServe
         print(f"WebXR teleop page: open {url} on the headset", flush=True)
         io.log("info", f"WebXR teleop page: {url}")
 
-    run_feed(io, server, FeedAssembler("webxr"), refresh=lambda: io.diag.details.update(server.stats))
+    run_feed(io, server, FeedAssembler("webxr"))
 
 
 if __name__ == "__main__":

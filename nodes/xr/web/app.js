@@ -1,5 +1,8 @@
 // teledora WebXR teleop page: streams both controllers (target-ray pose in
 // local-floor + xr-standard gamepad) to the xr node as feed frames (docs/xr.md).
+// Clock: every stamp is this page's clock (performance.timeOrigin + now, ns);
+// the node maps it to its own from the ping/pong round trips, so each pose
+// carries the time it was sampled and the node judges its true age.
 const params = new URLSearchParams(location.search);
 const token = params.get('token') || '';
 const UI_PULSE_MS = 300;      // page buttons are sent as a level this long
@@ -8,7 +11,7 @@ const IDLE_FRAME_MS = 100;    // outside VR the page still reports (e-stop must 
 const $ = (id) => document.getElementById(id);
 const session = Math.random().toString(16).slice(2, 10);
 const uiUntil = { estop: 0, release_stop: 0, pause: 0 };
-const status = { paired: false, refused: '', framesSent: 0, state: null, inVR: false, lastFrameAt: 0 };
+const status = { paired: false, refused: '', framesSent: 0, state: null, inVR: false, lastFrameAt: 0, pongs: 0 };
 window.teledora = { status, emulator: null };
 
 let ws = null;
@@ -18,7 +21,10 @@ let xrSession = null;
 let refSpace = null;
 let gl = null;
 
-function nowNs() { return Math.round((performance.timeOrigin + performance.now()) * 1e6); }
+// the page clock in ns; `ms` is a time on the performance.now() timeline (an XR frame's time)
+function clockNs(ms) { return Math.round((performance.timeOrigin + ms) * 1e6); }
+function nowNs() { return clockNs(performance.now()); }
+function finite(v) { return Number.isFinite(v) ? v : 0; }  // JSON would turn NaN into null
 
 if (params.get('emulate')) {
   // desktop trials and tests: IWER emulates a Quest 3 (served only when the node enables it)
@@ -36,7 +42,11 @@ function connect() {
   ws.onopen = () => ws.send(JSON.stringify({ type: 'hello', token, session }));
   ws.onmessage = (ev) => {
     const msg = JSON.parse(ev.data);
-    if (msg.type === 'welcome') {
+    if (msg.type === 'ping') {
+      // answered at once: the node brackets this clock reading between its send and our answer
+      ws.send(JSON.stringify({ type: 'pong', id: msg.id, page_ns: nowNs() }));
+      status.pongs += 1;
+    } else if (msg.type === 'welcome') {
       status.paired = true; status.refused = ''; reconnectDelay = 250;
       showLink('paired: this page is in control', true);
     } else if (msg.type === 'refused') {
@@ -48,6 +58,7 @@ function connect() {
   ws.onclose = () => {
     const wasPaired = status.paired;
     status.paired = false;
+    status.pongs = 0;
     if (status.refused) return;  // refused for a reason: retrying would not help
     showLink(wasPaired ? 'link lost, reconnecting…' : 'cannot reach the robot, retrying…', false);
     setTimeout(connect, reconnectDelay);
@@ -68,16 +79,18 @@ function showState(s) {
 
 function pulse(name) { uiUntil[name] = performance.now() + UI_PULSE_MS; sendFrame(null); }
 
-function handOf(frame, src) {
+function handOf(frame, src, sampleNs) {
   const gp = src.gamepad;
   const pose = frame ? frame.getPose(src.targetRaySpace, refSpace) : null;
   const b = (i) => (gp && gp.buttons[i]) || null;
-  const axis = (i) => (gp && Number.isFinite(gp.axes[i]) ? gp.axes[i] : 0);
+  const axis = (i) => (gp ? finite(gp.axes[i]) : 0);
   const hand = {
     connected: true,
     pose_valid: !!pose,
-    trigger: b(0) ? b(0).value : 0,
-    squeeze: b(1) ? b(1).value : 0,
+    pose_ns: sampleNs,
+    input_ns: sampleNs,
+    trigger: b(0) ? finite(b(0).value) : 0,
+    squeeze: b(1) ? finite(b(1).value) : 0,
     stick: [axis(2), axis(3)],
     stick_click: !!(b(3) && b(3).pressed),
     primary: !!(b(4) && b(4).pressed),
@@ -93,21 +106,27 @@ function handOf(frame, src) {
   return hand;
 }
 
-function sendFrame(frame) {
-  if (!ws || ws.readyState !== WebSocket.OPEN || !status.paired) return;
+// `frameTime`: the XR frame's time (when its poses and gamepads were sampled), or
+// null outside the XR frame loop (then the gamepads are read now)
+function sendFrame(frame, frameTime = null) {
+  // frames wait for the first ping: until the node has a round trip it cannot map our stamps
+  if (!ws || ws.readyState !== WebSocket.OPEN || !status.paired || status.pongs === 0) return;
   const t = performance.now();
+  const sentNs = clockNs(t);
+  // a runtime may time a frame at its predicted display, after now: a sample is never later than its send
+  const sampleNs = frameTime === null ? sentNs : Math.min(clockNs(frameTime), sentNs);
   const hands = { left: { connected: false }, right: { connected: false } };
   if (xrSession) {
     for (const src of xrSession.inputSources) {
       if ((src.handedness === 'left' || src.handedness === 'right') && src.gamepad) {
-        hands[src.handedness] = handOf(frame, src);
+        hands[src.handedness] = handOf(frame, src, sampleNs);
       }
     }
   }
   const visible = document.visibilityState === 'visible';
   const focused = xrSession ? visible && xrSession.visibilityState === 'visible' : visible;
   const msg = {
-    version: 1, session, seq: ++seq, sent_ns: nowNs(), frame: 'webxr', focused,
+    version: 1, session, seq: ++seq, sent_ns: sentNs, frame: 'webxr', focused,
     ui: { estop: t < uiUntil.estop, release_stop: t < uiUntil.release_stop, pause: t < uiUntil.pause },
     hands,
   };
@@ -130,7 +149,7 @@ function onXRFrame(t, frame) {
   gl.bindFramebuffer(gl.FRAMEBUFFER, layer.framebuffer);
   gl.clearColor(...clearColor(), 1.0);
   gl.clear(gl.COLOR_BUFFER_BIT);
-  sendFrame(frame);
+  sendFrame(frame, t);
 }
 
 async function enterVR() {

@@ -1,7 +1,20 @@
-"""XR feed over UDP: JSON controller frames from a local bridge (e.g. a PICO SDK poller).
+"""XR feed over UDP: authenticated JSON controller frames from a bridge (e.g. a
+PICO SDK poller) or the replay tool.
 
-One sender controls at a time: datagrams from a second address are refused
-(counted in ``refused``) until the first has been silent for ``takeover_s``.
+Every datagram is an envelope (:mod:`teledora.operators.xr.udp_envelope`):
+HMAC-SHA256 with a key from the pairing token over a sender session, a
+strictly increasing sequence number, the send time and the frame. Datagrams
+that do not verify, replays and stale ones are refused and counted before
+their payload is read.
+
+One sender session controls at a time: the first authenticated one takes
+control; another is refused (``refused_sender``) as long as the controlling
+one is alive, i.e. has sent within ``takeover_s``. After that silence another
+session may take control, and the loop reports the old client gone before
+the new one's first frame.
+
+The sender stamps with the host's clock (same machine, or clocks kept in
+step by NTP/PTP): frames carry :data:`~teledora.operators.xr.headset_clock.HOST_CLOCK`.
 """
 
 from __future__ import annotations
@@ -12,29 +25,40 @@ import time
 from typing import Any, Callable
 
 from teledora.devices.xr.feed_device import FeedDevice, ReceivedFrame
-from teledora.operators.xr.xr_feed_format import MAX_FRAME_BYTES
+from teledora.operators.xr.feed_rejection import FeedRejected
+from teledora.operators.xr.headset_clock import HOST_CLOCK
+from teledora.operators.xr.udp_envelope import MAX_DATAGRAM_BYTES, EnvelopeOpener, feed_key
 
 DEFAULT_PORT = 9870
+_MAX_PER_READ = 256  # datagrams taken per read, so a flood cannot starve the node's event loop
 
 
 class UdpFeedBackend(FeedDevice):
-    """Receives feed datagrams; one sender address controls at a time.
+    """Receives feed datagrams; one authenticated sender session controls at a time.
 
     Args:
         bind: Local address.
         port: UDP port (0 picks a free one; see ``port`` after ``connect``).
-        takeover_s: Silence after which another sender may take control.
+        token: The pairing token the senders' MACs are keyed with.
+        takeover_s: Silence after which another sender session may take control.
         clock: Host clock (ns).
     """
 
-    def __init__(self, bind: str = "127.0.0.1", port: int = DEFAULT_PORT, takeover_s: float = 1.0,
+    def __init__(self, bind: str = "127.0.0.1", port: int = DEFAULT_PORT, token: str = "", takeover_s: float = 1.0,
                  clock: Callable[[], int] = time.time_ns) -> None:
+        super().__init__()
         self.bind, self.port, self.takeover_ns, self.clock = bind, port, int(takeover_s * 1e9), clock
+        self.opener = EnvelopeOpener(feed_key(token))
         self.sock: socket.socket | None = None
-        self.refused = 0
-        self._owner: tuple[str, int] | None = None
+        self._owner: bytes | None = None
+        self._owner_peer = ""
         self._owner_last_ns = 0
         self._client = 0
+
+    @property
+    def refused(self) -> int:
+        """Datagrams refused because another sender session is in control."""
+        return self.rejections().get("refused_sender", 0)
 
     def connect(self) -> None:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -46,24 +70,35 @@ class UdpFeedBackend(FeedDevice):
         assert self.sock is not None, "connect() first"
         ready, _, _ = select.select([self.sock], [], [], timeout_s)
         frames: list[ReceivedFrame] = []
-        while ready:
+        for _ in range(_MAX_PER_READ if ready else 0):
             try:
-                data, addr = self.sock.recvfrom(MAX_FRAME_BYTES + 1)
-            except BlockingIOError:
+                data, addr = self.sock.recvfrom(MAX_DATAGRAM_BYTES + 1)
+            except (BlockingIOError, InterruptedError):
                 break
+            except OSError:  # e.g. an ICMP error reported on the socket: not a datagram
+                continue
             now = self.clock()
-            if self._owner != addr:
+            try:
+                opened = self.opener.open(data, now)
+            except FeedRejected as exc:
+                self.reject(exc.reason)
+                continue
+            if opened.session != self._owner:
                 if self._owner is not None and now - self._owner_last_ns < self.takeover_ns:
-                    self.refused += 1
+                    self.reject("refused_sender")
                     continue
-                self._owner = addr
+                self._owner = opened.session
                 self._client += 1
-            self._owner_last_ns = now
-            frames.append(ReceivedFrame(data, f"{addr[0]}:{addr[1]}", self._client, now))
+            peer = f"{addr[0]}:{addr[1]}"
+            self._owner_peer, self._owner_last_ns = peer, now
+            frames.append(ReceivedFrame(opened.payload, peer, self._client, now, HOST_CLOCK))
         return frames
 
     def write(self, message: dict[str, Any]) -> None:
         """UDP senders get nothing back (the bridge has no display)."""
+
+    def diagnostics_details(self) -> dict[str, Any]:
+        return {"refused_senders": self.refused, "sender": self._owner_peer, "sessions_remembered": self.opener.sessions}
 
     def close(self) -> None:
         if self.sock is not None:
