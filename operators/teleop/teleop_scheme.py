@@ -14,7 +14,12 @@ Controls (sticks arrive as xr-standard axes: x right positive, y pushed forward 
   reset and leave the arms paused.
 * enabled arms follow without any button held. A pose older than
   ``pose_timeout_s`` holds that arm and zeros its stick; button/stick reports older
-  than ``input_timeout_s`` zero base/lift but keep arm tracking. Digital levels stay
+  than ``input_timeout_s`` zero base/lift but keep arm tracking. Ages are sample
+  ages: the stamps are when the headset sampled, mapped to the host clock by the
+  xr node, so link delay counts. A stamp later than now by more than
+  ``future_stamp_tolerance_s`` is not fresh either (a skewed clock cannot keep a
+  sample alive): that hand holds and its stick is zeroed until a sample with a
+  sound stamp arrives. Digital levels stay
   latched until a real report changes them or the hand disconnects; edges come only
   from reports. A new connection (epoch) starts with a baseline report that makes no
   edges, except that a menu button already down latches the e-stop. An epoch change
@@ -51,6 +56,7 @@ class TeleopConfig:
     slow_factor: float = 0.1
     pose_timeout_s: float = 0.3
     input_timeout_s: float = 0.5
+    future_stamp_tolerance_s: float = 0.05
     stick_deadzone: float = 0.1
     chord_window_s: float = 3.0
     pinch_full_rad: float = 0.65
@@ -186,6 +192,7 @@ class TeleopScheme:
         """Applies one decoded ``XrControllers`` report received at ``now_ns``."""
         for hand in HANDS:
             self._on_hand(hand, msg[hand])
+            self._note_future_stamps(hand, msg[hand], now_ns)
         self._on_ui(msg)
         focused = bool(msg["focused"])
         if self._focused and not focused:
@@ -247,6 +254,15 @@ class TeleopScheme:
             else:
                 self._toggle_pause("right_menu")
         self._apply_levels(hand)
+
+    def _note_future_stamps(self, hand: str, rep: Mapping[str, Any], now_ns: int) -> None:
+        """An event when a report's stamps lie beyond the future tolerance
+        (``_fresh`` then refuses them)."""
+        if not rep["connected"]:
+            return
+        latest = now_ns + self.config.future_stamp_tolerance_s * 1e9
+        if int(rep["input_stamp_ns"]) > latest or (rep["pose_valid"] and int(rep["pose_stamp_ns"]) > latest):
+            self._event(f"{hand}_future_stamp")
 
     def _apply_levels(self, hand: str) -> None:
         """Clutch and slow follow the held levels; clutch edges re-anchor, slow edges rescale."""
@@ -325,7 +341,12 @@ class TeleopScheme:
 
     # ---------------------------------------------------------------- step
     def _fresh(self, stamp: int | None, now_ns: int, timeout_s: float) -> bool:
-        return stamp is not None and now_ns - stamp <= timeout_s * 1e9
+        """A sample at most ``timeout_s`` old and not later than now by more
+        than the future tolerance."""
+        if stamp is None:
+            return False
+        age_ns = now_ns - stamp
+        return -self.config.future_stamp_tolerance_s * 1e9 <= age_ns <= timeout_s * 1e9
 
     def step(self, now_ns: int, robot_grips: Mapping[str, Pose | None], lift_height_m: float = 0.0) -> TeleopOutput:
         """Evaluates timeouts at ``now_ns`` and returns the commands to send.

@@ -93,6 +93,7 @@ def events(*outs: TeleopOutput) -> list[str]:
         ({"start_paused": 1}, "start_paused"),
         ({"max_sped_m_s": 1.0}, "unknown"),
         ({"pose_timeout_s": float("nan")}, "pose_timeout_s"),
+        ({"future_stamp_tolerance_s": -0.1}, "future_stamp_tolerance_s"),
     ],
 )
 def test_config_rejects_bad_values(values, message):
@@ -363,6 +364,68 @@ def test_stale_buttons_zero_base_lift_but_arms_keep_tracking(age_ms, moves):
     assert out.arm_targets["left"]["enabled"]
     np.testing.assert_allclose(out.arm_targets["left"]["position"], GRIPS["left"].position + [0.05, 0, 0], atol=1e-12)
     assert out.state["right_clutched"]  # digital level stays latched, no timeout-made release
+
+
+def sampled(h: Harness, arrive_ms: float, pose_age_ms: float, input_age_ms: float, **hands: dict) -> TeleopOutput:
+    """A report arriving at ``arrive_ms`` whose samples were taken the given ages
+    earlier (their stamps, mapped to the host clock, as the xr node sends them)."""
+    for hand in ("left", "right"):
+        h.hands[hand]["pose_stamp_ns"] = int((arrive_ms - pose_age_ms) * MS)
+        h.hands[hand]["input_stamp_ns"] = int((arrive_ms - input_age_ms) * MS)
+    return h.report(arrive_ms, pose_for=(), input_for=(), **hands)
+
+
+@pytest.mark.parametrize(
+    "link_delay_ms, arms_enabled, base_moves",
+    [(0, True, True), (250, True, True), (299, True, True), (301, False, False), (600, False, False),
+     (1000, False, False)],
+)
+def test_staleness_is_judged_by_sample_age_so_link_delay_holds_the_arms(link_delay_ms, arms_enabled, base_moves):
+    # every report arrives link_delay_ms after its samples were taken, 10 ms apart: however
+    # regular the arrivals, a delay beyond the 300 ms pose rule holds both arms and the base
+    h = Harness()
+    for t in range(1000, 1500, 10):
+        out = sampled(h, t, link_delay_ms, link_delay_ms, left={"stick": [0.0, -1.0]})
+    assert out.arm_targets["left"]["enabled"] is arms_enabled and out.arm_targets["right"]["enabled"] is arms_enabled
+    assert (out.base_cmd["forward_m_s"] == pytest.approx(0.25)) is base_moves
+    assert base_moves or out.base_cmd["forward_m_s"] == 0.0
+
+
+@pytest.mark.parametrize("input_age_ms, base_moves", [(450, True), (500, True), (510, False)])
+def test_input_rule_is_judged_by_sample_age(input_age_ms, base_moves):
+    h = Harness()
+    out = sampled(h, 1000, 0, input_age_ms, left={"stick": [0.0, -1.0]})
+    assert out.arm_targets["left"]["enabled"]  # fresh poses: the arm tracks either way
+    assert (out.base_cmd["forward_m_s"] != 0.0) is base_moves
+
+
+@pytest.mark.parametrize(
+    "ahead_ms, fresh",
+    [(0, True), (49, True), (50, True), (51, False), (1_000_000, False)],
+)
+def test_a_stamp_from_the_future_beyond_the_tolerance_is_not_fresh(ahead_ms, fresh):
+    h = Harness()
+    out = sampled(h, 1000, -ahead_ms, -ahead_ms, left={"stick": [0.0, -1.0]})
+    assert out.arm_targets["left"]["enabled"] is fresh
+    assert (out.base_cmd["forward_m_s"] == pytest.approx(0.25)) is fresh
+    assert ("left_future_stamp" in out.state["events"]) is (not fresh)
+
+
+def test_one_report_from_the_future_cannot_keep_the_base_moving_through_silence():
+    # the issue's case: one report stamped +1000 s with the stick forward, then 2 s of silence
+    h = Harness()
+    out = sampled(h, 0, -1_000_000, -1_000_000, left={"stick": [0.0, -1.0]})
+    speeds = [out.base_cmd["forward_m_s"]] + [h.step(t).base_cmd["forward_m_s"] for t in range(100, 2100, 100)]
+    assert speeds == [0.0] * len(speeds)
+
+
+def test_a_future_stamp_is_fresh_again_once_a_sound_sample_arrives():
+    h = Harness()
+    sampled(h, 0, 0, 0)
+    out = sampled(h, 10, -5_000, -5_000, left={"stick": [0.0, -1.0]})
+    assert not out.arm_targets["left"]["enabled"] and out.base_cmd["forward_m_s"] == 0.0
+    out = sampled(h, 20, 0, 0)
+    assert out.arm_targets["left"]["enabled"] and out.base_cmd["forward_m_s"] == pytest.approx(0.25)
 
 
 def test_input_timeout_generates_no_edges():
