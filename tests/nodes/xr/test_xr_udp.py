@@ -191,6 +191,30 @@ def test_a_flood_of_garbage_keeps_the_node_serving():
     assert len(refusals_logged) <= 4 * periods  # per period, the first of each reason is logged, the rest counted
 
 
+@pytest.mark.parametrize("link_delay_ms, tracks", [(20, True), (400, False)])
+def test_a_link_delay_beyond_the_pose_rule_holds_the_arm(link_delay_ms, tracks):
+    # frames sampled and stamped link_delay_ms before they reach the socket, as a slow link
+    # delivers them: the node stamps them with their sample time, and the control scheme
+    # judges that age, not the (prompt) arrival
+    from teledora.operators.teleop.teleop_scheme import TeleopScheme
+    from teledora.operators.xr.xr_frames import Pose
+
+    def send(port):
+        s = Sender()
+        for seq in range(1, 6):
+            t = time.time_ns() - link_delay_ms * 1_000_000
+            s.send(port, frame(seq, sent_ns=t))
+            time.sleep(0.01)
+
+    node, _ = run_node(send, n_published(5))
+    scheme = TeleopScheme()
+    grip = Pose.of([0.35, 0.18, 0.75], [0, 0, 0, 1])
+    for m in published(node):
+        scheme.on_controllers(m, m["stamp_ns"])
+        out = scheme.step(m["stamp_ns"], {"left": grip, "right": grip})
+    assert out.arm_targets["left"]["enabled"] is tracks
+
+
 def test_remote_bind_needs_explicit_permission():
     with pytest.raises(xr_udp.RemoteBindRefused):
         xr_udp.main(["--bind", "0.0.0.0"], node=MockNode([]))
