@@ -62,6 +62,10 @@ class UdpFeedBackend(FeedDevice):
 
     def connect(self) -> None:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:  # room for bursts (1 MiB, about 250 frames of the largest size); the kernel may cap it
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        except OSError:
+            pass
         self.sock.bind((self.bind, self.port))
         self.sock.setblocking(False)
         self.port = self.sock.getsockname()[1]

@@ -37,7 +37,7 @@ from aiohttp import WSCloseCode, WSMsgType, web
 
 from teledora.devices.xr.feed_device import FeedDevice, ReceivedFrame
 from teledora.operators.xr.feed_rejection import FeedFormatError
-from teledora.operators.xr.headset_clock import HeadsetClock
+from teledora.operators.xr.headset_clock import ClockEstimate, HeadsetClock
 from teledora.operators.xr.page_messages import parse_control, parse_hello
 from teledora.operators.xr.xr_feed_format import MAX_FRAME_BYTES
 
@@ -85,7 +85,8 @@ class WebXrServer(FeedDevice):
                                      u.port if u.port is not None else {"http": 80, "https": 443}.get(u.scheme)))
         self.hello_timeout_s, self.ping_period_s = float(hello_timeout_s), float(ping_period_s)
         self.clients_accepted = 0
-        self._clock: HeadsetClock | None = None
+        self._estimate: ClockEstimate | None = None  # the paired page's latest clock estimate, for diagnostics
+        self._round_trips = 0
         self._frames: queue.Queue[ReceivedFrame] = queue.Queue()
         self._owner: web.WebSocketResponse | None = None
         self._owner_peer = ""
@@ -149,11 +150,11 @@ class WebXrServer(FeedDevice):
             self._loop = None
 
     def diagnostics_details(self) -> dict[str, Any]:
-        est = self._clock.estimate(self.clock()) if self._clock is not None else None
+        est = self._estimate
         return {"clients_accepted": self.clients_accepted, "peer": self._owner_peer if self._owner is not None else "",
                 "clock_offset_ns": None if est is None else est.offset_ns,
-                "clock_uncertainty_ns": None if est is None else est.uncertainty_ns,
-                "round_trips": 0 if self._clock is None else self._clock.round_trips}
+                "clock_uncertainty_ns": None if est is None else est.uncertainty_at(self.clock()),
+                "round_trips": self._round_trips}
 
     def origin_allowed(self, origin: str | None) -> bool:
         """True for this server's own origin (scheme, one of its hosts, its port)
@@ -227,7 +228,7 @@ class WebXrServer(FeedDevice):
         if not await self._hello(ws, first, peer):
             return ws
         client, clock = self._client, HeadsetClock()
-        self._clock = clock
+        self._estimate, self._round_trips = None, 0  # the clock is this socket's (used in the server thread only)
         pings: OrderedDict[int, int] = OrderedDict()
         pinger = asyncio.create_task(self._pinger(ws, pings))
         try:
@@ -254,9 +255,12 @@ class WebXrServer(FeedDevice):
                     sent_ns = pings.pop(pong.ping_id, None)
                     if sent_ns is None or not clock.add_round_trip(sent_ns, pong.page_ns, recv_ns):
                         self.reject("bad_control")
+                    else:
+                        self._estimate, self._round_trips = clock.estimate(recv_ns), clock.round_trips
                     continue
-                self._frames.put(ReceivedFrame(msg.data.encode("utf-8", "replace"), peer, client, recv_ns,
-                                               clock.estimate(recv_ns)))
+                estimate = clock.estimate(recv_ns)
+                self._estimate = estimate
+                self._frames.put(ReceivedFrame(msg.data.encode("utf-8", "replace"), peer, client, recv_ns, estimate))
         finally:
             pinger.cancel()
             if self._owner is ws:
