@@ -105,8 +105,17 @@ def test_webxr_node_publishes_exactly_the_valid_frames_and_always_the_disconnect
             ws = await http.ws_connect(f"{base}/ws", ssl=False, headers={"Origin": base})
             await ws.send_str(json.dumps({"type": "hello", "token": TOKEN}))
             assert (await ws.receive()).json()["type"] == "welcome"
-            ping = (await ws.receive()).json()
-            await ws.send_str(json.dumps({"type": "pong", "id": ping["id"], "page_ns": time.time_ns()}))
+
+            async def answer_pings():  # like the page: every ping answered at once
+                async for msg in ws:
+                    d = json.loads(msg.data)
+                    if d.get("type") == "ping":
+                        await ws.send_str(json.dumps({"type": "pong", "id": d["id"], "page_ns": time.time_ns()}))
+
+            answering = asyncio.create_task(answer_pings())
+            deadline = time.monotonic() + 20
+            while not server.diagnostics_details()["round_trips"] and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)  # a loaded machine can make a round trip too long to use
             for kind in ["valid", *kinds]:
                 case = fuzzer.case(kind, sent_ns=time.time_ns())
                 cases.append(case)
@@ -114,6 +123,7 @@ def test_webxr_node_publishes_exactly_the_valid_frames_and_always_the_disconnect
                 # one over aiohttp's 64 KiB limit would close the socket early, so a 5000-byte one stands in
                 await ws.send_str(case.data.decode("utf-8", "replace") if len(case.data) < 60_000 else "x" * 5000)
             await asyncio.sleep(0.05)
+            answering.cancel()
             await ws.close()
 
     def client():
