@@ -170,6 +170,7 @@ def check_autopilot(connection: str, baud: int, timeout_s: float) -> list[Findin
 def check_natnet(server: str, command_port: int, client_name: str, version: tuple[int, int, int, int],
                  body_name: str | None, body_id: int | None, timeout_s: float) -> list[Finding]:
     """CONNECT -> SERVER_INFO, then MODEL_DEF must name the rigid body."""
+    from teledora.operators.mocap import natnet_model_def as md
     from teledora.operators.mocap import natnet_protocol as nn
     what = f"Motive NatNet server {server}:{command_port}"
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -190,7 +191,7 @@ def check_natnet(server: str, command_port: int, client_name: str, version: tupl
             if packet.message_id == nn.MessageId.SERVER_INFO:
                 info = nn.parse_server_info(packet.payload)
             elif packet.message_id == nn.MessageId.MODEL_DEF and info is not None:
-                bodies = nn.parse_model_def(packet.payload, info.natnet_version)
+                bodies = md.parse_model_def(packet.payload, info.natnet_version)
     finally:
         sock.close()
     if info is None:

@@ -119,6 +119,27 @@ def test_streams_poses_with_dropouts_and_invalid_tracking(tmp_path):
     assert any("clock offset" in e["message"] for e in node.logs)
 
 
+@pytest.mark.parametrize("version", [(3, 0, 0, 0), (3, 1, 0, 0), (4, 0, 0, 0), (4, 1, 0, 0), (4, 2, 0, 0)],
+                         ids=lambda v: f"{v[0]}.{v[1]}")
+def test_body_name_resolves_from_motive_model_def(tmp_path, version):
+    """Motive's MODEL_DEF (marker sets first, rotated pivots) names the body in every supported version."""
+    poses, world = trajectory(10)
+    with FakeMotive(natnet_version=version, rigid_bodies={"cart": 2, "alohamini2": 5}) as fake:
+        def script(f: FakeMotive):
+            deadline = time.monotonic() + 5.0  # frames before the name resolves are (rightly) not published
+            while nn.MessageId.REQUEST_MODEL_DEF not in f.requests and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.1)
+            return f.stream(poses, body_id=5)
+
+        node, (sent,) = run_node(fake, write_config(tmp_path, fake.command_port), script)
+    msgs = [decode("MocapPose", v) for v in node.outputs.get("pose", [])]
+    assert [m["frame_number"] for m in msgs] == [s.frame_number for s in sent]
+    assert all(m["rigid_body_id"] == 5 and m["name"] == "alohamini2" for m in msgs)
+    assert msgs[-1]["position"] == pytest.approx(world[-1][0], abs=1e-5)
+    assert any("rigid body 'alohamini2' is id 5" in e["message"] for e in node.logs)
+
+
 def test_truncated_and_corrupted_packets_are_counted_not_fatal(tmp_path):
     poses, _ = trajectory(4)
 

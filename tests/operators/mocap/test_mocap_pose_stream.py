@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from teledora.operators.mocap import natnet_frame as nf
+from teledora.operators.mocap import natnet_model_def as md
 from teledora.operators.mocap import natnet_protocol as nn
 from teledora.operators.contract.messages import encode
 from teledora.operators.mocap.mocap_frames import MocapFrameTransform
@@ -91,7 +92,7 @@ def test_stamp_from_transmit_when_no_echo():
 def test_select_by_name_via_model_def():
     s = stream(name="alohamini2")
     assert s.handle(frame(1, body_id=7), 0).poses == []  # unresolved: nothing published
-    notes = s.handle(nn.build_model_def([nn.RigidBodyDescription("cart", 2), nn.RigidBodyDescription("alohamini2", 7)],
+    notes = s.handle(md.build_model_def([md.RigidBodyDescription("cart", 2), md.RigidBodyDescription("alohamini2", 7)],
                                         V41), 0).notices
     assert "id 7" in notes[0]
     (pose,) = s.handle(frame(2, body_id=7), 0).poses
