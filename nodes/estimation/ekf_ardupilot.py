@@ -31,6 +31,7 @@ from teledora.runtime.node_io import NodeIO, make_node, next_batch, node_id
 from teledora.nodes.estimation.flow_sim import load_estimation_config
 from teledora.operators.estimation.ardupilot_frames import PoseCovariance, odom_from_ned, position_ok
 from teledora.operators.estimation.autopilot_session import Action, AutopilotSession, LinkState, SessionConfig
+from teledora.operators.estimation.distance_sensor import covariance_cm2, distance_report
 from teledora.operators.estimation.mavlink_clock import MavlinkClock
 
 MSG_ATTITUDE, MSG_LOCAL_POSITION_NED, MSG_EKF_STATUS_REPORT = 30, 32, 193
@@ -71,10 +72,20 @@ class BridgeConfig:
     origin_lon_deg: float = 0.0
     origin_alt_m: float = 0.0
     send_distance_sensor: bool = True
+    distance_sensor_range_m: tuple[float, float] = (0.01, 1.0)
+    distance_sensor_std_m: float | None = None
     position_std_m: float = 0.02
     yaw_std_rad: float = 0.02
     lost_position_std_m: float = 100.0
     session: SessionConfig = field(default_factory=lambda: SessionConfig(streams=bridge_streams()))
+
+    def __post_init__(self) -> None:
+        low, high = (float(v) for v in self.distance_sensor_range_m)
+        if not 0.0 <= low < high:
+            raise ValueError(f"distance_sensor_range_m must be [min, max] with 0 <= min < max (m), got "
+                             f"{list(self.distance_sensor_range_m)}")
+        object.__setattr__(self, "distance_sensor_range_m", (low, high))
+        covariance_cm2(self.distance_sensor_std_m)  # raises on an unusable value
 
     @classmethod
     def from_dict(cls, cfg: Mapping[str, Any]) -> "BridgeConfig":
@@ -197,9 +208,11 @@ class ArduPilotBridge:
             self.link.write("optical_flow", int(msg["stamp_ns"]) // 1000, 0, 0, 0, 0.0, 0.0, quality,
                             float(msg["ground_distance_m"]), float(msg["flow_rate_x"]), float(msg["flow_rate_y"]))
             if self.config.send_distance_sensor:
-                cm = max(0, min(65535, round(msg["ground_distance_m"] * 100.0)))
-                self.link.write("distance_sensor", self._boot_ms(), 1, 100, cm, MAV_DISTANCE_SENSOR_UNKNOWN, 0,
-                                MAV_SENSOR_ROTATION_PITCH_270, 0)
+                d = distance_report(float(msg["ground_distance_m"]), *self.config.distance_sensor_range_m,
+                                    self.config.distance_sensor_std_m)
+                self.link.write("distance_sensor", self._boot_ms(), d.min_distance_cm, d.max_distance_cm,
+                                d.current_distance_cm, MAV_DISTANCE_SENSOR_UNKNOWN, 0, MAV_SENSOR_ROTATION_PITCH_270,
+                                d.covariance_cm2)
         except LinkError as exc:
             self._lose(str(exc))
             self.flows_dropped += 1

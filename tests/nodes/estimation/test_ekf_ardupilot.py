@@ -149,6 +149,28 @@ def test_flow_in_pose_out_matches_the_autopilot_estimate(fake):
         bridge.close()
 
 
+@pytest.mark.parametrize("std_m, covariance", [(None, 255), (0.002, 1), (0.03, 10)])
+def test_distance_sensor_carries_the_variance_or_unknown(fake, std_m, covariance):
+    """DISTANCE_SENSOR.covariance is cm² (255 = unknown); 0 would claim a perfect reading."""
+    bridge = make_bridge(fake, distance_sensor_std_m=std_m)
+    try:
+        assert wait_until(bridge, streaming(bridge))
+        assert bridge.on_flow(flow_msg(1_000_000_000, 0.0, 0.0, h=0.052))
+        assert wait_until(bridge, lambda: len(fake.distance_sensors) >= 1)
+        d = fake.distance_sensors[-1]
+        assert (d.current_distance, d.min_distance, d.max_distance) == (5, 1, 100)
+        assert d.covariance == covariance
+    finally:
+        bridge.close()
+
+
+def test_distance_sensor_settings_are_checked():
+    with pytest.raises(ValueError, match="distance_sensor_std_m"):
+        BridgeConfig.from_dict({"distance_sensor_std_m": -0.01})
+    with pytest.raises(ValueError, match="distance_sensor_range_m"):
+        BridgeConfig.from_dict({"distance_sensor_range_m": [0.1, 0.05]})
+
+
 def test_flow_model_agrees_with_autopilot_spin_in_place(fake):
     """Our flow model (FLU) and the fake's ArduPilot equations (FRD) describe the same sensor:
     a spin with the mount offset must not move the autopilot's estimate."""
