@@ -116,7 +116,8 @@ class ImageFlowSensor:
     Args:
         camera: The floor renderer.
         offset_m: Sensor position in base_link (FLU); its z is the height above the floor.
-        orient_yaw_rad: Yaw of the sensor's axes from the body's.
+        orient_yaw_rad: Yaw of the sensor's axes from the body's, as FLOW_ORIENT_YAW (positive:
+            the sensor's x axis points to the right of the body's x axis).
     """
 
     def __init__(self, camera: FloorCamera, offset_m: tuple[float, float, float], orient_yaw_rad: float = 0.0):
@@ -131,7 +132,9 @@ class ImageFlowSensor:
         the first frame (nothing to compare with) or a repeated stamp."""
         rx, ry, h = self.offset_m
         c, s = math.cos(yaw_rad), math.sin(yaw_rad)
-        frame = self.camera.render(x_m + c * rx - s * ry, y_m + s * rx + c * ry, yaw_rad + self.orient_yaw_rad, h)
+        # orient_yaw_rad is FLOW_ORIENT_YAW: positive turns the sensor's x axis to the right of the
+        # body's (clockwise seen from above), so in the counter-clockwise world yaw it subtracts
+        frame = self.camera.render(x_m + c * rx - s * ry, y_m + s * rx + c * ry, yaw_rad - self.orient_yaw_rad, h)
         previous, previous_ns = self._previous, self._previous_ns
         if previous_ns is not None and stamp_ns <= previous_ns:
             return None

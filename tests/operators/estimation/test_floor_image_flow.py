@@ -24,10 +24,11 @@ def test_texture_is_seeded_and_has_contrast(camera):
     assert camera.render(0, 0, 0, H).std() > 0.05
 
 
+@pytest.mark.parametrize("orient_yaw", [0.0, 0.6, -1.2])
 @pytest.mark.parametrize("twist", [(0.1, 0.0, 0.0), (0.0, 0.08, 0.0), (0.0, 0.0, 0.8), (0.06, -0.03, 0.4)])
-def test_image_flow_matches_flow_model(camera, twist):
-    model = FlowModel(FlowModelConfig(offset_m=OFFSET))
-    sensor = ImageFlowSensor(camera, OFFSET)
+def test_image_flow_matches_flow_model(camera, twist, orient_yaw):
+    model = FlowModel(FlowModelConfig(offset_m=OFFSET, orient_yaw_rad=orient_yaw))
+    sensor = ImageFlowSensor(camera, OFFSET, orient_yaw)
     vx, vy, wz = twist
     dt = 0.02
     assert sensor.read(0, 0.3, -0.2, 0.5) is None  # first frame
@@ -42,8 +43,22 @@ def test_image_flow_matches_flow_model(camera, twist):
     fx, fy, quality, got_dt = sensor.read(20_000_000, 0.3 + c * dx - s * dy, -0.2 + s * dx + c * dy, yaw)
     assert got_dt == pytest.approx(dt)
     expected = model.sensor_flow(model.body_flow(vx, vy, wz, H))
-    np.testing.assert_allclose([fx, fy], expected, atol=0.08 + 0.05 * np.abs(expected).max())
+    # one frame of phase correlation on a rotated texture is good to about 10 %; a mounting yaw
+    # applied with the wrong sign turns the vector by twice the yaw (1.2 rad here: a 113 % error)
+    assert np.linalg.norm([fx - expected[0], fy - expected[1]]) < 0.08 + 0.12 * np.linalg.norm(expected)
     assert quality > 100
+
+
+def test_sensor_turned_right_reads_forward_motion_on_its_x_axis(camera):
+    """FLOW_ORIENT_YAW +90 deg: the sensor's x axis points right, its y axis backwards.
+
+    Driving forward at v, the sensor moves along its own -y: ArduPilot's sensor
+    equations give flow_x = -v_y(sensor)/h = +v/h and flow_y = 0.
+    """
+    sensor = ImageFlowSensor(camera, (0.0, 0.0, H), np.pi / 2)
+    assert sensor.read(0, 0.0, 0.0, 0.0) is None
+    fx, fy, _, _ = sensor.read(20_000_000, 0.1 * 0.02, 0.0, 0.0)
+    np.testing.assert_allclose([fx, fy], [0.1 / H, 0.0], atol=0.08 + 0.05 * 0.1 / H)
 
 
 def test_featureless_motion_blur_lowers_quality(camera):
