@@ -9,9 +9,11 @@
    side: echo-mapped (what the node does), transmit-stamp-mapped (fallback),
    and the naive arrival time.
 3. Evaluation cost of a 10-minute run (estimate 50 Hz, truth 120 Hz):
-   interpolate vs nearest association, and with the lag search.
+   interpolate vs nearest association, with the lag search, and with the
+   distance travelled summed over raw steps (``--path-step 0``) instead of
+   the decimated path.
 
-    python benchmarks/mocap.py [--seconds 5] [--repeat 2000]
+    python benchmarks/mocap.py [--seconds 5] [--repeat 2000] [--only parse|loopback|eval]
 """
 
 from __future__ import annotations
@@ -158,6 +160,7 @@ def eval_costs() -> None:
     results = {}
     for name, cfg in (
         ("interpolate, se2", EvaluationConfig()),
+        ("interpolate, se2, raw path", EvaluationConfig(path_min_step_m=0.0)),
         ("nearest, se2", EvaluationConfig(association="nearest")),
         ("interpolate, se2, lag search", EvaluationConfig(estimate_lag=True, max_lag_s=0.2, lag_step_s=0.01)),
     ):
@@ -167,16 +170,21 @@ def eval_costs() -> None:
         print(f"{name:30s} {results[name]:6.2f} s  APE rmse {r['ape_m']['rmse'] * 1e3:7.3f} mm  "
               f"lag {r['association']['lag_s'] * 1e3:6.2f} ms")
     print(f"lag search / fixed lag time ratio: {results['interpolate, se2, lag search'] / results['interpolate, se2']:.0f}x")
+    print(f"decimated / raw path time ratio: {results['interpolate, se2'] / results['interpolate, se2, raw path']:.1f}x")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=5.0, help="loopback streaming time")
     ap.add_argument("--repeat", type=int, default=2000, help="parse repetitions")
+    ap.add_argument("--only", choices=("parse", "loopback", "eval"), default=None, help="run one section")
     args = ap.parse_args()
-    parse_costs(args.repeat)
-    loopback(args.seconds)
-    eval_costs()
+    if args.only in (None, "parse"):
+        parse_costs(args.repeat)
+    if args.only in (None, "loopback"):
+        loopback(args.seconds)
+    if args.only in (None, "eval"):
+        eval_costs()
 
 
 if __name__ == "__main__":

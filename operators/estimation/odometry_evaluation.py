@@ -35,6 +35,7 @@ from teledora.operators.estimation.trajectory_metrics import (
     ErrorStats,
     RelativeErrors,
     drift,
+    path_length,
     position_errors,
     relative_errors,
     yaw_errors,
@@ -183,9 +184,10 @@ def evaluate_odometry(
     anchored = align(assoc.estimate, assoc.truth, "origin").apply(assoc.estimate)
     step = cfg.path_min_step_m
     try:
-        relative = relative_errors(aligned, assoc.truth, cfg.rpe_delta_m, cfg.dims, step)
-        drift_aligned = drift(aligned, assoc.truth, cfg.dims, step)
-        drift_anchored = drift(anchored, assoc.truth, cfg.dims, step)
+        travelled = path_length(assoc.truth, cfg.dims, step)
+        relative = relative_errors(aligned, assoc.truth, cfg.rpe_delta_m, cfg.dims, step, travelled)
+        drift_aligned = drift(aligned, assoc.truth, cfg.dims, step, travelled)
+        drift_anchored = drift(anchored, assoc.truth, cfg.dims, step, travelled)
     except DistanceError as exc:
         raise EvaluationError(str(exc)) from None
     return EvaluationResult(

@@ -31,7 +31,7 @@ from teledora.operators.estimation.trajectory_association import Trajectory
 DEFAULT_MIN_STEP_M = 0.05
 """Default spacing of the kept samples: 160 times a 0.3 mm mocap noise."""
 
-_CHUNK = 512
+_MAX_CHUNK = 4096
 
 
 class DistanceError(ValueError):
@@ -47,19 +47,20 @@ def kept_indices(positions: np.ndarray, min_step_m: float) -> np.ndarray:
         return np.zeros(0, dtype=int)
     if min_step_m == 0.0:
         return np.arange(n)
+    p = np.asarray(positions, dtype=float)
+    step2 = min_step_m * min_step_m
     kept = [0]
-    i = 0
-    start = 1
+    i, start, chunk = 0, 1, 16
     while start < n:
-        stop = min(n, start + _CHUNK)
-        d = np.linalg.norm(positions[start:stop] - positions[i], axis=1)
-        far = np.nonzero(d >= min_step_m)[0]
-        if len(far) == 0:
-            start = stop
+        stop = min(n, start + chunk)
+        far = (((p[start:stop] - p[i]) ** 2).sum(axis=1) >= step2)
+        j = int(far.argmax())
+        if not far[j]:
+            start, chunk = stop, min(2 * chunk, _MAX_CHUNK)  # not yet: look further, in larger blocks
             continue
-        i = start + int(far[0])
+        i = start + j
         kept.append(i)
-        start = i + 1
+        start, chunk = i + 1, max(16, 2 * (j + 1))  # the next kept sample is likely as far on
     return np.asarray(kept, dtype=int)
 
 

@@ -118,8 +118,11 @@ class RelativeErrors:
 
 
 def relative_errors(estimate: Trajectory, truth: Trajectory, delta_m: float = 1.0, dims: int = 2,
-                    min_step_m: float = DEFAULT_MIN_STEP_M) -> RelativeErrors:
+                    min_step_m: float = DEFAULT_MIN_STEP_M, truth_distance: np.ndarray | None = None) -> RelativeErrors:
     """Relative pose errors per metre over windows of ``delta_m`` truth travel.
+
+    ``truth_distance`` (the truth's :func:`path_length`, when the caller has it)
+    saves computing it again.
 
     Raises:
         MetricError: non-positive ``delta_m`` or unpaired trajectories.
@@ -127,7 +130,9 @@ def relative_errors(estimate: Trajectory, truth: Trajectory, delta_m: float = 1.
     _check_pair(estimate, truth, dims)
     if not delta_m > 0:
         raise MetricError(f"delta_m must be positive, got {delta_m}")
-    dist = path_length(truth, dims, min_step_m)
+    dist = path_length(truth, dims, min_step_m) if truth_distance is None else truth_distance
+    if len(dist) != len(truth):
+        raise MetricError(f"truth_distance has {len(dist)} values for {len(truth)} samples")
     if len(dist) == 0:
         return RelativeErrors(delta_m, np.zeros(0), np.zeros(0), np.zeros(0, dtype=int))
     j = np.searchsorted(dist, dist + delta_m - 1e-12, side="left")
@@ -155,7 +160,8 @@ class Drift:
     final_yaw_error_rad: float
 
 
-def drift(estimate: Trajectory, truth: Trajectory, dims: int = 2, min_step_m: float = DEFAULT_MIN_STEP_M) -> Drift:
+def drift(estimate: Trajectory, truth: Trajectory, dims: int = 2, min_step_m: float = DEFAULT_MIN_STEP_M,
+          truth_distance: np.ndarray | None = None) -> Drift:
     """Final position error as a percentage of the truth's path length.
 
     The error is taken as the trajectories stand: anchor or align the estimate
@@ -168,7 +174,7 @@ def drift(estimate: Trajectory, truth: Trajectory, dims: int = 2, min_step_m: fl
     if len(truth) == 0:
         raise MetricError("drift needs at least one associated sample")
     final = float(np.linalg.norm(estimate.positions[-1, :dims] - truth.positions[-1, :dims]))
-    length = float(path_length(truth, dims, min_step_m)[-1])
+    length = float((path_length(truth, dims, min_step_m) if truth_distance is None else truth_distance)[-1])
     percent = 100.0 * final / length if length > 0 else float("nan")
     final_yaw = float(wrap_angles(estimate.yaw[-1] - truth.yaw[-1]))
     return Drift(final, length, percent, final_yaw)
