@@ -35,6 +35,7 @@ from typing import Any, Callable, Sequence
 import yaml
 
 from teledora import models
+from teledora.operators.errors import DeviceError
 from teledora.devices.drive.base_loop import add_config_arg, load_drive_config, parse_args
 from teledora.runtime.node_io import NodeIO, make_node, newest_per_input, next_batch, node_id
 from teledora.devices.drive.feetech_bus import BusStats, FeetechBus, FeetechBusError
@@ -55,7 +56,7 @@ from teledora.operators.drive.servo_calibration import (
 _READ = ["Present_Position", "Present_Velocity", "Present_Current"]
 
 
-class OvercurrentTripError(RuntimeError):
+class OvercurrentTripError(DeviceError, RuntimeError):
     """A servo stayed over the trip current; all arm torque was released."""
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from teledora.operators.errors import DeviceError
 from teledora.runtime.node_io import NodeIO, make_node, next_batch, node_id
 from teledora.nodes.estimation.flow_sim import load_estimation_config
 from teledora.operators.estimation.ardupilot_frames import PoseCovariance, odom_from_ned, position_ok
@@ -40,7 +41,7 @@ MAV_TYPE_ONBOARD_CONTROLLER, MAV_AUTOPILOT_INVALID, MAV_STATE_ACTIVE = 18, 8, 4
 MAV_DISTANCE_SENSOR_UNKNOWN, MAV_SENSOR_ROTATION_PITCH_270 = 4, 25
 
 
-class LinkError(OSError):
+class LinkError(DeviceError, OSError):
     """The MAVLink connection failed (open, read or write)."""
 
 

@@ -32,6 +32,7 @@ import yaml
 from rplidar import RPLidar, RPLidarException
 
 from teledora import models
+from teledora.operators.errors import DeviceError
 from teledora.runtime.node_io import NodeIO, make_node, newest_per_input, next_batch, node_id
 from teledora.operators.lidar.laser_scan import LaserScan
 from teledora.operators.lidar.lidar_config import HardwareConfig, LidarSetup, lidar_setup_from_dict
@@ -58,11 +59,11 @@ from teledora.operators.lidar.rplidar_protocol import (
 from teledora.operators.lidar.scan_binning import ScanGrid, bin_revolution
 
 
-class LidarTimeoutError(TimeoutError):
+class LidarTimeoutError(DeviceError, TimeoutError):
     """The lidar sent nothing for longer than the read timeout."""
 
 
-class LidarHealthError(RuntimeError):
+class LidarHealthError(DeviceError, RuntimeError):
     """The lidar reports a hardware error (protection stop) even after a reset."""
 
 

@@ -20,6 +20,7 @@ import socket
 import time
 from typing import Any, Callable, Sequence
 
+from teledora.operators.errors import ConfigError
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.devices.xr.feed_loop import ReceivedFrame, run_feed
 from teledora.operators.xr.xr_feed_format import MAX_FRAME_BYTES, FeedAssembler
@@ -27,7 +28,7 @@ from teledora.operators.xr.xr_feed_format import MAX_FRAME_BYTES, FeedAssembler
 DEFAULT_PORT = 9870
 
 
-class RemoteBindRefused(ValueError):
+class RemoteBindRefused(ConfigError):
     """Binding a non-loopback address without ``--allow-remote``."""
 
 

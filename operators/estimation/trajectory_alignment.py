@@ -22,13 +22,14 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from teledora.operators.errors import TeledoraError
 from teledora.operators.geometry.rotations import matrix_to_quat_xyzw
 from teledora.operators.estimation.trajectory_association import Trajectory
 
 ALIGNMENTS: tuple[str, ...] = ("none", "origin", "se2", "se3", "sim3")
 
 
-class AlignmentError(ValueError):
+class AlignmentError(TeledoraError, ValueError):
     """An alignment cannot be computed (unknown method, too few or degenerate points)."""
 
 

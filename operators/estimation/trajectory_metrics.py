@@ -20,10 +20,11 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from teledora.operators.errors import TeledoraError
 from teledora.operators.estimation.trajectory_association import Trajectory
 
 
-class MetricError(ValueError):
+class MetricError(TeledoraError, ValueError):
     """A metric cannot be computed from the given trajectories."""
 
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from teledora.operators.errors import TeledoraError
+
 # Below this |yaw increment| (rad) the series forms of sin(t)/t and (1-cos t)/t are used.
 _SERIES_THRESHOLD_RAD = 1e-4
 
 
-class Se2InputError(ValueError):
+class Se2InputError(TeledoraError, ValueError):
     """A pose, twist or time step that cannot be integrated (NaN, Inf, negative dt)."""
 
 

@@ -29,12 +29,13 @@ import numpy as np
 import numpy.typing as npt
 from scipy.interpolate import CubicSpline
 
+from teledora.operators.errors import TeledoraError
 from teledora.operators.ik.ik_solver import SIDES, BimanualIk, GripTarget, IkSolveError
 from teledora.operators.geometry.rotations import quat_angle_xyzw
 from teledora.operators.ik.workspace_limits import slerp_xyzw
 
 
-class PathPlanningError(RuntimeError):
+class PathPlanningError(TeledoraError, RuntimeError):
     """A path sample is unreachable or the trajectory leaves its line."""
 
 

@@ -29,6 +29,7 @@ import numpy.typing as npt
 
 # Settings, model building and task terms live in their own modules; they stay
 # importable from here, where callers have always found them.
+from teledora.operators.errors import TeledoraError
 from teledora.operators.ik.collision_pairs import CollisionGuard, CollisionPairs, joint_levers_m
 from teledora.operators.ik.ik_model import build_ik_model
 from teledora.operators.ik.ik_settings import CollisionConfig, IkConfigError, IkSettings, SolverConfig
@@ -40,7 +41,7 @@ from teledora.operators.geometry.rotations import matrix_to_quat_xyzw
 SIDES = ("left", "right")
 
 
-class IkSolveError(RuntimeError):
+class IkSolveError(TeledoraError, RuntimeError):
     """The QP found no solution (or a non-finite one); nothing was changed."""
 
 

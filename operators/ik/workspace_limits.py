@@ -17,12 +17,13 @@ from typing import Any, Mapping
 import numpy as np
 import numpy.typing as npt
 
+from teledora.operators.errors import TeledoraError
 from teledora.operators.geometry.rotations import quat_angle_xyzw, quat_normalize
 
 SIDES = ("left", "right")
 
 
-class WorkspaceError(ValueError):
+class WorkspaceError(TeledoraError, ValueError):
     """Inconsistent workspace configuration or an invalid target."""
 
 

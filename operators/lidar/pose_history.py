@@ -14,8 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from teledora.operators.errors import TeledoraError
 
-class PoseOutOfRangeError(LookupError):
+
+class PoseOutOfRangeError(TeledoraError, LookupError):
     """A pose was asked for a time the history does not cover."""
 
 

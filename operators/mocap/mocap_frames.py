@@ -32,12 +32,13 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from teledora.operators.errors import ConfigError
 from teledora.operators.geometry.rotations import matrix_to_quat_xyzw, quat_to_matrix_xyzw
 
 _AXES = {"x": 0, "y": 1, "z": 2}
 
 
-class MocapFrameError(ValueError):
+class MocapFrameError(ConfigError):
     """A mocap frame configuration is invalid (bad axis map, wrong vector sizes)."""
 
 

@@ -19,10 +19,12 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from teledora.operators.errors import TeledoraError
+
 MAX_FRAMES_PER_TRUTH = 240  # a longer truth gap is skipped, not filled with interpolated frames
 
 
-class MocapSimError(ValueError):
+class MocapSimError(TeledoraError, ValueError):
     """Invalid simulator settings or ground truth."""
 
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from teledora.operators.errors import ConfigError
 
-class ProfileError(ValueError):
+
+class ProfileError(ConfigError):
     """The robot profile is missing a key or holds an inconsistent value."""
 
 

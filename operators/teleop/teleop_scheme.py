@@ -29,6 +29,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from teledora.operators.errors import ConfigError
 from teledora.operators.teleop.anchored_mapping import AnchoredMapping
 from teledora.operators.xr.xr_frames import Pose, PoseError
 
@@ -37,7 +38,7 @@ PINCH_ORDER = ("full", "fine", "half")
 _BUTTONS = ("primary", "secondary", "stick_click", "menu")
 
 
-class TeleopConfigError(ValueError):
+class TeleopConfigError(ConfigError):
     """A teleop configuration value is missing, unknown or out of range."""
 
 

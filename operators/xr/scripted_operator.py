@@ -15,13 +15,14 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from teledora.operators.errors import ConfigError
 from teledora.operators.geometry.rotations import matrix_to_quat_xyzw
 
 BUTTONS = ("trigger", "squeeze", "primary", "secondary", "stick_click", "menu")
 UI_BUTTONS = ("ui_estop", "ui_release_stop", "ui_pause")
 
 
-class ScriptError(ValueError):
+class ScriptError(ConfigError):
     """The operator script is malformed."""
 
 

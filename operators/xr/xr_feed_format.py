@@ -31,6 +31,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from teledora.operators.errors import ProtocolError, TeledoraError
 from teledora.operators.xr.xr_frames import Pose, PoseError, webxr_pose_to_flu
 
 FEED_VERSION = 1
@@ -44,7 +45,7 @@ _UI_KEYS = {"estop", "release_stop", "pause"}
 _SEQ_RESTART_GAP = 1000  # a sequence number this far backwards means the sender restarted
 
 
-class FeedFormatError(ValueError):
+class FeedFormatError(ProtocolError):
     """A feed frame that is malformed, oversized or of an unsupported version."""
 
 
@@ -186,7 +187,7 @@ def parse_frame(data: bytes | str) -> FeedFrame:
     )
 
 
-class StaleFrameError(ValueError):
+class StaleFrameError(TeledoraError, ValueError):
     """A frame older than (or equal to) the newest already accepted from this session."""
 
 

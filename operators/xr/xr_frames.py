@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from teledora.operators.errors import TeledoraError
 from teledora.operators.geometry.rotations import quat_conjugate_xyzw, quat_multiply_xyzw
 
 #: Rotation matrix taking WebXR-space vectors to FLU vectors.
@@ -26,7 +27,7 @@ WEBXR_TO_FLU = np.array([[0.0, 0.0, -1.0], [-1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
 _IDENTITY_XYZW = np.array([0.0, 0.0, 0.0, 1.0])
 
 
-class PoseError(ValueError):
+class PoseError(TeledoraError, ValueError):
     """A position or orientation has the wrong shape or is not finite/normalisable."""
 
 
