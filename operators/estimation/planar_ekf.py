@@ -31,6 +31,7 @@ import numpy.typing as npt
 
 from teledora.operators.errors import ConfigError, TeledoraError
 from teledora.operators.estimation.flow_model import FlowModel
+from teledora.operators.geometry import wrap_angle
 
 STATE_NAMES = ("x", "y", "yaw", "vx", "vy", "wz", "gyro_bias")
 _X, _Y, _YAW, _VX, _VY, _WZ, _BG = range(7)
@@ -43,11 +44,6 @@ class EkfConfigError(ConfigError):
 
 class MeasurementRejected(TeledoraError, ValueError):
     """A measurement failed the innovation gate (an outlier) and was not fused."""
-
-
-def wrap_angle(a: float) -> float:
-    """Angle wrapped into [-pi, pi)."""
-    return (a + math.pi) % (2.0 * math.pi) - math.pi
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from teledora.operators.errors import ConfigError
-from teledora.operators.xr.xr_frames import Pose, quat_conjugate, quat_multiply, quat_normalize, quat_power
+from teledora.operators.geometry import Pose, quat_conjugate, quat_multiply, quat_normalize, quat_power
 
 
 class MappingScaleError(ConfigError):

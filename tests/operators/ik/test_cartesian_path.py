@@ -9,7 +9,8 @@ import pytest
 
 from teledora import models
 from teledora.operators.ik.cartesian_path import CartesianPathPlanner, PathConfig, PathPlanningError, min_jerk
-from teledora.operators.ik.ik_solver import BimanualIk, GripTarget, IkSettings, build_ik_model
+from teledora.operators.geometry import Pose
+from teledora.operators.ik.ik_solver import BimanualIk, IkSettings, build_ik_model
 
 DATA = models.load_yaml("alohamini2/ik.yaml")
 SETTINGS = IkSettings.from_mapping(DATA)
@@ -27,7 +28,7 @@ def solve_offsets(planner, q0, left_offset, right_offset):
     """A configuration whose grips sit at the given offsets from q0's grips."""
     ik = planner.ik
     ik.reset(q0, 0.0)
-    targets = {s: GripTarget.of(ik.grip_pose(s).position + off, ik.grip_pose(s).orientation)
+    targets = {s: Pose.of(ik.grip_pose(s).position + off, ik.grip_pose(s).orientation)
                for s, off in (("left", left_offset), ("right", right_offset))}
     for _ in range(400):
         ik.settle_step(targets)

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from teledora.operators.ik.ik_solver import GripTarget
+from teledora.operators.geometry import Pose
+from teledora.operators.model.sides import SIDES
 
 _BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "ik_collisions.py"
 _spec = importlib.util.spec_from_file_location("ik_collisions_bench", _BENCH)
@@ -45,7 +46,7 @@ def test_grips_pushed_into_each_other_stop_near_the_minimum_distance(ik):
     home = np.array([ik.profile.home_q()[n] for n in ik.arm_joint_names])
     ik.reset(home, lift_joint=0.0)
     mid = 0.5 * (ik.grip_pose("left").position + ik.grip_pose("right").position)
-    targets = {s: GripTarget.of(mid, ik.grip_pose(s).orientation) for s in ("left", "right")}
+    targets = {s: Pose.of(mid, ik.grip_pose(s).orientation) for s in SIDES}
     for _ in range(150):
         ik.tick(targets)
     d = ik.min_proxy_distance()
