@@ -20,7 +20,9 @@ import numpy as np
 
 from teledora import models
 from teledora.operators.ik.cartesian_path import CartesianPathPlanner, PathConfig
-from teledora.operators.ik.ik_solver import SIDES, BimanualIk, GripTarget, IkSettings, build_ik_model
+from teledora.operators.geometry import Pose
+from teledora.operators.ik.ik_solver import BimanualIk, IkSettings, build_ik_model
+from teledora.operators.model.sides import SIDES
 
 START_L = np.array([0.20, 0.18, 0.30])
 END_L = np.array([0.45, 0.18, 0.545])
@@ -32,8 +34,8 @@ SPEEDS = (0.08, 1.0)
 def configuration_at(ik: BimanualIk, q0: np.ndarray, left: np.ndarray) -> np.ndarray:
     """IK configuration with the left grip at ``left`` and the right one mirrored (orientation kept)."""
     ik.reset(q0, LIFT_JOINT)
-    targets = {"left": GripTarget.of(left, ik.grip_pose("left").orientation),
-               "right": GripTarget.of(left * MIRROR, ik.grip_pose("right").orientation)}
+    targets = {"left": Pose.of(left, ik.grip_pose("left").orientation),
+               "right": Pose.of(left * MIRROR, ik.grip_pose("right").orientation)}
     for _ in range(800):
         ik.settle_step(targets)
     err = max(float(np.linalg.norm(ik.grip_pose(s).position - targets[s].position)) for s in SIDES)

@@ -31,7 +31,8 @@ from teledora.operators.estimation.floor_image_flow import FloorCamera, FloorCam
 from teledora.operators.estimation.flow_model import FlowModel, FlowModelConfig
 from teledora.operators.estimation.flow_odometry import FlowOdometry
 from teledora.operators.estimation.flow_sensor_sim import FlowSensorSim, FlowSimConfig
-from teledora.operators.estimation.planar_ekf import EkfConfig, wrap_angle
+from teledora.operators.estimation.planar_ekf import EkfConfig
+from teledora.operators.geometry import wrap_angle
 
 Twist = tuple[float, float, float]
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from teledora import models
-from teledora.operators.ik.ik_solver import BimanualIk, GripTarget, IkSettings, build_ik_model
-from teledora.operators.geometry.rotations import quat_normalize
+from teledora.operators.geometry import Pose, quat_normalize
+from teledora.operators.ik.ik_solver import BimanualIk, IkSettings, build_ik_model
 
 ATTACKS = ("grips_together", "into_chest", "into_floor")
 
@@ -47,7 +47,7 @@ def make_ik(guard: bool = True) -> BimanualIk:
     return BimanualIk(model, models.load_profile(), settings)
 
 
-def attack_targets(ik: BimanualIk, rng: np.random.Generator, attack: str) -> dict[str, GripTarget]:
+def attack_targets(ik: BimanualIk, rng: np.random.Generator, attack: str) -> dict[str, Pose]:
     """Targets of one adversarial leg, from the current configuration."""
     data = ik.configuration.data
     if attack == "grips_together":
@@ -60,8 +60,8 @@ def attack_targets(ik: BimanualIk, rng: np.random.Generator, attack: str) -> dic
         pl = np.array([rng.uniform(0.05, 0.5), rng.uniform(-0.1, 0.45), rng.uniform(-0.3, 0.02)])
         pr = np.array([rng.uniform(0.05, 0.5), rng.uniform(-0.45, 0.1), rng.uniform(-0.3, 0.02)])
     return {
-        "left": GripTarget.of(pl, quat_normalize(rng.normal(size=4))),
-        "right": GripTarget.of(pr, quat_normalize(rng.normal(size=4))),
+        "left": Pose.of(pl, quat_normalize(rng.normal(size=4))),
+        "right": Pose.of(pr, quat_normalize(rng.normal(size=4))),
     }
 
 

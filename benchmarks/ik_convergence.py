@@ -18,14 +18,15 @@ import time
 import numpy as np
 
 from teledora import models
-from teledora.operators.ik.ik_solver import SIDES, BimanualIk, GripTarget, IkSettings, build_ik_model
-from teledora.operators.geometry.rotations import quat_angle_xyzw
+from teledora.operators.geometry import Pose, quat_angle
+from teledora.operators.ik.ik_solver import BimanualIk, IkSettings, build_ik_model
+from teledora.operators.model.sides import SIDES
 
 POS_TOL_M = 1e-3
 ORI_TOL_RAD = 0.01
 
 
-def random_targets(ik: BimanualIk, n: int, spread: float, rng: np.random.Generator) -> list[dict[str, GripTarget]]:
+def random_targets(ik: BimanualIk, n: int, spread: float, rng: np.random.Generator) -> list[dict[str, Pose]]:
     home = ik.arm_q()
     out = []
     while len(out) < n:
@@ -52,7 +53,7 @@ def run(n: int, max_ticks: int, spread: float, seed: int = 0) -> dict[str, float
         for k in range(1, max_ticks + 1):
             ik.tick(tg)
             pos = max(float(np.linalg.norm(ik.grip_pose(s).position - tg[s].position)) for s in SIDES)
-            ori = max(quat_angle_xyzw(ik.grip_pose(s).orientation, tg[s].orientation) for s in SIDES)
+            ori = max(quat_angle(ik.grip_pose(s).orientation, tg[s].orientation) for s in SIDES)
             if pos <= POS_TOL_M and ori <= ORI_TOL_RAD:
                 ticks[i] = k
                 break

@@ -35,6 +35,7 @@ from typing import Any, Callable, Sequence
 import yaml
 
 from teledora import models
+from teledora.operators.errors import DeviceError
 from teledora.devices.device import stopped_on_exit
 from teledora.devices.drive.base_loop import add_config_arg, load_drive_config, parse_args
 from teledora.devices.drive.feetech_arms import ArmServos, FeetechArms
@@ -46,7 +47,7 @@ from teledora.operators.contract.messages import MessageError, require_joint_nam
 from teledora.operators.drive.servo_calibration import ServoCalibration, calibration_from_dict
 
 
-class OvercurrentTripError(RuntimeError):
+class OvercurrentTripError(DeviceError, RuntimeError):
     """A servo stayed over the trip current; all arm torque was released."""
 
 

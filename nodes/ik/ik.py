@@ -36,9 +36,10 @@ import yaml
 from teledora import models
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.ik.ik_loop import IkLoop, IkNodeConfig
-from teledora.operators.ik.ik_solver import SIDES, BimanualIk, IkSettings, build_ik_model
+from teledora.operators.ik.ik_solver import BimanualIk, IkSettings, build_ik_model
 from teledora.operators.contract.messages import MessageError
 from teledora.operators.ik.workspace_limits import WorkspaceConfig
+from teledora.operators.model.sides import SIDES
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

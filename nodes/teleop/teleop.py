@@ -37,9 +37,9 @@ from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.ik.grip_kinematics import GripKinematics
 from teledora.operators.contract.messages import MessageError, require_joint_names
 from teledora.operators.model.robot_profile import RobotProfile
-from teledora.operators.geometry.rotations import matrix_to_quat_xyzw
-from teledora.operators.teleop.teleop_scheme import HANDS, TeleopConfig, TeleopScheme
-from teledora.operators.xr.xr_frames import Pose
+from teledora.operators.geometry import Pose, matrix_to_quat
+from teledora.operators.model.sides import SIDES
+from teledora.operators.teleop.teleop_scheme import TeleopConfig, TeleopScheme
 
 _OUTPUTS = (("arm_targets", "ArmTargets"), ("base_cmd", "BaseCommand"), ("lift_cmd", "LiftCommand"), ("state", "TeleopState"))
 
@@ -59,7 +59,7 @@ class RobotGrips:
         self._names: list[str] | None = None
         self._positions: np.ndarray | None = None
         self._lift_m: float | None = None
-        self._grips: dict[str, Pose | None] = dict.fromkeys(HANDS)
+        self._grips: dict[str, Pose | None] = dict.fromkeys(SIDES)
         self._dirty = False
 
     @property
@@ -82,10 +82,10 @@ class RobotGrips:
         """Grip poses on the lift carriage (base_link with the lift at height 0);
         None for both until a joint state and a lift state arrived."""
         if not self.known:
-            return dict.fromkeys(HANDS)
+            return dict.fromkeys(SIDES)
         if self._dirty:
             for side, (p, r) in self._kin.grips(self._names, self._positions, 0.0).items():
-                self._grips[side] = Pose(np.array(p), matrix_to_quat_xyzw(r))
+                self._grips[side] = Pose(np.array(p), matrix_to_quat(r))
             self._dirty = False
         return dict(self._grips)
 

@@ -19,8 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
+from teledora.operators.errors import ConfigError
 
-class CurrentProtectionConfigError(ValueError):
+
+class CurrentProtectionConfigError(ConfigError):
     """A current protection setting is missing or invalid."""
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
+from teledora.operators.errors import ConfigError
 from teledora.operators.drive.current_protection import CurrentProtectionConfig
 from teledora.operators.drive.omni_drive import OmniDriveGeometry
 from teledora.operators.drive.lift_axis import LiftAxisConfig
@@ -12,7 +13,7 @@ from teledora.operators.drive.lift_axis import LiftAxisConfig
 ARM_JOINTS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_yaw_joint", "wrist_roll", "gripper")
 
 
-class DriveConfigError(ValueError):
+class DriveConfigError(ConfigError):
     """drive.yaml is missing a section or holds an invalid value."""
 
 

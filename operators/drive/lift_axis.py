@@ -20,12 +20,14 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
+from teledora.operators.errors import ConfigError, TeledoraError
 
-class LiftConfigError(ValueError):
+
+class LiftConfigError(ConfigError):
     """A lift configuration value is missing or out of range."""
 
 
-class LiftNotHomedError(RuntimeError):
+class LiftNotHomedError(TeledoraError, RuntimeError):
     """A height was requested before the axis was homed."""
 
 

@@ -23,11 +23,13 @@ from typing import NamedTuple
 
 import numpy as np
 
+from teledora.operators.errors import TeledoraError
+
 INT16_MIN = -0x8000
 INT16_MAX = 0x7FFF
 
 
-class DriveInputError(ValueError):
+class DriveInputError(TeledoraError, ValueError):
     """A twist or wheel command the drive cannot convert (NaN, Inf, non-integer ticks)."""
 
 

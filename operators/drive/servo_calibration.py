@@ -19,11 +19,13 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping
 
+from teledora.operators.errors import ConfigError
+
 FULL_RANGE = 4095  # LeRobot's max resolution for 12-bit servos
 HALF_TURN = 2047
 
 
-class CalibrationError(ValueError):
+class CalibrationError(ConfigError):
     """A calibration record is malformed, or a value cannot be mapped."""
 
 

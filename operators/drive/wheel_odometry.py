@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from teledora.operators.errors import TeledoraError
 from teledora.operators.drive.omni_drive import BodyTwist, OmniDrive, WheelTicks
-from teledora.operators.geometry.se2 import Pose2D, integrate_constant_twist
+from teledora.operators.geometry import Pose2D, integrate_constant_twist
 
 
-class OdometryTimeError(ValueError):
+class OdometryTimeError(TeledoraError, ValueError):
     """Time went backwards between two odometry updates."""
 
 

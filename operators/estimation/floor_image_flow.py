@@ -24,8 +24,10 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from teledora.operators.errors import TeledoraError
 
-class FloorImageError(ValueError):
+
+class FloorImageError(TeledoraError, ValueError):
     """Bad camera/texture settings or frames that cannot be compared."""
 
 

@@ -31,12 +31,14 @@ from typing import Any, Mapping
 import numpy as np
 import numpy.typing as npt
 
+from teledora.operators.errors import TeledoraError
 
-class FlowModelError(ValueError):
+
+class FlowModelError(TeledoraError, ValueError):
     """A flow model configuration or argument is unusable."""
 
 
-class FlowReadingInvalid(ValueError):
+class FlowReadingInvalid(TeledoraError, ValueError):
     """A flow reading must not be fused (height, quality or rate out of range)."""
 
 

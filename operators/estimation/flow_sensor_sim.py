@@ -16,10 +16,11 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from teledora.operators.errors import ConfigError
 from teledora.operators.estimation.flow_model import FlowModel
 
 
-class FlowSimConfigError(ValueError):
+class FlowSimConfigError(ConfigError):
     """A flow-sensor simulation setting is unusable."""
 
 

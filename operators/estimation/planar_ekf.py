@@ -29,24 +29,21 @@ from typing import Any, Mapping
 import numpy as np
 import numpy.typing as npt
 
+from teledora.operators.errors import ConfigError, TeledoraError
 from teledora.operators.estimation.flow_model import FlowModel
+from teledora.operators.geometry import wrap_angle
 
 STATE_NAMES = ("x", "y", "yaw", "vx", "vy", "wz", "gyro_bias")
 _X, _Y, _YAW, _VX, _VY, _WZ, _BG = range(7)
 _N = 7
 
 
-class EkfConfigError(ValueError):
+class EkfConfigError(ConfigError):
     """An EKF configuration value is unusable."""
 
 
-class MeasurementRejected(ValueError):
+class MeasurementRejected(TeledoraError, ValueError):
     """A measurement failed the innovation gate (an outlier) and was not fused."""
-
-
-def wrap_angle(a: float) -> float:
-    """Angle wrapped into [-pi, pi)."""
-    return (a + math.pi) % (2.0 * math.pi) - math.pi
 
 
 @dataclass(frozen=True)

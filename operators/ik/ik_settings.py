@@ -7,10 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from teledora.operators.errors import ConfigError
 from teledora.operators.ik.joint_reference import JointReferenceConfig
 
 
-class IkConfigError(ValueError):
+class IkConfigError(ConfigError):
     """The IK configuration is missing a key or holds an invalid value."""
 
 

@@ -21,8 +21,10 @@ from typing import Any, Mapping
 import numpy as np
 import numpy.typing as npt
 
+from teledora.operators.errors import TeledoraError
 
-class JointReferenceError(ValueError):
+
+class JointReferenceError(TeledoraError, ValueError):
     """Inconsistent joint reference set-up or a non-finite proposal."""
 
 

@@ -17,12 +17,12 @@ from typing import Any, Mapping
 import numpy as np
 import numpy.typing as npt
 
-from teledora.operators.geometry.rotations import quat_angle_xyzw, quat_normalize
+from teledora.operators.errors import TeledoraError
+from teledora.operators.geometry import quat_angle, quat_normalize, quat_slerp
+from teledora.operators.model.sides import SIDES
 
-SIDES = ("left", "right")
 
-
-class WorkspaceError(ValueError):
+class WorkspaceError(TeledoraError, ValueError):
     """Inconsistent workspace configuration or an invalid target."""
 
 
@@ -142,18 +142,6 @@ class WorkspaceLimits:
         return best
 
 
-def slerp_xyzw(a: np.ndarray, b: np.ndarray, t: float) -> np.ndarray:
-    """Spherical interpolation between unit quaternions (x, y, z, w), shortest arc."""
-    a, b = quat_normalize(a), quat_normalize(b)
-    d = float(np.dot(a, b))
-    if d < 0:
-        b, d = -b, -d
-    if d > 0.9995:
-        return quat_normalize(a + t * (b - a))
-    theta = np.arccos(min(1.0, d))
-    return (np.sin((1 - t) * theta) * a + np.sin(t * theta) * b) / np.sin(theta)
-
-
 @dataclass(frozen=True)
 class ShapedTarget:
     position: np.ndarray
@@ -201,9 +189,9 @@ class CartesianSpeedLimiter:
             limited = True
         else:
             self._pos = goal_p.copy()
-        angle = quat_angle_xyzw(self._quat, goal_q)
+        angle = quat_angle(self._quat, goal_q)
         if angle > max_ang:
-            self._quat = quat_normalize(slerp_xyzw(self._quat, goal_q, max_ang / angle))
+            self._quat = quat_normalize(quat_slerp(self._quat, goal_q, max_ang / angle))
             limited = True
         else:
             self._quat = goal_q

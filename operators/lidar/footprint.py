@@ -9,8 +9,10 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from teledora.operators.errors import ConfigError
 
-class FootprintError(ValueError):
+
+class FootprintError(ConfigError):
     """The footprint polygon is malformed."""
 
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
+from teledora.operators.errors import ConfigError
 from teledora.operators.lidar.footprint import Footprint
 from teledora.operators.lidar.scan_binning import ScanGrid
 from teledora.operators.lidar.scan_merger import COMPENSATION_MODES
 
 
-class LidarConfigError(ValueError):
+class LidarConfigError(ConfigError):
     """lidar.yaml is missing a key or holds a bad value."""
 
 

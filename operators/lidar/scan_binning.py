@@ -25,10 +25,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from teledora.operators.errors import TeledoraError
 from teledora.operators.lidar.laser_scan import LaserScan
 
 
-class RevolutionError(ValueError):
+class RevolutionError(TeledoraError, ValueError):
     """A revolution cannot be binned (mismatched arrays, bad timing)."""
 
 

@@ -32,12 +32,13 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from teledora.operators.geometry.rotations import matrix_to_quat_xyzw, quat_to_matrix_xyzw
+from teledora.operators.errors import ConfigError
+from teledora.operators.geometry import matrix_to_quat, quat_to_matrix
 
 _AXES = {"x": 0, "y": 1, "z": 2}
 
 
-class MocapFrameError(ValueError):
+class MocapFrameError(ConfigError):
     """A mocap frame configuration is invalid (bad axis map, wrong vector sizes)."""
 
 
@@ -147,16 +148,16 @@ class MocapFrameTransform:
         Raises:
             ValueError: a zero or non-finite quaternion.
         """
-        r_motive_body = quat_to_matrix_xyzw(orientation_xyzw)
+        r_motive_body = quat_to_matrix(orientation_xyzw)
         r_world_body = self._r_world_motive @ r_motive_body @ self._a.T
         p = self.position_to_world(position) + r_world_body @ self._offset
         r_world_base = r_world_body @ self._r_body_base
-        return p, matrix_to_quat_xyzw(r_world_base)
+        return p, matrix_to_quat(r_world_base)
 
     def base_pose_planar(self, position: npt.ArrayLike, orientation_xyzw: npt.ArrayLike) -> tuple[float, float, float]:
         """(x, y, yaw) of base_link in the world frame."""
         p, q = self.base_pose(position, orientation_xyzw)
-        return float(p[0]), float(p[1]), yaw_from_matrix(quat_to_matrix_xyzw(q))
+        return float(p[0]), float(p[1]), yaw_from_matrix(quat_to_matrix(q))
 
     def motive_pose_of_base(
         self, position: npt.ArrayLike, orientation_xyzw: npt.ArrayLike
@@ -165,9 +166,9 @@ class MocapFrameTransform:
 
         Used by the fake Motive and the simulator to stream what a real rig would see.
         """
-        r_world_base = quat_to_matrix_xyzw(orientation_xyzw)
+        r_world_base = quat_to_matrix(orientation_xyzw)
         r_world_body = r_world_base @ self._r_body_base.T
         p_body_world = np.asarray(position, dtype=float) - r_world_body @ self._offset
         p_motive = self._r_world_motive.T @ (p_body_world - self._t_world)
         r_motive_body = self._r_world_motive.T @ r_world_body @ self._a
-        return p_motive, matrix_to_quat_xyzw(r_motive_body)
+        return p_motive, matrix_to_quat(r_motive_body)

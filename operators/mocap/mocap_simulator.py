@@ -19,10 +19,13 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from teledora.operators.errors import TeledoraError
+from teledora.operators.geometry import wrap_angle
+
 MAX_FRAMES_PER_TRUTH = 240  # a longer truth gap is skipped, not filled with interpolated frames
 
 
-class MocapSimError(ValueError):
+class MocapSimError(TeledoraError, ValueError):
     """Invalid simulator settings or ground truth."""
 
 
@@ -114,7 +117,7 @@ class MocapSimulator:
             skip = last_index - self._next_index + 1 - MAX_FRAMES_PER_TRUTH
             self.skipped_frames += skip
             self._next_index += skip
-        dyaw = math.remainder(sample[3] - yaw0, 2 * math.pi)
+        dyaw = wrap_angle(sample[3] - yaw0)
         while self._next_index <= last_index:
             t = self._origin_ns + self._next_index * self.period_ns
             f = (t - t0) / (t1 - t0)

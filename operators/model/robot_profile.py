@@ -8,8 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from teledora.operators.errors import ConfigError
+from teledora.operators.model.sides import SIDES
 
-class ProfileError(ValueError):
+
+class ProfileError(ConfigError):
     """The robot profile is missing a key or holds an inconsistent value."""
 
 
@@ -62,7 +65,7 @@ class RobotProfile:
     @property
     def arm_joint_names(self) -> tuple[str, ...]:
         """All 14 arm + gripper joints, left first."""
-        return tuple(j for side in ("left", "right") for j in self.arms[side].all_joints)
+        return tuple(j for side in SIDES for j in self.arms[side].all_joints)
 
     def home_q(self) -> dict[str, float]:
         """Home position of every arm and gripper joint, by name."""
@@ -90,7 +93,7 @@ def _get(data: Mapping[str, Any], key: str, where: str = "profile") -> Any:
 def profile_from_dict(data: Mapping[str, Any]) -> RobotProfile:
     """Builds and checks a RobotProfile from the profile YAML's mapping."""
     arms = {}
-    for side in ("left", "right"):
+    for side in SIDES:
         a = _get(_get(data, "arms"), side, "arms")
         arms[side] = ArmProfile(
             side=side,

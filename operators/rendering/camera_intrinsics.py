@@ -25,6 +25,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from teledora.operators.errors import ConfigError
+
 CAMERA_NAMES: tuple[str, ...] = ("chest", "top_front", "top_back", "left_wrist", "right_wrist")
 DISTORTION_MODEL = "plumb_bob"
 _N_DISTORTION = 5
@@ -32,7 +34,7 @@ _SOURCES = {"arms": ("joint_states", "ground_truth"), "lift": ("lift", "ground_t
 _VIEWER_MODES = ("auto", "on", "off")
 
 
-class CameraConfigError(ValueError):
+class CameraConfigError(ConfigError):
     """A camera or renderer setting is missing, of the wrong type or out of range."""
 
 

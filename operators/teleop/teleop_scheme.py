@@ -29,15 +29,16 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from teledora.operators.errors import ConfigError
+from teledora.operators.geometry import Pose, PoseError
+from teledora.operators.model.sides import SIDES
 from teledora.operators.teleop.anchored_mapping import AnchoredMapping
-from teledora.operators.xr.xr_frames import Pose, PoseError
 
-HANDS = ("left", "right")
 PINCH_ORDER = ("full", "fine", "half")
 _BUTTONS = ("primary", "secondary", "stick_click", "menu")
 
 
-class TeleopConfigError(ValueError):
+class TeleopConfigError(ConfigError):
     """A teleop configuration value is missing, unknown or out of range."""
 
 
@@ -169,12 +170,12 @@ class TeleopScheme:
 
     def __init__(self, config: TeleopConfig | None = None) -> None:
         self.config = config or TeleopConfig()
-        self._hands = {h: _Hand() for h in HANDS}
+        self._hands = {h: _Hand() for h in SIDES}
         self.estop_latched = False
         self.arms_paused = self.config.start_paused
         self.reset_count = 0
-        self._clutched = dict.fromkeys(HANDS, False)
-        self._slow = dict.fromkeys(HANDS, False)
+        self._clutched = dict.fromkeys(SIDES, False)
+        self._slow = dict.fromkeys(SIDES, False)
         self._focused = True
         self._ui = {"ui_estop": False, "ui_release_stop": False, "ui_pause": False}
         self._ui_baseline = True
@@ -184,7 +185,7 @@ class TeleopScheme:
     # ---------------------------------------------------------------- inputs
     def on_controllers(self, msg: Mapping[str, Any], now_ns: int) -> None:
         """Applies one decoded ``XrControllers`` report received at ``now_ns``."""
-        for hand in HANDS:
+        for hand in SIDES:
             self._on_hand(hand, msg[hand])
         self._on_ui(msg)
         focused = bool(msg["focused"])
@@ -193,7 +194,7 @@ class TeleopScheme:
         self._focused = focused
         h = self._hands
         if h["left"].connected and h["right"].connected and not (h["left"].baseline_pending or h["right"].baseline_pending):
-            down = [h[x].buttons[b] for x in HANDS for b in ("primary", "secondary")]
+            down = [h[x].buttons[b] for x in SIDES for b in ("primary", "secondary")]
             if self._chord.update(down, now_ns):
                 self._reset_robot()
 
@@ -339,7 +340,7 @@ class TeleopScheme:
         lift_offset = np.array([0.0, 0.0, float(lift_height_m)])
         arms: dict[str, Any] = {}
         sticks: dict[str, tuple[float, float]] = {}
-        for hand in HANDS:
+        for hand in SIDES:
             st = self._hands[hand]
             pose_fresh = st.connected and st.pose is not None and self._fresh(st.pose_stamp_ns, now_ns, cfg.pose_timeout_s)
             input_fresh = st.connected and self._fresh(st.input_stamp_ns, now_ns, cfg.input_timeout_s)

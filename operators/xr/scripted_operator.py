@@ -15,13 +15,15 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from teledora.operators.geometry.rotations import matrix_to_quat_xyzw
+from teledora.operators.errors import ConfigError
+from teledora.operators.geometry import matrix_to_quat
+from teledora.operators.model.sides import SIDES
 
 BUTTONS = ("trigger", "squeeze", "primary", "secondary", "stick_click", "menu")
 UI_BUTTONS = ("ui_estop", "ui_release_stop", "ui_pause")
 
 
-class ScriptError(ValueError):
+class ScriptError(ConfigError):
     """The operator script is malformed."""
 
 
@@ -76,12 +78,12 @@ class ScriptedOperator:
             raw_keys = script["keyframes"]
         except (KeyError, TypeError):
             raise ScriptError("script needs 'hand_origin_m' and 'keyframes'") from None
-        self.origin = {h: _vector(origins, h, 3, "hand_origin_m") for h in ("left", "right")}
+        self.origin = {h: _vector(origins, h, 3, "hand_origin_m") for h in SIDES}
         self.keyframes: list[Keyframe] = []
         for i, k in enumerate(raw_keys):
             where = f"keyframes[{i}]"
             hands = {}
-            for h in ("left", "right"):
+            for h in SIDES:
                 hk = k.get(h, {}) or {}
                 unknown = set(hk) - {"offset_m", "rpy_deg", "stick"} - set(BUTTONS)
                 if unknown:
@@ -113,7 +115,7 @@ class ScriptedOperator:
         ka, kb = a.hands[hand], b.hands[hand]
         pos = self.origin[hand] + (1 - s) * ka.offset_m + s * kb.offset_m
         rpy = (1 - s) * ka.rpy_deg + s * kb.rpy_deg
-        return pos, matrix_to_quat_xyzw(_rpy_matrix(rpy))
+        return pos, matrix_to_quat(_rpy_matrix(rpy))
 
     def report(self, t: float, stamp_ns: int, seq: int) -> dict[str, Any]:
         """An XrControllers message for script time t."""
@@ -126,7 +128,7 @@ class ScriptedOperator:
             "focused": True,
             **a.ui,
         }
-        for hand in ("left", "right"):
+        for hand in SIDES:
             pos, quat = self.hand_pose(hand, t)
             k = a.hands[hand]
             msg[hand] = {
@@ -154,7 +156,7 @@ class ScriptedOperator:
         for a, b in zip(self.keyframes, self.keyframes[1:]):
             same = all(
                 np.array_equal(a.hands[h].offset_m, b.hands[h].offset_m) and np.array_equal(a.hands[h].rpy_deg, b.hands[h].rpy_deg)
-                for h in ("left", "right")
+                for h in SIDES
             )
             if same and b.t_s - a.t_s >= min_hold_s:
                 out.append((a.t_s, b.t_s))

@@ -24,11 +24,13 @@ import numpy as np
 import yaml
 
 from teledora import models
+from teledora.operators.errors import ConfigError
 from teledora.operators.ik.cartesian_path import CartesianPathPlanner, PathConfig, PathPlanningError, Waypoint, plan_waypoints
-from teledora.operators.ik.ik_solver import SIDES, BimanualIk, IkSettings, build_ik_model
+from teledora.operators.ik.ik_solver import BimanualIk, IkSettings, build_ik_model
+from teledora.operators.model.sides import SIDES
 
 
-class WaypointFileError(ValueError):
+class WaypointFileError(ConfigError):
     """The waypoint YAML is malformed."""
 
 

@@ -19,6 +19,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from teledora.operators.errors import TeledoraError
 from teledora.recording import RecordingError, RunReader, replay_metadata
 
 STATE_TOPIC_SUFFIXES = {
@@ -29,7 +30,7 @@ STATE_TOPIC_SUFFIXES = {
 }
 
 
-class VideoError(RuntimeError):
+class VideoError(TeledoraError, RuntimeError):
     """The run cannot give a video of the requested camera."""
 
 

@@ -90,10 +90,10 @@ def test_natnet_client_against_fake_motive(tmp_path):
 
     from teledora.operators.mocap import natnet_protocol as nn
     from teledora.operators.mocap.mocap_frames import MocapFrameTransform
-    from teledora.operators.geometry.rotations import yaw_to_quat_xyzw
+    from teledora.operators.geometry import yaw_to_quat
 
     tf = MocapFrameTransform()
-    poses = [tf.motive_pose_of_base([math.cos(k / 240), math.sin(k / 240), 0.0], yaw_to_quat_xyzw(k / 240))
+    poses = [tf.motive_pose_of_base([math.cos(k / 240), math.sin(k / 240), 0.0], yaw_to_quat(k / 240))
              for k in range(360)]
     with FakeMotive() as fake:
         (tmp_path / "mocap.yaml").write_text(yaml.safe_dump({

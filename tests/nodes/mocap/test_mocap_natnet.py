@@ -20,7 +20,7 @@ from teledora.operators.mocap import natnet_frame as nf
 from teledora.operators.mocap import natnet_protocol as nn
 from teledora.operators.contract.messages import decode
 from teledora.operators.mocap.mocap_frames import MocapFrameTransform
-from teledora.operators.geometry.rotations import yaw_to_quat_xyzw
+from teledora.operators.geometry import yaw_to_quat
 from teledora.fakes.motive import FakeMotive  # noqa: E402
 
 END_MARK = "end-of-test"
@@ -85,7 +85,7 @@ def trajectory(n: int):
     for i in range(n):
         a = 0.5 * np.pi * i / n
         p_world = np.array([np.cos(a), np.sin(a), 0.0])
-        q_world = yaw_to_quat_xyzw(a + np.pi / 2)
+        q_world = yaw_to_quat(a + np.pi / 2)
         out.append(tf.motive_pose_of_base(p_world, q_world))
         world.append((p_world, a + np.pi / 2))
     return out, world

@@ -3,7 +3,7 @@ import math
 import pytest
 
 from teledora.operators.drive.omni_drive import body_to_wheel_raw, wheel_raw_to_body
-from teledora.operators.geometry.se2 import Pose2D, integrate_constant_twist
+from teledora.operators.geometry import Pose2D, integrate_constant_twist
 from teledora.operators.drive.wheel_odometry import OdometryTimeError, WheelOdometry
 
 

@@ -8,18 +8,14 @@ import numpy as np
 import pytest
 
 from teledora.operators.estimation.flow_model import FlowModel, FlowModelConfig
-from teledora.operators.estimation.planar_ekf import EkfConfig, EkfConfigError, MeasurementRejected, PlanarEkf, wrap_angle
+from teledora.operators.estimation.planar_ekf import EkfConfig, EkfConfigError, MeasurementRejected, PlanarEkf
+from teledora.operators.geometry import wrap_angle
 
 H = 0.05
 
 
 def _ekf(offset=(0.08, 0.05, H), **kw) -> PlanarEkf:
     return PlanarEkf(EkfConfig(**kw), FlowModel(FlowModelConfig(offset_m=offset)))
-
-
-def test_wrap_angle():
-    assert wrap_angle(3 * math.pi / 2) == pytest.approx(-math.pi / 2)
-    assert wrap_angle(-math.pi) == pytest.approx(-math.pi)
 
 
 def test_prediction_moves_along_heading():

@@ -13,7 +13,7 @@ import pytest
 
 from teledora.operators.contract.messages import encode
 from teledora.operators.teleop.teleop_scheme import TeleopConfig, TeleopConfigError, TeleopOutput, TeleopScheme
-from teledora.operators.xr.xr_frames import Pose, quat_angle, quat_from_rotvec
+from teledora.operators.geometry import Pose, quat_angle, quat_from_rotvec, quat_multiply
 
 MS = 1_000_000
 GRIPS = {
@@ -172,7 +172,6 @@ def test_rotation_is_applied_as_a_world_frame_delta():
     h.report(0)
     out = h.report(10, left={"orientation": list(quat_from_rotvec([0.0, 0.0, 0.3]))})
     expected = Pose.of([0, 0, 0], quat_from_rotvec([0.0, 0.0, 0.3]))
-    from teledora.operators.xr.xr_frames import quat_multiply
 
     q = quat_multiply(expected.orientation, grips["left"].orientation)
     assert quat_angle(out.arm_targets["left"]["orientation"], q) < 1e-9
