@@ -16,7 +16,8 @@ import argparse
 import time
 from typing import Any, Callable, Sequence
 
-from teledora.devices.drive.base_loop import add_config_arg, load_drive_config, parse_args, run_base
+from teledora.devices.drive.base_loop import run_base
+from teledora.models.config_files import DRIVE, add_config_arg, load_drive_config
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.devices.drive.feetech_bus import BusStats, FeetechBus, FeetechBusError, add_left_bus_args, left_bus_from_args
 from teledora.operators.drive import feetech_protocol as fp
@@ -63,9 +64,9 @@ class FeetechWheels:
 
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_config_arg(parser)
+    add_config_arg(parser, DRIVE)
     add_left_bus_args(parser)
-    args = parse_args(parser, argv)
+    args, _ = parser.parse_known_args(argv)  # dora may pass more
     config = load_drive_config(args.config)
     bus = left_bus_from_args(args, config)
     io = NodeIO(make_node(node), node_id("base"), clock)
