@@ -26,6 +26,7 @@ from teledora.operators.config import ConfigError
 if TYPE_CHECKING:
     from teledora.operators.drive.drive_config import DriveConfig
     from teledora.operators.drive.servo_calibration import CalibrationFile
+    from teledora.operators.lidar.lidar_config import LidarSetup
     from teledora.operators.model.robot_profile import RobotProfile
 
 T = TypeVar("T")
@@ -113,3 +114,9 @@ def load_calibration(name_or_path: PathLike | None = None) -> CalibrationFile:
 
     return load_config(name_or_path or CALIBRATION, calibration_file_from_dict)
 
+
+def load_lidar_setup(name_or_path: PathLike | None = None) -> LidarSetup:
+    """lidar.yaml: the two lidars, their sim variant and the scan merger."""
+    from teledora.operators.lidar.lidar_config import lidar_setup_from_dict
+
+    return load_config(name_or_path or LIDAR, lidar_setup_from_dict)

@@ -28,13 +28,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import yaml
 from rplidar import RPLidar, RPLidarException
 
-from teledora import models
+from teledora.models.config_files import load_lidar_setup
 from teledora.runtime.node_io import NodeIO, make_node, newest_per_input, next_batch, node_id
 from teledora.operators.lidar.laser_scan import LaserScan
-from teledora.operators.lidar.lidar_config import HardwareConfig, LidarSetup, lidar_setup_from_dict
+from teledora.operators.lidar.lidar_config import HardwareConfig
 from teledora.operators.lidar.revolution_assembler import RevolutionAssembler
 from teledora.operators.lidar.rplidar_protocol import (
     CMD_GET_HEALTH,
@@ -292,14 +291,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--config", type=Path, default=None, help="lidar YAML (default: shipped)")
     ap.add_argument("--no-power-up-delay", action="store_true", help="skip the staggered start delay")
     return ap.parse_args(argv)
-
-
-def load_lidar_setup(path: Path | None) -> LidarSetup:
-    """lidar.yaml (shipped one when ``path`` is None) as a :class:`LidarSetup`."""
-    if path is None:
-        return lidar_setup_from_dict(models.load_yaml("alohamini2/lidar.yaml"))
-    with open(path) as f:
-        return lidar_setup_from_dict(yaml.safe_load(f))
 
 
 RECOVERABLE = (LidarTimeoutError, RplidarProtocolError, RPLidarException, OSError, ConnectionError, LidarHealthError)
