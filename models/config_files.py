@@ -26,6 +26,7 @@ from teledora.operators.config import ConfigError
 if TYPE_CHECKING:
     from teledora.operators.drive.drive_config import DriveConfig
     from teledora.operators.drive.servo_calibration import CalibrationFile
+    from teledora.operators.estimation.estimation_config import EstimationConfig
     from teledora.operators.lidar.lidar_config import LidarSetup
     from teledora.operators.model.robot_profile import RobotProfile
 
@@ -120,3 +121,10 @@ def load_lidar_setup(name_or_path: PathLike | None = None) -> LidarSetup:
     from teledora.operators.lidar.lidar_config import lidar_setup_from_dict
 
     return load_config(name_or_path or LIDAR, lidar_setup_from_dict)
+
+
+def load_estimation_config(name_or_path: PathLike | None = None) -> EstimationConfig:
+    """estimation.yaml: flow sensor, its simulation, the onboard EKF, the ArduPilot bridge."""
+    from teledora.operators.estimation.estimation_config import EstimationConfig
+
+    return load_config(name_or_path or ESTIMATION, EstimationConfig.from_mapping)
