@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from teledora.operators.drive.servo_calibration import CalibrationFile
     from teledora.operators.estimation.estimation_config import EstimationConfig
     from teledora.operators.lidar.lidar_config import LidarSetup
+    from teledora.operators.mocap.mocap_config import MocapConfig
     from teledora.operators.model.robot_profile import RobotProfile
 
 T = TypeVar("T")
@@ -128,3 +129,10 @@ def load_estimation_config(name_or_path: PathLike | None = None) -> EstimationCo
     from teledora.operators.estimation.estimation_config import EstimationConfig
 
     return load_config(name_or_path or ESTIMATION, EstimationConfig.from_mapping)
+
+
+def load_mocap_config(name_or_path: PathLike | None = None) -> MocapConfig:
+    """mocap.yaml: NatNet client, rigid body, frames and the simulated rig."""
+    from teledora.operators.mocap.mocap_config import MocapConfig
+
+    return load_config(name_or_path or MOCAP, MocapConfig.from_mapping)

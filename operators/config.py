@@ -64,7 +64,7 @@ def unit_of(key: str) -> str | None:
 
 def describe_key(path: str) -> str:
     """``section.key`` with its unit, as errors print it (``lift.soft_max_mm (mm)``)."""
-    unit = unit_of(path.rsplit(".", 1)[-1])
+    unit = unit_of(path.rsplit(".", 1)[-1].split("[", 1)[0])
     return f"{path} ({unit})" if unit else path
 
 

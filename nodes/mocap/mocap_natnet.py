@@ -25,50 +25,18 @@ import select
 import socket
 import struct
 import time
-from dataclasses import dataclass, fields
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
-import yaml
-
-from teledora import models
+from teledora.models.config_files import load_mocap_config
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.mocap import natnet_protocol as nn
-from teledora.operators.mocap.mocap_frames import MocapFrameConfig, MocapFrameTransform
+from teledora.operators.mocap.mocap_config import NatNetConfig
+from teledora.operators.mocap.mocap_frames import MocapFrameTransform
 from teledora.operators.mocap.mocap_pose_stream import MocapPoseStream, RigidBodySelector
 
 LOG_EVERY_N_REJECTIONS = 100  # after the first rejection of a kind, log one in N
-
-
-@dataclass(frozen=True)
-class NatNetConfig:
-    """Connection settings (see models/alohamini2/mocap.yaml)."""
-
-    server_address: str = "127.0.0.1"
-    command_port: int = 1510
-    local_address: str = "0.0.0.0"
-    multicast: bool = False
-    multicast_group: str = "239.255.42.99"
-    data_port: int = 1511
-    client_name: str = "teledora"
-    natnet_version: tuple[int, int, int, int] = (4, 1, 0, 0)
-    connect_retry_s: float = 1.0
-    echo_period_s: float = 1.0
-    keepalive_period_s: float = 1.0
-    model_def_retry_s: float = 2.0
-    poll_s: float = 0.002
-
-    @classmethod
-    def from_mapping(cls, data: Mapping[str, Any]) -> "NatNetConfig":
-        known = {f.name: f for f in fields(cls)}
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise ValueError(f"unknown natnet keys {unknown}; known: {sorted(known)}")
-        kw: dict[str, Any] = {}
-        for key, value in data.items():
-            default = getattr(cls, key)
-            kw[key] = tuple(int(v) for v in value) if isinstance(default, tuple) else type(default)(value)
-        return cls(**kw)
 
 
 class NatNetBackend:
@@ -154,17 +122,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def load_mocap_config(path: Path | None) -> dict[str, Any]:
-    """The mocap YAML as a mapping (shipped file when ``path`` is None)."""
-    if path is None:
-        return models.load_yaml("alohamini2/mocap.yaml")
-    with open(path) as f:
-        data = yaml.safe_load(f)
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping at top level")
-    return data
-
-
 class _Every:
     """Fires at most once per period (host-clock ns)."""
 
@@ -182,17 +139,13 @@ class _Every:
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     args = parse_args(argv)
     cfg = load_mocap_config(args.config)
-    net = NatNetConfig.from_mapping(cfg.get("natnet", {}))
     overrides = {"server_address": args.server, "command_port": args.command_port}
-    net = NatNetConfig(**{**net.__dict__, **{k: v for k, v in overrides.items() if v is not None}})
-    body = cfg.get("rigid_body", {})
+    net = replace(cfg.natnet, **{k: v for k, v in overrides.items() if v is not None})
     selector = RigidBodySelector(
-        id=args.body_id if args.body_id is not None else body.get("id"),
-        name=args.body_name if args.body_name is not None else body.get("name"),
+        id=args.body_id if args.body_id is not None else cfg.rigid_body.id,
+        name=args.body_name if args.body_name is not None else cfg.rigid_body.name,
     )
-    frame = dict(cfg.get("frame", {}))
-    frame_id = frame.pop("frame_id", "world")
-    stream = MocapPoseStream(selector, MocapFrameTransform(MocapFrameConfig.from_mapping(frame)), frame_id)
+    stream = MocapPoseStream(selector, MocapFrameTransform(cfg.frame), cfg.frame.frame_id)
     io = NodeIO(make_node(node), node_id("mocap"), clock)
     backend = NatNetBackend(net, clock)
     backend.connect()
