@@ -18,7 +18,8 @@ import time
 import numpy as np
 
 from teledora import models
-from teledora.operators.ik.ik_solver import SIDES, BimanualIk, GripTarget, IkSettings, build_ik_model
+from teledora.models.config_files import load_ik_config
+from teledora.operators.ik.ik_solver import SIDES, BimanualIk, GripTarget, build_ik_model
 from teledora.operators.geometry.rotations import quat_angle_xyzw
 
 POS_TOL_M = 1e-3
@@ -39,7 +40,7 @@ def random_targets(ik: BimanualIk, n: int, spread: float, rng: np.random.Generat
 
 
 def run(n: int, max_ticks: int, spread: float, seed: int = 0) -> dict[str, float | np.ndarray]:
-    settings = IkSettings.from_mapping(models.load_yaml("alohamini2/ik.yaml"))
+    settings = load_ik_config().settings
     ik = BimanualIk(build_ik_model(models.path(settings.solver.model), True), models.load_profile(), settings)
     rng = np.random.default_rng(seed)
     home = ik.arm_q()

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from teledora.operators.drive.drive_config import DriveConfig
     from teledora.operators.drive.servo_calibration import CalibrationFile
     from teledora.operators.estimation.estimation_config import EstimationConfig
+    from teledora.operators.ik.ik_config import IkConfig
     from teledora.operators.lidar.lidar_config import LidarSetup
     from teledora.operators.mocap.mocap_config import MocapConfig
     from teledora.operators.model.robot_profile import RobotProfile
@@ -127,6 +128,7 @@ def load_lidar_setup(name_or_path: PathLike | None = None) -> LidarSetup:
 def load_estimation_config(name_or_path: PathLike | None = None) -> EstimationConfig:
     """estimation.yaml: flow sensor, its simulation, the onboard EKF, the ArduPilot bridge."""
     from teledora.operators.estimation.estimation_config import EstimationConfig
+    from teledora.operators.ik.ik_config import IkConfig
 
     return load_config(name_or_path or ESTIMATION, EstimationConfig.from_mapping)
 
@@ -136,3 +138,10 @@ def load_mocap_config(name_or_path: PathLike | None = None) -> MocapConfig:
     from teledora.operators.mocap.mocap_config import MocapConfig
 
     return load_config(name_or_path or MOCAP, MocapConfig.from_mapping)
+
+
+def load_ik_config(name_or_path: PathLike | None = None) -> IkConfig:
+    """ik.yaml: solver, collisions, joint reference, workspace, node and path planner."""
+    from teledora.operators.ik.ik_config import IkConfig
+
+    return load_config(name_or_path or IK, IkConfig.from_mapping)

@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 
 from teledora import models
-from teledora.operators.ik.ik_solver import BimanualIk, GripTarget, IkSettings, build_ik_model
+from teledora.models.config_files import load_ik_config
+from teledora.operators.ik.ik_solver import BimanualIk, GripTarget, build_ik_model
 from teledora.operators.geometry.rotations import quat_multiply_xyzw, quat_to_matrix_xyzw
 
-SETTINGS = IkSettings.from_mapping(models.load_yaml("alohamini2/ik.yaml"))
+SETTINGS = load_ik_config().settings
 MODEL = build_ik_model(models.path(SETTINGS.solver.model), SETTINGS.solver.add_floor)
 PROFILE = models.load_profile()
 H_FD = 1e-6

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from teledora import models
+from teledora.models.config_files import load_ik_config
 from teledora.operators.ik.ik_solver import (
     BimanualIk,
     CollisionConfig,
     GripTarget,
     IkConfigError,
-    IkSettings,
     SolverConfig,
     build_ik_model,
 )
@@ -19,7 +19,8 @@ from teledora.operators.geometry.rotations import quat_angle_xyzw, quat_multiply
 
 PROFILE = models.load_profile()
 DATA = models.load_yaml("alohamini2/ik.yaml")
-SETTINGS = IkSettings.from_mapping(DATA)
+CONFIG = load_ik_config()
+SETTINGS = CONFIG.settings
 MODEL = build_ik_model(models.path(SETTINGS.solver.model), SETTINGS.solver.add_floor)
 
 
