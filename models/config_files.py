@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from teledora.operators.lidar.lidar_config import LidarSetup
     from teledora.operators.mocap.mocap_config import MocapConfig
     from teledora.operators.model.robot_profile import RobotProfile
+    from teledora.operators.teleop.teleop_scheme import TeleopConfig
 
 T = TypeVar("T")
 PathLike = str | os.PathLike[str]
@@ -145,3 +146,11 @@ def load_ik_config(name_or_path: PathLike | None = None) -> IkConfig:
     from teledora.operators.ik.ik_config import IkConfig
 
     return load_config(name_or_path or IK, IkConfig.from_mapping)
+
+
+def load_teleop_config(name_or_path: PathLike | None = None, profile: RobotProfile | None = None) -> TeleopConfig:
+    """teleop.yaml, with the speed caps of the robot profile (shipped one by default)."""
+    from teledora.operators.teleop.teleop_scheme import TeleopConfig
+
+    caps = profile or load_profile()
+    return load_config(name_or_path or TELEOP, lambda data: TeleopConfig.from_mapping(data, caps))

@@ -2,11 +2,11 @@
 
 Inputs:  servo_targets (JointCommands the `arms` node handed its servos),
          odom (Odometry from `base`), lift (LiftState from `lift`)
-Outputs: joint_states (JointState, ~90 Hz: true arm joints, which the sim `arms`
-         node reads back like a servo bus), ground_truth (GroundTruth, ~100 Hz),
-         diagnostics
+Outputs: joint_states (JointState: true arm joints, which the sim `arms` node
+         reads back like a servo bus), ground_truth (GroundTruth), diagnostics;
+         at the profile's ``sim`` rates (rates.yaml lists them)
 
-Physics runs in real time at the profile's rate (500 Hz): the loop sleeps in
+Physics runs in real time at the model's timestep: the loop sleeps in
 ``node.next(timeout)`` until the next publication is due, so no timer input is
 needed and the node ends when its inputs close.
 
@@ -36,8 +36,8 @@ def main(argv: list[str] | None = None, node=None, clock=time.monotonic_ns) -> N
     sim = SimPhysics(model, profile)
     io = NodeIO(make_node(node), node_id("sim"))
     dt = model.opt.timestep
-    js_period = 1.0 / profile.joint_state_hz
-    gt_period = 1.0 / profile.ground_truth_hz
+    js_period = 1.0 / profile.sim.joint_state_hz
+    gt_period = 1.0 / profile.sim.ground_truth_hz
     next_js, next_gt = 0.0, 0.0
     start = clock()
 

@@ -91,7 +91,7 @@ class BimanualIk:
         }
         self.posture_task = MeritPostureTask(model, cost=s.posture_cost)
         q0 = self.configuration.q.copy()
-        q0[self._lift_adr] = profile.lift_height_to_joint(profile.lift_travel_mm / 2000.0)
+        q0[self._lift_adr] = profile.lift_height_to_joint(profile.lift.travel_mm / 2000.0)
         for name, value in profile.home_q().items():
             if name in self._jid:
                 q0[model.jnt_qposadr[self._jid[name]]] = value

@@ -79,7 +79,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         data = yaml.safe_load(Path(args.waypoints).read_text())
         waypoints = parse_waypoints(data, ik.arm_joint_names, profile.home_q())
-        lift_h = float(data.get("lift_height_m", profile.lift_travel_mm / 2000.0))
+        lift_h = float(data.get("lift_height_m", profile.lift.travel_mm / 2000.0))
         plans = plan_waypoints(planner, waypoints, profile.lift_height_to_joint(lift_h))
     except (OSError, yaml.YAMLError, WaypointFileError, PathPlanningError) as exc:
         print(f"teledora path: {exc}", file=sys.stderr)

@@ -139,7 +139,7 @@ def test_lift_moves_the_grips_with_it(ik):
     z0 = ik.grip_pose("left").position[2]
     ik.set_lift(0.1)
     z1 = ik.grip_pose("left").position[2]
-    assert z1 - z0 == pytest.approx(0.1 - PROFILE.lift_height_to_joint(PROFILE.lift_travel_mm / 2000.0), abs=1e-9)
+    assert z1 - z0 == pytest.approx(0.1 - PROFILE.lift_height_to_joint(PROFILE.lift.travel_mm / 2000.0), abs=1e-9)
 
 
 def test_config_errors_name_the_key():
