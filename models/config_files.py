@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from teledora.operators.lidar.lidar_config import LidarSetup
     from teledora.operators.mocap.mocap_config import MocapConfig
     from teledora.operators.model.robot_profile import RobotProfile
+    from teledora.operators.rendering.camera_intrinsics import RendererConfig
     from teledora.operators.teleop.teleop_scheme import TeleopConfig
 
 T = TypeVar("T")
@@ -154,3 +155,10 @@ def load_teleop_config(name_or_path: PathLike | None = None, profile: RobotProfi
 
     caps = profile or load_profile()
     return load_config(name_or_path or TELEOP, lambda data: TeleopConfig.from_mapping(data, caps))
+
+
+def load_renderer_config(name_or_path: PathLike | None = None) -> RendererConfig:
+    """renderer.yaml: viewer, model binding and cameras."""
+    from teledora.operators.rendering.camera_intrinsics import renderer_config_from_dict
+
+    return load_config(name_or_path or RENDERER, renderer_config_from_dict)

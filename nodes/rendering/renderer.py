@@ -34,6 +34,7 @@ import pyarrow as pa
 import yaml
 
 from teledora import models
+from teledora.models.config_files import load_renderer_config
 from teledora.runtime.node_io import NodeIO, make_node, newest_per_input, next_batch, node_id
 from teledora.operators.rendering.camera_intrinsics import (
     CAMERA_NAMES,
@@ -41,7 +42,6 @@ from teledora.operators.rendering.camera_intrinsics import (
     FrameSchedule,
     RendererConfig,
     distortion_maps,
-    renderer_config_from_dict,
 )
 from teledora.operators.rendering.camera_rendering import (
     camera_frame_metadata,
@@ -137,7 +137,7 @@ class RendererNode:
         self.frames = dict.fromkeys(rig.cameras, 0)
         self.render_ms = dict.fromkeys(rig.cameras, 0.0)
         self._applied_version = -1
-        self._view_period_ns = int(1e9 / config.render_rate_hz)
+        self._view_period_ns = int(1e9 / config.window_rate_hz)
         self._next_view_ns = 0
 
     # ---------------------------------------------------------------- inputs
@@ -242,13 +242,6 @@ class RendererNode:
             self.rig.close()
 
 
-def load_config(path: str | None) -> RendererConfig:
-    if path is None:
-        return renderer_config_from_dict(models.load_yaml("alohamini2/renderer.yaml"))
-    with open(path) as f:
-        return renderer_config_from_dict(yaml.safe_load(f) or {})
-
-
 def resolve_model(path: str, log: Callable[[str, str], None] | None = None) -> Path:
     """The MJCF to load: a shipped name, a file, or a URDF converted on the fly
     (as `teledora model import` would, into a temporary folder)."""
@@ -301,7 +294,7 @@ def main(
     io = NodeIO(node, node_id("renderer"), clock=clock)
     owns_rig = rig is None
     try:
-        config = load_config(args.config)
+        config = load_renderer_config(args.config)
         window = wants_window(args.viewer or config.viewer, os.environ)
         if not window:
             os.environ.setdefault("MUJOCO_GL", "egl")  # before the first mujoco.Renderer
@@ -318,7 +311,7 @@ def main(
         io.publish_diagnostics(force=True)
         raise SystemExit(reason) from exc
     stopping = False
-    timeout_s = 2.0 / config.render_rate_hz
+    timeout_s = 2.0 / config.window_rate_hz
     try:
         while True:
             batch = next_batch(node, timeout_s)

@@ -105,14 +105,15 @@ def rendered_frames(reader: RunReader, camera: str, fps: float, width: int, heig
     os.environ.setdefault("MUJOCO_GL", "egl")
     from teledora import models
     from teledora.runtime.node_io import NodeIO
-    from teledora.nodes.rendering.renderer import CameraRig, RendererNode, load_config, resolve_model
+    from teledora.models.config_files import load_renderer_config
+    from teledora.nodes.rendering.renderer import CameraRig, RendererNode, resolve_model
 
     topics = reader.topics
     inputs = {name: _pick(topics, cands) for name, cands in STATE_TOPIC_SUFFIXES.items()}
     inputs = {k: v for k, v in inputs.items() if v is not None}
     if not inputs:
         raise VideoError(f"run has neither {camera} images nor recorded states; topics: {topics}")
-    config = load_config(None)
+    config = load_renderer_config()
     sources = dict(config.sources)
     fallback = {"arms": "joint_states", "lift": "lift", "base": "odom"}
     for group, own in fallback.items():

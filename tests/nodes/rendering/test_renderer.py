@@ -19,6 +19,7 @@ import yaml
 from dora.testing import MockNode
 
 from teledora import models
+from teledora.models.config_files import load_renderer_config
 from teledora.nodes.rendering import renderer
 from teledora.operators.contract.messages import decode, decode_image, encode
 
@@ -106,7 +107,7 @@ def shared_rig(config_path: str, cameras: tuple[str, ...]) -> renderer.CameraRig
     """One offscreen rig per camera set for the whole module (creating a GL
     context costs far more than the frames these tests render)."""
     if cameras not in _RIGS:
-        config = renderer.load_config(config_path)
+        config = load_renderer_config(config_path)
         _RIGS[cameras] = renderer.CameraRig(
             models.path(config.model.path), config, [config.cameras[c] for c in cameras]
         )
@@ -488,7 +489,7 @@ def test_published_intrinsics_project_a_point_onto_its_pixel(config_path):
     centroid in the image is where fx, fy, cx, cy and the camera pose put it."""
     import mujoco
 
-    config = renderer.load_config(config_path)
+    config = load_renderer_config(config_path)
     cam = dataclasses.replace(config.cameras["chest"], width=160, height=120)
     rig = renderer.CameraRig(models.path(config.model.path), config, [cam])
     try:
@@ -517,7 +518,7 @@ def test_published_intrinsics_project_a_point_onto_its_pixel(config_path):
 
 
 def test_configured_distortion_warps_the_image_but_not_its_centre(config_path):
-    config = renderer.load_config(config_path)
+    config = load_renderer_config(config_path)
     plain = dataclasses.replace(config.cameras["top_back"], width=W, height=H)
     barrel = dataclasses.replace(plain, distortion=(-0.35, 0.1, 0.0, 0.0, 0.0))
     images = []
