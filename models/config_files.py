@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from teledora.operators.model.robot_profile import RobotProfile
     from teledora.operators.rendering.camera_intrinsics import RendererConfig
     from teledora.operators.teleop.teleop_scheme import TeleopConfig
+    from teledora.operators.xr.scripted_operator import OperatorScript
 
 T = TypeVar("T")
 PathLike = str | os.PathLike[str]
@@ -152,6 +153,7 @@ def load_ik_config(name_or_path: PathLike | None = None) -> IkConfig:
 def load_teleop_config(name_or_path: PathLike | None = None, profile: RobotProfile | None = None) -> TeleopConfig:
     """teleop.yaml, with the speed caps of the robot profile (shipped one by default)."""
     from teledora.operators.teleop.teleop_scheme import TeleopConfig
+    from teledora.operators.xr.scripted_operator import OperatorScript
 
     caps = profile or load_profile()
     return load_config(name_or_path or TELEOP, lambda data: TeleopConfig.from_mapping(data, caps))
@@ -162,3 +164,10 @@ def load_renderer_config(name_or_path: PathLike | None = None) -> RendererConfig
     from teledora.operators.rendering.camera_intrinsics import renderer_config_from_dict
 
     return load_config(name_or_path or RENDERER, renderer_config_from_dict)
+
+
+def load_demo_script(name_or_path: PathLike | None = None) -> OperatorScript:
+    """An operator script for the scripted XR node (the shipped demo by default)."""
+    from teledora.operators.xr.scripted_operator import OperatorScript
+
+    return load_config(name_or_path or DEMO_SCRIPT, OperatorScript.from_mapping)

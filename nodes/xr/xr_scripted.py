@@ -15,20 +15,9 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
-
-import yaml
-
-from teledora import models
+from teledora.models.config_files import load_demo_script
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.xr.scripted_operator import ScriptedOperator
-
-
-def load_script(path: str | None):
-    if path:
-        with Path(path).open() as f:
-            return yaml.safe_load(f)
-    return models.load_yaml("alohamini2/demo_script.yaml")
 
 
 def _wait_for_input(node, input_id: str) -> bool:
@@ -50,7 +39,7 @@ def _stop_requested(node) -> bool:
 
 
 def main(argv: list[str] | None = None, node=None, clock=time.monotonic, sleep=time.sleep) -> None:
-    script = ScriptedOperator(load_script(os.environ.get("TELEDORA_XR_SCRIPT")))
+    script = ScriptedOperator(load_demo_script(os.environ.get("TELEDORA_XR_SCRIPT") or None))
     rate_hz = float(os.environ.get("TELEDORA_XR_RATE_HZ", "90"))
     speed = float(os.environ.get("TELEDORA_SIM_SPEED", "1.0"))
     io = NodeIO(make_node(node), node_id("xr"))
