@@ -24,6 +24,7 @@ from teledora.models import MODELS_DIR
 from teledora.operators.config import ConfigError
 
 if TYPE_CHECKING:
+    from teledora.operators.contract.topic_rates import RateTable
     from teledora.operators.drive.drive_config import DriveConfig
     from teledora.operators.drive.servo_calibration import CalibrationFile
     from teledora.operators.estimation.estimation_config import EstimationConfig
@@ -121,28 +122,6 @@ def load_calibration(name_or_path: PathLike | None = None) -> CalibrationFile:
     return load_config(name_or_path or CALIBRATION, calibration_file_from_dict)
 
 
-def load_lidar_setup(name_or_path: PathLike | None = None) -> LidarSetup:
-    """lidar.yaml: the two lidars, their sim variant and the scan merger."""
-    from teledora.operators.lidar.lidar_config import lidar_setup_from_dict
-
-    return load_config(name_or_path or LIDAR, lidar_setup_from_dict)
-
-
-def load_estimation_config(name_or_path: PathLike | None = None) -> EstimationConfig:
-    """estimation.yaml: flow sensor, its simulation, the onboard EKF, the ArduPilot bridge."""
-    from teledora.operators.estimation.estimation_config import EstimationConfig
-    from teledora.operators.ik.ik_config import IkConfig
-
-    return load_config(name_or_path or ESTIMATION, EstimationConfig.from_mapping)
-
-
-def load_mocap_config(name_or_path: PathLike | None = None) -> MocapConfig:
-    """mocap.yaml: NatNet client, rigid body, frames and the simulated rig."""
-    from teledora.operators.mocap.mocap_config import MocapConfig
-
-    return load_config(name_or_path or MOCAP, MocapConfig.from_mapping)
-
-
 def load_ik_config(name_or_path: PathLike | None = None) -> IkConfig:
     """ik.yaml: solver, collisions, joint reference, workspace, node and path planner."""
     from teledora.operators.ik.ik_config import IkConfig
@@ -153,10 +132,30 @@ def load_ik_config(name_or_path: PathLike | None = None) -> IkConfig:
 def load_teleop_config(name_or_path: PathLike | None = None, profile: RobotProfile | None = None) -> TeleopConfig:
     """teleop.yaml, with the speed caps of the robot profile (shipped one by default)."""
     from teledora.operators.teleop.teleop_scheme import TeleopConfig
-    from teledora.operators.xr.scripted_operator import OperatorScript
 
     caps = profile or load_profile()
     return load_config(name_or_path or TELEOP, lambda data: TeleopConfig.from_mapping(data, caps))
+
+
+def load_lidar_setup(name_or_path: PathLike | None = None) -> LidarSetup:
+    """lidar.yaml: the two lidars, their sim variant and the scan merger."""
+    from teledora.operators.lidar.lidar_config import lidar_setup_from_dict
+
+    return load_config(name_or_path or LIDAR, lidar_setup_from_dict)
+
+
+def load_estimation_config(name_or_path: PathLike | None = None) -> EstimationConfig:
+    """estimation.yaml: flow sensor, its simulation, the onboard EKF, the ArduPilot bridge."""
+    from teledora.operators.estimation.estimation_config import EstimationConfig
+
+    return load_config(name_or_path or ESTIMATION, EstimationConfig.from_mapping)
+
+
+def load_mocap_config(name_or_path: PathLike | None = None) -> MocapConfig:
+    """mocap.yaml: NatNet client, rigid body, frames and the simulated rig."""
+    from teledora.operators.mocap.mocap_config import MocapConfig
+
+    return load_config(name_or_path or MOCAP, MocapConfig.from_mapping)
 
 
 def load_renderer_config(name_or_path: PathLike | None = None) -> RendererConfig:
@@ -171,3 +170,10 @@ def load_demo_script(name_or_path: PathLike | None = None) -> OperatorScript:
     from teledora.operators.xr.scripted_operator import OperatorScript
 
     return load_config(name_or_path or DEMO_SCRIPT, OperatorScript.from_mapping)
+
+
+def load_rate_table(name_or_path: PathLike | None = None) -> RateTable:
+    """rates.yaml: every topic's nominal rate and every node's timer."""
+    from teledora.operators.contract.topic_rates import RateTable
+
+    return load_config(name_or_path or RATES, RateTable.from_mapping)

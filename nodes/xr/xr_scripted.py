@@ -8,14 +8,15 @@ Inputs:  optional; the node paces itself and exits when the script ends,
          state, as a person waits for the robot to come up).
 
 Env: TELEDORA_XR_SCRIPT (a YAML file, default the shipped demo script),
-     TELEDORA_XR_RATE_HZ (default 90), TELEDORA_SIM_SPEED (default 1.0).
+     TELEDORA_XR_RATE_HZ (default: xr/controllers in rates.yaml),
+     TELEDORA_SIM_SPEED (default 1.0).
 """
 
 from __future__ import annotations
 
 import os
 import time
-from teledora.models.config_files import load_demo_script
+from teledora.models.config_files import load_demo_script, load_rate_table
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.xr.scripted_operator import ScriptedOperator
 
@@ -40,7 +41,7 @@ def _stop_requested(node) -> bool:
 
 def main(argv: list[str] | None = None, node=None, clock=time.monotonic, sleep=time.sleep) -> None:
     script = ScriptedOperator(load_demo_script(os.environ.get("TELEDORA_XR_SCRIPT") or None))
-    rate_hz = float(os.environ.get("TELEDORA_XR_RATE_HZ", "90"))
+    rate_hz = float(os.environ.get("TELEDORA_XR_RATE_HZ") or load_rate_table().topic("xr/controllers").sim_hz)
     speed = float(os.environ.get("TELEDORA_SIM_SPEED", "1.0"))
     io = NodeIO(make_node(node), node_id("xr"))
     wait_for = os.environ.get("TELEDORA_XR_WAIT_FOR", "").strip()
