@@ -46,7 +46,6 @@ class HardwareConfig:
     stop_settle_s: float
     reset_settle_s: float
     max_buffered_bytes: int
-    max_restarts: int
     min_samples_per_revolution: int
 
     def __post_init__(self) -> None:
