@@ -9,8 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 if TYPE_CHECKING:
     from teledora.operators.model.robot_profile import RobotProfile
 
@@ -28,11 +26,9 @@ def path(name: str) -> Path:
 def load_yaml(name: str) -> dict[str, Any]:
     """The raw mapping of a YAML file shipped under models/, unchecked: for
     tools and tests that edit a shipped config before parsing it."""
-    with path(name).open() as f:
-        data = yaml.safe_load(f)
-    if not isinstance(data, dict):
-        raise ValueError(f"{name}: expected a mapping at top level")
-    return data
+    from teledora.models.config_files import read_config_file
+
+    return dict(read_config_file(path(name))[1])
 
 
 def load_profile(name: str | None = None) -> RobotProfile:
