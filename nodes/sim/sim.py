@@ -30,7 +30,7 @@ MAX_STEPS_PER_WAKE = 100  # never try to catch up more than 0.2 s of physics at 
 
 
 def main(argv: list[str] | None = None, node=None, clock=time.monotonic_ns) -> None:
-    profile = models.load_profile(os.environ.get("TELEDORA_PROFILE", "alohamini2/profile.yaml"))
+    profile = models.load_profile(os.environ.get("TELEDORA_PROFILE") or None)  # default: the shipped profile
     speed = float(os.environ.get("TELEDORA_SIM_SPEED", "1.0"))
     model = mujoco.MjModel.from_xml_path(str(models.path(profile.scene)))
     sim = SimPhysics(model, profile)
