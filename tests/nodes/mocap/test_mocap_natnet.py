@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import threading
 import time
 from pathlib import Path
@@ -14,8 +13,10 @@ import pytest
 import yaml
 from dora.testing import MockNode
 
-from teledora.devices.mocap.natnet_client import NatNetConfig
+from teledora import models
+from teledora.models.config_files import load_mocap_config
 from teledora.nodes.mocap import mocap_natnet
+from teledora.operators.mocap.mocap_config import MocapConfig
 from teledora.operators.mocap import natnet_frame as nf
 from teledora.operators.mocap import natnet_protocol as nn
 from teledora.operators.contract.messages import decode
@@ -46,15 +47,14 @@ class UntilMarkNode(MockNode):
 
 
 def write_config(tmp_path: Path, port: int, natnet: dict | None = None, **body) -> Path:
-    cfg = {
-        "natnet": {
-            "server_address": "127.0.0.1", "command_port": port, "local_address": "127.0.0.1",
-            "connect_retry_s": 0.05, "echo_period_s": 0.02, "keepalive_period_s": 0.05, "model_def_retry_s": 0.05,
-            **(natnet or {}),
-        },
-        "rigid_body": body or {"name": "alohamini2"},
-        "frame": {"frame_id": "world", "axis_map": ["x", "-z", "y"]},
-    }
+    cfg = models.load_yaml("alohamini2/mocap.yaml")
+    cfg["natnet"].update({
+        "server_address": "127.0.0.1", "command_port": port, "local_address": "127.0.0.1",
+        "connect_retry_s": 0.05, "echo_period_s": 0.02, "keepalive_period_s": 0.05, "model_def_retry_s": 0.05,
+        **(natnet or {}),
+    })
+    if body:
+        cfg["rigid_body"] = {"id": None, "name": None, **body}
     path = tmp_path / "mocap.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
@@ -80,7 +80,7 @@ def run_node(fake: FakeMotive, config: Path, script) -> tuple[MockNode, list]:
 
 def trajectory(n: int):
     """Robot driving a quarter circle, as Motive (Y-up) sees it."""
-    tf = MocapFrameTransform()
+    tf = MocapFrameTransform(load_mocap_config().frame)
     out, world = [], []
     for i in range(n):
         a = 0.5 * np.pi * i / n
@@ -208,11 +208,10 @@ def test_waits_for_motive_without_crashing(tmp_path):
 
 
 def test_shipped_config_parses():
-    cfg = mocap_natnet.load_mocap_config(None)
-    net = NatNetConfig.from_mapping(cfg["natnet"])
+    cfg = load_mocap_config()
+    net = cfg.natnet
     assert net.command_port == 1510 and net.natnet_version == (4, 1, 0, 0) and net.multicast is False
-    frame = dict(cfg["frame"])
-    frame.pop("frame_id")
-    from teledora.operators.mocap.mocap_frames import MocapFrameConfig
-
-    assert MocapFrameConfig.from_mapping(frame).axis_map == ("x", "-z", "y")
+    assert cfg.frame.axis_map == ("x", "-z", "y") and cfg.frame.frame_id == "world"
+    raw = models.load_yaml("alohamini2/mocap.yaml")
+    with pytest.raises(ValueError, match=r"natnet: unknown keys \['port'\]"):
+        MocapConfig.from_mapping({**raw, "natnet": {**raw["natnet"], "port": 1}})
