@@ -29,13 +29,14 @@ from typing import Callable
 
 import numpy as np
 
-from teledora import models
+from teledora.models.config_files import load_estimation_config
 from teledora.operators.estimation.delay_line import DelayLine
-from teledora.operators.estimation.floor_image_flow import FloorCamera, FloorCameraConfig, ImageFlowSensor
+from teledora.operators.estimation.floor_image_flow import FloorCamera, ImageFlowSensor
 from teledora.operators.estimation.flow_model import FlowModel, FlowModelConfig
 from teledora.operators.estimation.flow_odometry import FlowOdometry
 from teledora.operators.estimation.flow_sensor_sim import FlowSensorSim, FlowSimConfig
-from teledora.operators.estimation.planar_ekf import EkfConfig, wrap_angle
+from teledora.operators.estimation.planar_ekf import EkfConfig
+from teledora.operators.geometry import wrap_angle
 
 Twist = tuple[float, float, float]
 
@@ -137,9 +138,8 @@ def run_drive(drive: Drive, truth_model: FlowModel, estimator_model: FlowModel, 
 
 
 def load_configs() -> tuple[FlowModelConfig, FlowSimConfig, EkfConfig]:
-    cfg = models.load_yaml("alohamini2/estimation.yaml")
-    return (FlowModelConfig.from_dict(cfg["flow_sensor"]), FlowSimConfig.from_dict(cfg["flow_sim"]),
-            EkfConfig.from_dict(cfg["ekf"]))
+    cfg = load_estimation_config()
+    return cfg.flow_sensor, cfg.flow_sim, cfg.ekf
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -160,9 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     truth = FlowModel(flow_cfg)
     camera = None
     if args.image:
-        image_cfg = {k: v for k, v in models.load_yaml("alohamini2/estimation.yaml")["flow_image"].items()
-                     if k != "enabled"}
-        camera = FloorCamera(FloorCameraConfig(**image_cfg))
+        camera = FloorCamera(load_estimation_config().flow_image.camera)
     variants = {"offset modelled": FlowModel(flow_cfg), "offset missing": FlowModel(flow_cfg.without_offset())}
     drives = [straight_drive(), spin_drive(), mixed_drive()]
     rows = []

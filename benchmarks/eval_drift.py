@@ -17,12 +17,14 @@ se2 fit).
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 import numpy as np
 
+from teledora.models.config_files import load_mocap_config
 from teledora.operators.estimation.odometry_evaluation import EvaluationConfig, evaluate_odometry
 from teledora.operators.estimation.trajectory_association import Trajectory
-from teledora.operators.mocap.mocap_simulator import MocapSimConfig, MocapSimulator
+from teledora.operators.mocap.mocap_simulator import MocapSimulator
 
 TRUTH_HZ = 500.0
 ESTIMATE_EVERY = 10  # 50 Hz
@@ -38,7 +40,8 @@ def dead_reckon(t_s, v, w, scale=1.0, yaw_rate_bias=0.0, start=(0.0, 0.0, 0.0)):
 
 
 def mocap(t_s, x, y, yaw, seed: int) -> Trajectory:
-    rig = MocapSimulator(MocapSimConfig(seed=seed))
+    cfg = load_mocap_config()
+    rig = MocapSimulator(replace(cfg.sim, seed=seed), cfg.rigid_body.name or "alohamini2", cfg.frame.frame_id)
     for ti, xi, yi, yawi in zip(t_s, x, y, yaw):
         rig.add_truth(int(round(ti * 1e9)), xi, yi, yawi)
     frames = [f for f in rig.due(2**62) if f["tracking_valid"]]

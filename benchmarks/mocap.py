@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +31,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 from teledora.fakes.motive import FakeMotive  # noqa: E402
 
-from teledora.nodes.mocap.mocap_natnet import NatNetBackend, NatNetConfig  # noqa: E402
+from teledora.devices.mocap.natnet_client import NatNetClient  # noqa: E402
+from teledora.models.config_files import load_mocap_config  # noqa: E402
 from teledora.operators.mocap import natnet_frame as nf  # noqa: E402
 from teledora.operators.mocap import natnet_protocol as nn  # noqa: E402
 from teledora.operators.contract.messages import encode  # noqa: E402
@@ -41,6 +42,7 @@ from teledora.operators.estimation.odometry_evaluation import EvaluationConfig, 
 from teledora.operators.estimation.trajectory_association import Trajectory  # noqa: E402
 
 V41 = (4, 1, 0, 0)
+MOCAP = load_mocap_config()
 PERIOD_US = 1e6 / 120
 
 
@@ -63,7 +65,7 @@ def parse_costs(repeat: int) -> None:
     many = tuple(nf.RigidBodySample(i, (1.0, 0.2, -2.0), (0.0, 0.0, 0.0, 1.0), 0.0002, True) for i in range(20))
     markers = tuple(nf.LabeledMarker(i, (0.1, 0.2, 0.3), 0.014) for i in range(100))
     busy = nn.split_packet(nf.build_frame_of_data(nf.FrameOfData(1, many, labeled_markers=markers), V41)).payload
-    stream = MocapPoseStream(RigidBodySelector(id=1), MocapFrameTransform())
+    stream = MocapPoseStream(RigidBodySelector(id=1), MocapFrameTransform(MOCAP.frame))
     stream.handle(nn.build_server_info(nn.ServerInfo("Motive", (3, 1, 0, 0), V41, 10_000_000, 1511, False, "0.0.0.0")), 0)
     counter = iter(range(1, 10**9))
 
@@ -88,13 +90,13 @@ def parse_costs(repeat: int) -> None:
 
 def loopback(seconds: float) -> None:
     with FakeMotive(exposure_to_transmit_s=0.004) as fake:
-        backend = NatNetBackend(NatNetConfig(server_address="127.0.0.1", command_port=fake.command_port,
-                                             local_address="127.0.0.1"))
+        backend = NatNetClient(replace(MOCAP.natnet, server_address="127.0.0.1", command_port=fake.command_port,
+                                       local_address="127.0.0.1"))
         backend.connect()
         backend.write(nn.build_connect("bench", V41))
         backend.keep_alive()
-        stream = MocapPoseStream(RigidBodySelector(id=3), MocapFrameTransform())
-        transmit_only = MocapPoseStream(RigidBodySelector(id=3), MocapFrameTransform())
+        stream = MocapPoseStream(RigidBodySelector(id=3), MocapFrameTransform(MOCAP.frame))
+        transmit_only = MocapPoseStream(RigidBodySelector(id=3), MocapFrameTransform(MOCAP.frame))
         fake.wait_for_client()
         n = int(seconds * 120)
         poses = [((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0))] * n

@@ -16,20 +16,20 @@ from __future__ import annotations
 import os
 
 from teledora import models
-from teledora.runtime.node_io import NodeIO, make_node, newest_per_input, next_batch, node_id
+from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.contract.messages import MessageError, require_joint_names
 from teledora.operators.drive.servo_quantization import quantize_rad
 
 
 def main(argv: list[str] | None = None, node=None) -> None:
-    profile = models.load_profile(os.environ.get("TELEDORA_PROFILE", "alohamini2/profile.yaml"))
+    profile = models.load_profile(os.environ.get("TELEDORA_PROFILE") or None)  # default: the shipped profile
     joints = profile.arm_joint_names
     io = NodeIO(make_node(node), node_id("arms"))
     while True:
-        batch = next_batch(io.node, 1.0)
+        batch = io.next_batch(1.0)
         if batch is None:
             break
-        for event in newest_per_input(batch, {"joint_commands", "sim_joint_states"}):
+        for event in io.newest(batch, {"joint_commands", "sim_joint_states"}):
             if event["type"] != "INPUT":
                 continue
             if event["id"] == "joint_commands":

@@ -28,14 +28,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import yaml
-
-from teledora import models
-from teledora.runtime.node_io import NodeIO, make_node, newest_per_input, next_batch, node_id
+from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.estimation.delay_line import DelayLine
-from teledora.operators.estimation.floor_image_flow import FloorCamera, FloorCameraConfig, ImageFlowSensor
-from teledora.operators.estimation.flow_model import FlowModel, FlowModelConfig
-from teledora.operators.estimation.flow_sensor_sim import FlowSensorSim, FlowSimConfig, FlowSimConfigError
+from teledora.operators.estimation.floor_image_flow import FloorCamera, ImageFlowSensor
+from teledora.operators.estimation.flow_model import FlowModel
+from teledora.operators.estimation.flow_sensor_sim import FlowSensorSim, FlowSimConfigError
+from teledora.models.config_files import load_estimation_config
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -46,37 +44,24 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def load_estimation_config(path: Path | None) -> dict[str, Any]:
-    """The estimation YAML as a mapping (shipped file when ``path`` is None)."""
-    if path is None:
-        return models.load_yaml("alohamini2/estimation.yaml")
-    with open(path) as f:
-        data = yaml.safe_load(f)
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping at top level")
-    return data
-
-
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     args = parse_args(argv)
     cfg = load_estimation_config(args.config)
-    sim_cfg = FlowSimConfig.from_dict(cfg["flow_sim"])
+    sim_cfg = cfg.flow_sim
     if args.seed is not None:
         sim_cfg = dataclasses.replace(sim_cfg, seed=args.seed)
-    flow_cfg = FlowModelConfig.from_dict(cfg["flow_sensor"])
+    flow_cfg = cfg.flow_sensor
     sensor = FlowSensorSim(FlowModel(flow_cfg), sim_cfg)
-    image_cfg = dict(cfg.get("flow_image") or {})
     imager: ImageFlowSensor | None = None
-    if image_cfg.pop("enabled", False) or args.image:
-        imager = ImageFlowSensor(FloorCamera(FloorCameraConfig(**image_cfg)), flow_cfg.offset_m,
-                                 flow_cfg.orient_yaw_rad)
+    if cfg.flow_image.enabled or args.image:
+        imager = ImageFlowSensor(FloorCamera(cfg.flow_image.camera), flow_cfg.offset_m, flow_cfg.orient_yaw_rad)
     io = NodeIO(make_node(node), node_id("flow"), clock)
     io.diag.details["mode"] = "image" if imager else "model"
     truth_stamp_ns = 0
     poses: DelayLine[tuple[float, float, float]] = DelayLine(round(sim_cfg.delay_ms * 1e6))  # image path
 
-    while (batch := next_batch(io.node)) is not None:
-        for event in newest_per_input(batch, {"tick"}):
+    while (batch := io.next_batch()) is not None:
+        for event in io.newest(batch, {"tick"}):
             if event["type"] != "INPUT":
                 continue  # STOP / INPUT_CLOSED: keep going until the stream ends
             if event["id"] == "ground_truth":

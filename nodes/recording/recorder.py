@@ -38,7 +38,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import yaml
 
-from teledora.runtime.node_io import NodeIO, make_node, next_batch, node_id
+from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.recording.recording_gaps import GapDetector
 from teledora.recording import MANIFEST_NAME, RunWriter, TopicNameError, TopicTypeError, new_run_dir
 
@@ -199,7 +199,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     gaps = GapDetector()
     flushes = 0
     stop = _TerminationFlag()
-    while not stop.signal_name and (batch := next_batch(node, args.flush_interval_s)) is not None:
+    while not stop.signal_name and (batch := io.next_batch(args.flush_interval_s)) is not None:
         for event in batch:
             if event.get("type") != "INPUT":
                 continue

@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections import deque
 from typing import Generic, TypeVar
 
+from teledora.operators.errors import TeledoraError
+
 T = TypeVar("T")
 
 
-class DelayLineError(ValueError):
+class DelayLineError(TeledoraError, ValueError):
     """An unusable delay or a sample older than one already queued."""
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from teledora.operators.errors import ConfigError
+
 COVARIANCE_UNKNOWN = 255
 """DISTANCE_SENSOR.covariance when the variance is not known (UINT8_MAX)."""
 
@@ -21,7 +23,7 @@ ROUNDING_VARIANCE_CM2 = 1.0 / 12.0
 """Variance added by reporting a continuous distance in whole centimetres."""
 
 
-class DistanceSensorError(ValueError):
+class DistanceSensorError(ConfigError):
     """A distance-sensor setting is unusable."""
 
 

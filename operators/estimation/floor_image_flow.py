@@ -24,8 +24,10 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from teledora.operators.errors import TeledoraError
 
-class FloorImageError(ValueError):
+
+class FloorImageError(TeledoraError, ValueError):
     """Bad camera/texture settings or frames that cannot be compared."""
 
 
@@ -42,12 +44,12 @@ class FloorCameraConfig:
         seed: Texture seed.
     """
 
-    image_size_px: int = 64
-    fov_rad: float = 0.733  # 42 degrees
-    texture_size_px: int = 1024
-    texture_resolution_m: float = 0.0005
-    texture_blur_px: float = 1.5
-    seed: int = 11
+    image_size_px: int
+    fov_rad: float
+    texture_size_px: int
+    texture_resolution_m: float
+    texture_blur_px: float
+    seed: int
 
     def __post_init__(self) -> None:
         if self.image_size_px < 8 or not 0.05 < self.fov_rad < 2.5:

@@ -37,16 +37,19 @@ from typing import Any, Mapping
 import numpy as np
 import numpy.typing as npt
 
+from teledora.operators.errors import TeledoraError
+from teledora.operators.config import config_from_mapping
+
 
 EKF3_FLOW_MAGNITUDE_LIMIT_RAD_S = 4.2
 """EKF3 buffers a flow reading only if its rate magnitude is below this (not a parameter)."""
 
 
-class FlowModelError(ValueError):
+class FlowModelError(TeledoraError, ValueError):
     """A flow model configuration or argument is unusable."""
 
 
-class FlowReadingInvalid(ValueError):
+class FlowReadingInvalid(TeledoraError, ValueError):
     """A flow reading must not be fused (height, quality or rate out of range)."""
 
 
@@ -67,14 +70,14 @@ class FlowModelConfig:
             must be below it (see the module docstring).
     """
 
-    offset_m: tuple[float, float, float] = (0.0, 0.0, 0.05)
-    orient_yaw_rad: float = 0.0
-    scaler_x_ppt: float = 0.0
-    scaler_y_ppt: float = 0.0
-    min_height_m: float = 0.02
-    max_height_m: float = 0.12
-    min_quality: int = 50
-    max_rate_rad_s: float = 2.5
+    offset_m: tuple[float, float, float]
+    orient_yaw_rad: float
+    scaler_x_ppt: float
+    scaler_y_ppt: float
+    min_height_m: float
+    max_height_m: float
+    min_quality: int
+    max_rate_rad_s: float
 
     def __post_init__(self) -> None:
         offset = tuple(float(v) for v in self.offset_m)
@@ -96,15 +99,7 @@ class FlowModelConfig:
     @classmethod
     def from_dict(cls, cfg: Mapping[str, Any]) -> "FlowModelConfig":
         """Builds a config from the ``flow_sensor`` section of estimation.yaml."""
-        known = {"offset_m", "orient_yaw_rad", "scaler_x_ppt", "scaler_y_ppt", "min_height_m",
-                 "max_height_m", "min_quality", "max_rate_rad_s"}
-        unknown = sorted(set(cfg) - known)
-        if unknown:
-            raise FlowModelError(f"unknown flow sensor settings {unknown}; known: {sorted(known)}")
-        kwargs = dict(cfg)
-        if "offset_m" in kwargs:
-            kwargs["offset_m"] = tuple(kwargs["offset_m"])
-        return cls(**kwargs)
+        return config_from_mapping(cls, cfg, "flow_sensor", FlowModelError)
 
     def without_offset(self) -> "FlowModelConfig":
         """The same sensor with its planar mounting offset forgotten (a missing FLOW_POS_X/Y)."""

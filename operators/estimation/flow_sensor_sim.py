@@ -22,15 +22,17 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from teledora.operators.errors import ConfigError, TeledoraError
+from teledora.operators.config import config_from_mapping
 from teledora.operators.estimation.delay_line import DelayLine, DelayLineError
 from teledora.operators.estimation.flow_model import FlowModel
 
 
-class FlowSimConfigError(ValueError):
+class FlowSimConfigError(ConfigError):
     """A flow-sensor simulation setting is unusable."""
 
 
-class FlowSimNotReady(ValueError):
+class FlowSimNotReady(TeledoraError, ValueError):
     """No ground truth is old enough yet to make a report (none received, or all inside the delay)."""
 
 
@@ -55,18 +57,18 @@ class FlowSimConfig:
         seed: Random seed.
     """
 
-    flow_noise_rad_s: float = 0.02
-    gain_x: float = 1.0
-    gain_y: float = 1.0
-    height_noise_m: float = 0.001
-    quality_nominal: int = 200
-    quality_lost: int = 0
-    dropout_probability: float = 0.01
-    saturation_rad_s: float = 4.0
-    gyro_noise_rad_s: float = 0.003
-    gyro_bias_rad_s: float = 0.0
-    delay_ms: float = 0.0
-    seed: int = 7
+    flow_noise_rad_s: float
+    gain_x: float
+    gain_y: float
+    height_noise_m: float
+    quality_nominal: int
+    quality_lost: int
+    dropout_probability: float
+    saturation_rad_s: float
+    gyro_noise_rad_s: float
+    gyro_bias_rad_s: float
+    delay_ms: float
+    seed: int
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -86,11 +88,7 @@ class FlowSimConfig:
     @classmethod
     def from_dict(cls, cfg: Mapping[str, Any]) -> "FlowSimConfig":
         """Builds a config from the ``flow_sim`` section of estimation.yaml."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(cfg) - known)
-        if unknown:
-            raise FlowSimConfigError(f"unknown flow_sim settings {unknown}; known: {sorted(known)}")
-        return cls(**dict(cfg))
+        return config_from_mapping(cls, cfg, "flow_sim", FlowSimConfigError)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from teledora.operators.errors import TeledoraError
 from teledora.operators.estimation.trajectory_alignment import ALIGNMENTS, AlignmentError, SimilarityTransform, align
 from teledora.operators.estimation.trajectory_association import (
     ASSOCIATION_METHODS,
@@ -42,7 +43,7 @@ from teledora.operators.estimation.trajectory_metrics import (
 )
 
 
-class EvaluationError(ValueError):
+class EvaluationError(TeledoraError, ValueError):
     """The evaluation cannot run with these inputs or settings."""
 
 

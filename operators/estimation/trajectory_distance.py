@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from teledora.operators.errors import TeledoraError
 from teledora.operators.estimation.trajectory_association import Trajectory
 
 DEFAULT_MIN_STEP_M = 0.05
@@ -34,7 +35,7 @@ DEFAULT_MIN_STEP_M = 0.05
 _MAX_CHUNK = 4096
 
 
-class DistanceError(ValueError):
+class DistanceError(TeledoraError, ValueError):
     """Distance travelled cannot be computed with these settings."""
 
 

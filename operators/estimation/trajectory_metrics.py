@@ -25,11 +25,13 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from teledora.operators.errors import TeledoraError
 from teledora.operators.estimation.trajectory_association import Trajectory
 from teledora.operators.estimation.trajectory_distance import DEFAULT_MIN_STEP_M, cumulative_distance
+from teledora.operators.geometry import wrap_angle
 
 
-class MetricError(ValueError):
+class MetricError(TeledoraError, ValueError):
     """A metric cannot be computed from the given trajectories."""
 
 
@@ -70,11 +72,6 @@ def _check_pair(estimate: Trajectory, truth: Trajectory, dims: int) -> None:
         raise MetricError(f"trajectories must be associated (equal length), got {len(estimate)} and {len(truth)}")
 
 
-def wrap_angles(a: np.ndarray) -> np.ndarray:
-    """Angles wrapped to [−π, π)."""
-    return (np.asarray(a, dtype=float) + np.pi) % (2 * np.pi) - np.pi
-
-
 def position_errors(estimate: Trajectory, truth: Trajectory, dims: int = 2) -> np.ndarray:
     """Per-sample absolute position error (m)."""
     _check_pair(estimate, truth, dims)
@@ -84,7 +81,7 @@ def position_errors(estimate: Trajectory, truth: Trajectory, dims: int = 2) -> n
 def yaw_errors(estimate: Trajectory, truth: Trajectory) -> np.ndarray:
     """Per-sample signed heading error ``wrap(yaw_est − yaw_truth)`` (rad)."""
     _check_pair(estimate, truth, 2)
-    return wrap_angles(estimate.yaw - truth.yaw)
+    return wrap_angle(estimate.yaw - truth.yaw)
 
 
 def path_length(trajectory: Trajectory, dims: int = 2, min_step_m: float = DEFAULT_MIN_STEP_M) -> np.ndarray:
@@ -144,9 +141,9 @@ def relative_errors(estimate: Trajectory, truth: Trajectory, delta_m: float = 1.
     d_e = np.einsum("nji,nj->ni", r_e[i], p_e[j] - p_e[i])
     d_t = np.einsum("nji,nj->ni", r_t[i], p_t[j] - p_t[i])
     trans = np.linalg.norm(d_e - d_t, axis=1) / travelled
-    dyaw_e = wrap_angles(estimate.yaw[j] - estimate.yaw[i])
-    dyaw_t = wrap_angles(truth.yaw[j] - truth.yaw[i])
-    yaw = np.abs(wrap_angles(dyaw_e - dyaw_t)) / travelled
+    dyaw_e = wrap_angle(estimate.yaw[j] - estimate.yaw[i])
+    dyaw_t = wrap_angle(truth.yaw[j] - truth.yaw[i])
+    yaw = np.abs(wrap_angle(dyaw_e - dyaw_t)) / travelled
     return RelativeErrors(delta_m, trans, yaw, i)
 
 
@@ -176,5 +173,5 @@ def drift(estimate: Trajectory, truth: Trajectory, dims: int = 2, min_step_m: fl
     final = float(np.linalg.norm(estimate.positions[-1, :dims] - truth.positions[-1, :dims]))
     length = float((path_length(truth, dims, min_step_m) if truth_distance is None else truth_distance)[-1])
     percent = 100.0 * final / length if length > 0 else float("nan")
-    final_yaw = float(wrap_angles(estimate.yaw[-1] - truth.yaw[-1]))
+    final_yaw = float(wrap_angle(estimate.yaw[-1] - truth.yaw[-1]))
     return Drift(final, length, percent, final_yaw)

@@ -27,8 +27,10 @@ import struct
 from dataclasses import dataclass
 from enum import IntEnum
 
+from teledora.operators.errors import ProtocolError
 
-class NatNetProtocolError(ValueError):
+
+class NatNetProtocolError(ProtocolError):
     """A NatNet packet is malformed or cannot be interpreted."""
 
 

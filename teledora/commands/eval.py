@@ -28,6 +28,7 @@ from typing import Any, Callable
 import numpy as np
 import pyarrow as pa
 
+from teledora.operators.errors import TeledoraError
 from teledora.operators.estimation.odometry_evaluation import (
     EvaluationConfig,
     EvaluationError,
@@ -42,7 +43,7 @@ from teledora.recording import RecordingError, RunReader
 PROGRESS_EVERY_ROWS = 20_000
 
 
-class EvalInputError(Exception):
+class EvalInputError(TeledoraError):
     """The recording cannot provide the requested trajectory."""
 
 

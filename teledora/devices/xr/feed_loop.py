@@ -9,10 +9,9 @@ dropped and counted, never fatal.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Callable
 
-
+from teledora.devices.xr.feed_device import FeedDevice
 from teledora.runtime.node_io import NodeIO
 from teledora.operators.contract.messages import decode
 from teledora.operators.xr.xr_feed_format import FeedAssembler, FeedFormatError, StaleFrameError, parse_frame
@@ -20,24 +19,7 @@ from teledora.operators.xr.xr_feed_format import FeedAssembler, FeedFormatError,
 READ_TIMEOUT_S = 0.005
 
 
-@dataclass(frozen=True)
-class ReceivedFrame:
-    """One frame as a backend received it."""
-
-    data: bytes
-    peer: str
-    client: int  # changes when a different client takes control
-    recv_ns: int
-
-
-class FeedBackend(Protocol):
-    def connect(self) -> None: ...
-    def read(self, timeout_s: float) -> list[ReceivedFrame]: ...
-    def write(self, message: dict[str, Any]) -> None: ...
-    def close(self) -> None: ...
-
-
-def run_feed(io: NodeIO, backend: FeedBackend, assembler: FeedAssembler, refresh: Callable[[], None] | None = None) -> None:
+def run_feed(io: NodeIO, backend: FeedDevice, assembler: FeedAssembler, refresh: Callable[[], None] | None = None) -> None:
     """Runs until dora sends STOP; ``backend`` must be connected already.
 
     ``refresh`` runs once per cycle, before diagnostics are (maybe) published,
@@ -79,9 +61,13 @@ def run_feed(io: NodeIO, backend: FeedBackend, assembler: FeedAssembler, refresh
         backend.close()
 
 
-def _service_events(io: NodeIO, backend: FeedBackend) -> bool:
-    """Handles queued dora events; False once the node must stop."""
-    while (event := io.node.try_recv()) is not None:
+def _service_events(io: NodeIO, backend: FeedDevice) -> bool:
+    """Handles queued dora events; False once the node must stop (STOP, or
+    the end of its event stream)."""
+    batch = io.next_batch(timeout_s=0)
+    if batch is None:
+        return False
+    for event in batch:
         kind = event.get("type")
         if kind == "STOP":
             return False

@@ -23,10 +23,16 @@ class UntilDone(MockNode):
         self.done = threading.Event()
         self._deadline = time.monotonic() + bound_s
 
-    def try_recv(self):
-        if not self.done.is_set() and time.monotonic() < self._deadline:
-            return None
-        return super().try_recv()
+    def _waiting(self) -> bool:
+        return not self.done.is_set() and time.monotonic() < self._deadline
+
+    def next(self, timeout=None):
+        if self._waiting():
+            return {"type": "ERROR", "error": "timeout"}  # what dora's next(timeout) returns when nothing came
+        return super().next(timeout)
+
+    def drain(self):
+        return [] if self._waiting() else super().drain()
 
 
 def frame(seq, session="s", **kw):

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from teledora.operators.estimation.floor_image_flow import (FloorCamera, FloorCameraConfig, FloorImageError,
+from teledora.operators.estimation.floor_image_flow import (FloorCamera, FloorImageError,
                                                  ImageFlowSensor, image_flow)
-from teledora.operators.estimation.flow_model import FlowModel, FlowModelConfig
+from teledora.models.config_files import load_estimation_config
+from teledora.operators.estimation.flow_model import FlowModel
+
+CONFIG = load_estimation_config()
 
 H = 0.05
 OFFSET = (0.08, 0.05, H)
@@ -15,11 +20,11 @@ OFFSET = (0.08, 0.05, H)
 
 @pytest.fixture(scope="module")
 def camera() -> FloorCamera:
-    return FloorCamera(FloorCameraConfig())
+    return FloorCamera(CONFIG.flow_image.camera)
 
 
 def test_texture_is_seeded_and_has_contrast(camera):
-    again = FloorCamera(FloorCameraConfig())
+    again = FloorCamera(CONFIG.flow_image.camera)
     np.testing.assert_array_equal(camera.render(0.1, 0.2, 0.3, H), again.render(0.1, 0.2, 0.3, H))
     assert camera.render(0, 0, 0, H).std() > 0.05
 
@@ -27,7 +32,7 @@ def test_texture_is_seeded_and_has_contrast(camera):
 @pytest.mark.parametrize("orient_yaw", [0.0, 0.6, -1.2])
 @pytest.mark.parametrize("twist", [(0.1, 0.0, 0.0), (0.0, 0.08, 0.0), (0.0, 0.0, 0.8), (0.06, -0.03, 0.4)])
 def test_image_flow_matches_flow_model(camera, twist, orient_yaw):
-    model = FlowModel(FlowModelConfig(offset_m=OFFSET, orient_yaw_rad=orient_yaw))
+    model = FlowModel(replace(CONFIG.flow_sensor, offset_m=OFFSET, orient_yaw_rad=orient_yaw))
     sensor = ImageFlowSensor(camera, OFFSET, orient_yaw)
     vx, vy, wz = twist
     dt = 0.02
@@ -70,6 +75,6 @@ def test_featureless_motion_blur_lowers_quality(camera):
 
 def test_errors():
     with pytest.raises(FloorImageError):
-        FloorCameraConfig(image_size_px=4)
+        replace(CONFIG.flow_image.camera, image_size_px=4)
     with pytest.raises(FloorImageError):
         image_flow(np.zeros((8, 8)), np.zeros((9, 9)), 0.02, 50.0)

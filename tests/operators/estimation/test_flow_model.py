@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
 
 from teledora import models
+from teledora.models.config_files import load_estimation_config
 from teledora.operators.estimation.flow_model import FlowModel, FlowModelConfig, FlowModelError, FlowReadingInvalid
 
 
+SENSOR = load_estimation_config().flow_sensor
+
+
 def _model(**kw) -> FlowModel:
-    return FlowModel(FlowModelConfig(**kw))
+    return FlowModel(replace(SENSOR, **kw))
 
 
 def test_forward_motion_gives_positive_flow_y_like_ardupilot():
@@ -118,9 +123,9 @@ def test_speed_bounds_follow_ekf3():
 
 def test_config_errors():
     with pytest.raises(FlowModelError, match="offset_m"):
-        FlowModelConfig(offset_m=(0.0, 0.0))
+        replace(SENSOR, offset_m=(0.0, 0.0))
     with pytest.raises(FlowModelError, match="min_height_m"):
-        FlowModelConfig(min_height_m=0.2, max_height_m=0.1)
+        replace(SENSOR, min_height_m=0.2, max_height_m=0.1)
     with pytest.raises(FlowModelError, match="unknown"):
         FlowModelConfig.from_dict({"offset": [0, 0, 0]})
     with pytest.raises(FlowModelError, match="height_m"):

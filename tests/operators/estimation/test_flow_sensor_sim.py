@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from teledora.operators.estimation.flow_model import FlowModel, FlowModelConfig
+from teledora.models.config_files import load_estimation_config
+from teledora.operators.estimation.flow_model import FlowModel
 from teledora.operators.estimation.flow_sensor_sim import FlowSensorSim, FlowSimConfig, FlowSimConfigError, FlowSimNotReady
 
-MODEL = FlowModel(FlowModelConfig(offset_m=(0.08, 0.05, 0.05), orient_yaw_rad=0.3))
+CONFIG = load_estimation_config()
+MODEL = FlowModel(replace(CONFIG.flow_sensor, offset_m=(0.08, 0.05, 0.05), orient_yaw_rad=0.3))
 QUIET = dict(flow_noise_rad_s=0.0, height_noise_m=0.0, dropout_probability=0.0, gyro_noise_rad_s=0.0)
 
 
 def test_noise_free_reading_matches_model():
-    sim = FlowSensorSim(MODEL, FlowSimConfig(**QUIET))
+    sim = FlowSensorSim(MODEL, replace(CONFIG.flow_sim, **QUIET))
     sim.add_truth(0, 0.1, 0.0, 0.5)
     r = sim.read_flow(1_000)
     body = MODEL.body_flow(0.1, 0.0, 0.5, 0.05)
@@ -22,7 +26,7 @@ def test_noise_free_reading_matches_model():
 
 
 def test_reading_averages_over_integration_interval():
-    sim = FlowSensorSim(MODEL, FlowSimConfig(**QUIET))
+    sim = FlowSensorSim(MODEL, replace(CONFIG.flow_sim, **QUIET))
     sim.add_truth(0, 0.0, 0.0, 0.0)
     sim.read_flow(0)
     sim.add_truth(10_000_000, 0.1, 0.0, 0.0)
@@ -34,7 +38,7 @@ def test_reading_averages_over_integration_interval():
 
 
 def test_gain_error_scales_reading():
-    sim = FlowSensorSim(MODEL, FlowSimConfig(**QUIET, gain_x=0.9, gain_y=0.9))
+    sim = FlowSensorSim(MODEL, replace(CONFIG.flow_sim, **QUIET, gain_x=0.9, gain_y=0.9))
     sim.add_truth(0, 0.1, 0.0, 0.0)
     r = sim.read_flow(0)
     ideal = MODEL.sensor_flow(MODEL.body_flow(0.1, 0.0, 0.0, 0.05))
@@ -42,18 +46,18 @@ def test_gain_error_scales_reading():
 
 
 def test_dropouts_and_saturation_report_lost_quality():
-    sim = FlowSensorSim(MODEL, FlowSimConfig(**{**QUIET, "dropout_probability": 1.0}))
+    sim = FlowSensorSim(MODEL, replace(CONFIG.flow_sim, **{**QUIET, "dropout_probability": 1.0}))
     sim.add_truth(0, 0.1, 0.0, 0.0)
     r = sim.read_flow(0)
     assert r.quality == 0 and (r.flow_rate_x, r.flow_rate_y) == (0.0, 0.0)
-    fast = FlowSensorSim(MODEL, FlowSimConfig(**QUIET, saturation_rad_s=1.0))
+    fast = FlowSensorSim(MODEL, replace(CONFIG.flow_sim, **QUIET, saturation_rad_s=1.0))
     fast.add_truth(0, 0.2, 0.0, 0.0)  # 4 rad/s
     assert fast.read_flow(0).quality == 0
     assert fast.dropouts == 1
 
 
 def test_seeded_runs_repeat():
-    a, b = (FlowSensorSim(MODEL, FlowSimConfig(seed=3)) for _ in range(2))
+    a, b = (FlowSensorSim(MODEL, replace(CONFIG.flow_sim, seed=3)) for _ in range(2))
     for s in (a, b):
         s.add_truth(0, 0.05, 0.01, 0.2)
     assert a.read_flow(0) == b.read_flow(0)
@@ -61,7 +65,7 @@ def test_seeded_runs_repeat():
 
 
 def test_gyro_bias_and_no_truth():
-    sim = FlowSensorSim(MODEL, FlowSimConfig(**QUIET, gyro_bias_rad_s=0.01))
+    sim = FlowSensorSim(MODEL, replace(CONFIG.flow_sim, **QUIET, gyro_bias_rad_s=0.01))
     with pytest.raises(FlowSimNotReady, match="no ground truth"):
         sim.read_flow(0)
     np.testing.assert_allclose(sim.read_gyro(0.5), [0, 0, 0.51])
@@ -69,11 +73,11 @@ def test_gyro_bias_and_no_truth():
 
 def test_config_validation():
     with pytest.raises(FlowSimConfigError, match="dropout_probability"):
-        FlowSimConfig(dropout_probability=1.5)
+        replace(CONFIG.flow_sim, dropout_probability=1.5)
     with pytest.raises(FlowSimConfigError, match="unknown"):
         FlowSimConfig.from_dict({"noise": 1})
     with pytest.raises(FlowSimConfigError, match="delay_ms"):
-        FlowSimConfig(delay_ms=-1.0)
+        replace(CONFIG.flow_sim, delay_ms=-1.0)
 
 
 # -- latency ---------------------------------------------------------------------------------
@@ -84,7 +88,7 @@ STEP_MS = 1000
 def _forward_flow(delay_ms: float, read_every_ms: int, truth=lambda t_ms: 0.1 if t_ms >= STEP_MS else 0.0,
                   duration_ms: int = 1400) -> dict[int, float]:
     """Body flow_y (forward motion) reported at each read time (ms), truth sampled every 1 ms."""
-    sim = FlowSensorSim(MODEL, FlowSimConfig(**QUIET, delay_ms=delay_ms))
+    sim = FlowSensorSim(MODEL, replace(CONFIG.flow_sim, **QUIET, delay_ms=delay_ms))
     out = {}
     for t_ms in range(duration_ms + 1):
         if truth(t_ms) is not None:  # None: no ground truth yet at this instant
@@ -124,7 +128,7 @@ def test_delaying_the_report_equals_delaying_the_motion():
 
 
 def test_older_truth_rejected():
-    sim = FlowSensorSim(MODEL, FlowSimConfig(**QUIET))
+    sim = FlowSensorSim(MODEL, replace(CONFIG.flow_sim, **QUIET))
     sim.add_truth(10, 0.0, 0.0, 0.0)
     with pytest.raises(FlowSimConfigError, match="older"):
         sim.add_truth(5, 0.0, 0.0, 0.0)

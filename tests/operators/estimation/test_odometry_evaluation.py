@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
+from teledora.models.config_files import load_mocap_config
 from teledora.operators.estimation.odometry_evaluation import EvaluationConfig, EvaluationError, evaluate_odometry
 from teledora.operators.estimation.trajectory_association import Trajectory
-from teledora.operators.mocap.mocap_simulator import MocapSimConfig, MocapSimulator
+from teledora.operators.mocap.mocap_simulator import MocapSimulator
 from tests.operators.estimation.trajectory_cases import arc, line, lissajous, rotated, stamps
 
 
@@ -68,7 +71,8 @@ def test_no_overlap_is_a_clear_error():
 
 def _mocap_truth(t_s: np.ndarray, x: np.ndarray, y: np.ndarray, yaw: np.ndarray, seed: int) -> Trajectory:
     """What the simulated OptiTrack rig (120 Hz, 0.3 mm / 0.05 deg noise, dropouts) records of a path."""
-    rig = MocapSimulator(MocapSimConfig(seed=seed))
+    cfg = load_mocap_config()
+    rig = MocapSimulator(replace(cfg.sim, seed=seed), cfg.rigid_body.name or "alohamini2", cfg.frame.frame_id)
     for ti, xi, yi, yawi in zip(t_s, x, y, yaw):
         rig.add_truth(int(round(ti * 1e9)), xi, yi, yawi)
     frames = [f for f in rig.due(2**62) if f["tracking_valid"]]

@@ -13,7 +13,6 @@ from teledora.operators.estimation.trajectory_metrics import (
     path_length,
     position_errors,
     relative_errors,
-    wrap_angles,
     yaw_errors,
 )
 from tests.operators.estimation.trajectory_cases import DURATION_S, SPEED_M_S, arc, line, rotated, stamps
@@ -96,7 +95,6 @@ def test_spatial_dims_and_helpers():
     assert position_errors(est, truth, dims=2).max() == 0.0
     assert position_errors(est, truth, dims=3) == pytest.approx(np.full(len(t), 0.2))
     assert path_length(truth)[-1] == pytest.approx(SPEED_M_S)
-    assert wrap_angles(np.array([np.pi + 0.1]))[0] == pytest.approx(-np.pi + 0.1)
     assert ErrorStats.of(np.array([])).count == 0
     with pytest.raises(MetricError):
         position_errors(est, truth, dims=4)

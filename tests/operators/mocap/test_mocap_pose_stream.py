@@ -11,12 +11,14 @@ from teledora.operators.mocap import natnet_frame as nf
 from teledora.operators.mocap import natnet_model_def as md
 from teledora.operators.mocap import natnet_protocol as nn
 from teledora.operators.contract.messages import encode
+from teledora.models.config_files import load_mocap_config
 from teledora.operators.mocap.mocap_frames import MocapFrameTransform
 from teledora.operators.mocap.mocap_pose_stream import MocapPoseStream, MocapStreamError, RigidBodySelector
 
 V41 = (4, 1, 0, 0)
 FREQ = 10_000_000
 OFFSET_NS = 1_000_000_000_000
+FRAME = load_mocap_config().frame
 
 
 def server_info(version=V41) -> bytes:
@@ -33,7 +35,7 @@ def frame(number: int, valid: bool = True, body_id: int = 3, exposure_ns: int = 
 
 
 def stream(**sel) -> MocapPoseStream:
-    s = MocapPoseStream(RigidBodySelector(**(sel or {"id": 3})), MocapFrameTransform())
+    s = MocapPoseStream(RigidBodySelector(**(sel or {"id": 3})), MocapFrameTransform(FRAME))
     s.handle(server_info(), 0)
     return s
 
@@ -100,7 +102,7 @@ def test_select_by_name_via_model_def():
 
 
 def test_version_mismatch_rejects_frames_with_clear_reason():
-    s = MocapPoseStream(RigidBodySelector(id=3), MocapFrameTransform())
+    s = MocapPoseStream(RigidBodySelector(id=3), MocapFrameTransform(FRAME))
     with pytest.raises(MocapStreamError, match="SERVER_INFO"):
         s.handle(frame(1), 0)
     notes = s.handle(server_info((2, 10, 0, 0)), 0).notices

@@ -1,5 +1,5 @@
-"""WebXR server security and plumbing over real HTTPS/WSS on 127.0.0.1 (no browser),
-and the self-signed certificate."""
+"""The WebXR server device, as the xr node builds it: security and plumbing over real
+HTTPS/WSS on 127.0.0.1 (no browser), and the self-signed certificate."""
 
 from __future__ import annotations
 
