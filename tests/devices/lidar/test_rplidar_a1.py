@@ -121,7 +121,7 @@ def test_stray_bytes_are_skipped_by_resync(make_backend):
         backend = make_backend(fake)
         backend.connect()
         scans = _scans(backend, 2)
-    assert len(scans) == 2 and backend.parser.resync_bytes >= 4
+    assert len(scans) >= 2 and backend.parser.resync_bytes >= 4  # a loaded machine may read more than one at once
     assert np.count_nonzero(np.isfinite(scans[-1].ranges)) > 250
 
 
@@ -133,7 +133,7 @@ def test_buffer_overflow_restarts_the_scan(make_backend):
         time.sleep(0.1)
         scans = _scans(backend, 2)
     assert backend.overflows >= 1 and backend.restarts >= 1
-    assert len(scans) == 2
+    assert len(scans) >= 2  # a loaded machine may read more than one revolution at once
 
 
 def test_health_error_resets_then_gives_up_with_the_code(make_backend):
