@@ -179,9 +179,12 @@ def cost(frames: int) -> None:
     from teledora.operators.xr.udp_envelope import EnvelopeOpener, feed_key
     from teledora.operators.xr.xr_feed_format import parse_frame
 
-    assembler, scheme = FeedAssembler("bench"), TeleopScheme()
+    from teledora.models.config_files import load_teleop_config
+
+    profile = models.load_profile()
+    assembler, scheme = FeedAssembler("bench"), TeleopScheme(load_teleop_config(profile=profile))
     opener = EnvelopeOpener(feed_key(TOKEN))
-    kin = RobotGrips(models.path("alohamini2/alohamini2.xml"), models.load_profile())
+    kin = RobotGrips(models.path(profile.model), profile)
     names = list(kin.profile.arm_joint_names)
     kin.set_joints(names, np.zeros(len(names)))
     kin.set_lift_height(0.3)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from teledora.devices.xr.feed_loop import run_feed
+from teledora.operators.errors import ConfigError
 from teledora.devices.xr.webxr_certificate import ensure_certificate, host_addresses, host_names
 from teledora.devices.xr.webxr_server import HELLO_TIMEOUT_S, WebXrServer
 from teledora.runtime.node_io import NodeIO, make_node, node_id
@@ -41,7 +42,7 @@ DEFAULT_PORT = 8443
 LOOPBACK = "127.0.0.1"
 
 
-class PlainHttpRefused(ValueError):
+class PlainHttpRefused(ConfigError):
     """``--plain-http`` with a host other than the loopback: the token would cross the network in clear."""
 
 

@@ -24,10 +24,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from teledora.operators.errors import TeledoraError
+from teledora.operators.geometry import Pose
+from teledora.operators.model.sides import SIDES
 from teledora.operators.xr.feed_rejection import FeedRejected
 from teledora.operators.xr.headset_clock import ClockEstimate
-from teledora.operators.xr.xr_feed_format import HANDS, MAX_STAMP_NS, FeedFrame
-from teledora.operators.xr.xr_frames import Pose
+from teledora.operators.xr.xr_feed_format import MAX_STAMP_NS, FeedFrame
 
 #: A mapped stamp may lie this far after the host's receive time (residual
 #: clock error not covered by the estimate's uncertainty, NTP corrections).
@@ -35,7 +37,7 @@ FUTURE_TOLERANCE_NS = 50_000_000
 _SEQ_RESTART_GAP = 1000  # a sequence number this far backwards means the sender restarted
 
 
-class StaleFrameError(ValueError):
+class StaleFrameError(TeledoraError, ValueError):
     """A frame older than (or equal to) the newest already accepted from this session: dropped."""
 
 
@@ -112,10 +114,10 @@ class FeedAssembler:
         latest = recv_ns + FUTURE_TOLERANCE_NS
         sent_host = clock.earliest_host_ns(frame.sent_ns)
         stamps: dict[str, tuple[int, int]] = {}
-        for h in HANDS:
+        for h in SIDES:
             hs = frame.hands[h]
             stamps[h] = (clock.earliest_host_ns(hs.pose_ns), clock.earliest_host_ns(hs.input_ns))
-        for name, t in [("sent_ns", sent_host)] + [(f"{h}.{k}", v) for h in HANDS for k, v in zip(("pose_ns", "input_ns"), stamps[h])]:
+        for name, t in [("sent_ns", sent_host)] + [(f"{h}.{k}", v) for h in SIDES for k, v in zip(("pose_ns", "input_ns"), stamps[h])]:
             if t > latest:
                 raise FeedRejected("future_stamp", f"{name} maps to {(t - recv_ns) / 1e6:.1f} ms after its arrival "
                                                    f"(tolerance {FUTURE_TOLERANCE_NS / 1e6:g} ms)")
@@ -123,7 +125,7 @@ class FeedAssembler:
                 raise FeedRejected("number_range", f"{name} maps to {t}, outside [0, 2^63)")
         epoch = list(s.epoch)
         hands = {}
-        for i, h in enumerate(HANDS):
+        for i, h in enumerate(SIDES):
             hs = frame.hands[h]
             if hs.connected and not connected[i]:
                 epoch[i] += 1
@@ -176,7 +178,7 @@ class FeedAssembler:
         gone = {h: {"connected": False, "epoch": s.epoch[i], "pose_valid": False, "position": ident.position,
                     "orientation": ident.orientation, "trigger": 0.0, "squeeze": 0.0, "stick": [0.0, 0.0],
                     "primary": False, "secondary": False, "stick_click": False, "menu": False,
-                    "pose_stamp_ns": now_ns, "input_stamp_ns": now_ns} for i, h in enumerate(HANDS)}
+                    "pose_stamp_ns": now_ns, "input_stamp_ns": now_ns} for i, h in enumerate(SIDES)}
         return {"stamp_ns": now_ns, "frame_id": "operator", "seq": out_seq, "source": self.source, "focused": False,
                 "ui_estop": False, "ui_release_stop": False, "ui_pause": False, "left": gone["left"], "right": gone["right"]}
 

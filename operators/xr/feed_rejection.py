@@ -9,6 +9,8 @@ they happen, so an operator sees *what* is being refused, not only how much.
 
 from __future__ import annotations
 
+from teledora.operators.errors import ProtocolError
+
 #: Every reason code, with what it means. Parsing (operators/xr/xr_feed_format.py,
 #: strict_json.py), assembly (feed_assembler.py), UDP authentication
 #: (udp_envelope.py) and the feed devices use only these.
@@ -45,7 +47,7 @@ REASONS: dict[str, str] = {
 }
 
 
-class FeedRejected(ValueError):
+class FeedRejected(ProtocolError):
     """An input refused on the XR input path.
 
     Args:

@@ -37,9 +37,11 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from teledora.operators.geometry import Pose, PoseError
+from teledora.operators.model.sides import SIDES
 from teledora.operators.xr.feed_rejection import FeedFormatError
 from teledora.operators.xr.strict_json import loads_bounded
-from teledora.operators.xr.xr_frames import Pose, PoseError, webxr_pose_to_flu
+from teledora.operators.xr.xr_frames import webxr_pose_to_flu
 
 FEED_VERSION = 1
 MAX_FRAME_BYTES = 4096
@@ -57,7 +59,6 @@ TRACKING_HALF_HEIGHT_M = 3.0
 #: Stamps are int64 nanoseconds, never negative.
 MAX_STAMP_NS = 2**63 - 1
 MAX_SESSION_CHARS = 64
-HANDS = ("left", "right")
 _BUTTONS = ("primary", "secondary", "stick_click", "menu")
 _TOP_KEYS = frozenset({"version", "session", "seq", "sent_ns", "frame", "focused", "ui", "hands"})
 _HAND_KEYS = frozenset({"connected", "pose_valid", "position", "orientation", "pose_ns", "trigger", "squeeze",
@@ -200,7 +201,7 @@ def frame_from_object(d: Any) -> FeedFrame:
         raise FeedFormatError("schema", f"ui must be an object with keys from {sorted(_UI_KEYS)}")
     ui = {k: _bool(ui_raw, k, "ui", False) for k in sorted(_UI_KEYS)}
     hands = d.get("hands")
-    if not isinstance(hands, dict) or set(hands) != set(HANDS):
+    if not isinstance(hands, dict) or set(hands) != set(SIDES):
         raise FeedFormatError("schema", "hands must be an object with exactly 'left' and 'right'")
     focused = _bool(d, "focused", "frame", True)
     return FeedFrame(
@@ -209,7 +210,7 @@ def frame_from_object(d: Any) -> FeedFrame:
         sent_ns=sent_ns,
         focused=focused,
         ui=ui,
-        hands={h: _hand(hands[h], f"hands.{h}", frame, sent_ns) for h in HANDS},
+        hands={h: _hand(hands[h], f"hands.{h}", frame, sent_ns) for h in SIDES},
     )
 
 

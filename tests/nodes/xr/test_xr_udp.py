@@ -212,8 +212,9 @@ def test_a_link_delay_beyond_the_pose_rule_holds_the_arm(link_delay_ms, tracks):
     # frames sampled and stamped link_delay_ms before they reach the socket, as a slow link
     # delivers them: the node stamps them with their sample time, and the control scheme
     # judges that age, not the (prompt) arrival
+    from teledora.models.config_files import load_teleop_config
+    from teledora.operators.geometry import Pose
     from teledora.operators.teleop.teleop_scheme import TeleopScheme
-    from teledora.operators.xr.xr_frames import Pose
 
     def send(port):
         s = Sender()
@@ -223,7 +224,7 @@ def test_a_link_delay_beyond_the_pose_rule_holds_the_arm(link_delay_ms, tracks):
             time.sleep(0.01)
 
     node, _ = run_node(send, n_published(5))
-    scheme = TeleopScheme()
+    scheme = TeleopScheme(load_teleop_config())
     grip = Pose.of([0.35, 0.18, 0.75], [0, 0, 0, 1])
     for m in published(node):
         scheme.on_controllers(m, m["stamp_ns"])
