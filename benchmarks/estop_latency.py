@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         # generous pose/input timeouts: a loaded machine must not turn scheduling stalls into timeouts
-        run = run_headset(BROWSER / "estop_trials.mjs", Path(tmp), IWER, "pose_timeout_s: 5.0\ninput_timeout_s: 5.0\n",
+        run = run_headset(BROWSER / "estop_trials.mjs", Path(tmp), IWER, {"pose_timeout_s": 5.0, "input_timeout_s": 5.0},
                           args=[str(args.trials)], timeout_s=60 + 10 * args.trials)
     if run.returncode != 0 or not any(s["step"] == "done" for s in run.steps):
         print(f"driver failed:\n{run.stdout}\n{run.stderr}", file=sys.stderr)

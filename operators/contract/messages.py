@@ -25,8 +25,10 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
+from teledora.operators.errors import TeledoraError
 
-class MessageError(ValueError):
+
+class MessageError(TeledoraError, ValueError):
     """A message does not satisfy the contract; the receiver must drop it whole."""
 
 

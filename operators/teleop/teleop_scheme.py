@@ -3,10 +3,10 @@
 Controls (sticks arrive as xr-standard axes: x right positive, y pushed forward negative):
 
 * left stick drives forward/back and strafes; right stick turns (left = CCW) and
-  moves the lift (forward = up). Caps 0.25 m/s, 0.65 rad/s, 0.08 m/s.
+  moves the lift (forward = up), up to the robot profile's speed caps.
 * trigger closes that gripper; stick click cycles the pinch range full → fine → half.
 * hold Y/B (secondary) clutches that arm; both edges re-anchor.
-* hold X/A (primary) gives 0.1x motion for that hand's arm and its stick.
+* hold X/A (primary) scales that hand's arm motion and its stick by ``slow_factor``.
 * the e-stop latches from any stop input: the left menu (where a runtime exposes
   it), the page's or the scene's E-STOP, or the grip gesture (both squeezes held
   at or past ``estop_squeeze_threshold`` at once; the squeeze does nothing else).
@@ -35,37 +35,41 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from teledora.operators.errors import ConfigError
+from teledora.operators.geometry import Pose, PoseError
+from teledora.operators.model.sides import SIDES
+from teledora.operators.config import config_from_mapping
+from teledora.operators.model.robot_profile import RobotProfile
 from teledora.operators.teleop.anchored_mapping import AnchoredMapping
 from teledora.operators.teleop.estop_latch import EStopLatch
-from teledora.operators.xr.xr_frames import Pose, PoseError
 
-HANDS = ("left", "right")
 PINCH_ORDER = ("full", "fine", "half")
 _BUTTONS = ("primary", "secondary", "stick_click", "menu")
 
 
-class TeleopConfigError(ValueError):
+class TeleopConfigError(ConfigError):
     """A teleop configuration value is missing, unknown or out of range."""
 
 
 @dataclass(frozen=True)
 class TeleopConfig:
-    """Tunables of the control scheme (units in the names)."""
+    """Tunables of the control scheme (units in the names): teleop.yaml, with the
+    three speed caps taken from the robot profile."""
 
-    max_speed_m_s: float = 0.25
-    max_yaw_rate_rad_s: float = 0.65
-    max_lift_speed_m_s: float = 0.08
-    slow_factor: float = 0.1
-    pose_timeout_s: float = 0.3
-    input_timeout_s: float = 0.5
-    stick_deadzone: float = 0.1
-    chord_window_s: float = 3.0
-    pinch_full_rad: float = 0.65
-    pinch_fine_rad: float = 0.35
-    pinch_half_rad: float = 0.5
-    estop_squeeze_threshold: float = 0.9
-    release_confirm_window_s: float = 5.0
-    start_paused: bool = False
+    max_speed_m_s: float
+    max_yaw_rate_rad_s: float
+    max_lift_speed_m_s: float
+    slow_factor: float
+    pose_timeout_s: float
+    input_timeout_s: float
+    stick_deadzone: float
+    chord_window_s: float
+    pinch_full_rad: float
+    pinch_fine_rad: float
+    pinch_half_rad: float
+    estop_squeeze_threshold: float
+    release_confirm_window_s: float
+    start_paused: bool
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -85,17 +89,24 @@ class TeleopConfig:
         if self.release_confirm_window_s <= 0.0:
             raise TeleopConfigError(f"release_confirm_window_s must be > 0, got {self.release_confirm_window_s}")
 
-    @staticmethod
-    def from_mapping(values: Mapping[str, Any]) -> "TeleopConfig":
-        """Builds a config from a YAML mapping; unknown keys are an error."""
-        known = {f.name for f in fields(TeleopConfig)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise TeleopConfigError(f"unknown teleop config keys {unknown}; known: {sorted(known)}")
-        return TeleopConfig(**dict(values))
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], profile: RobotProfile) -> "TeleopConfig":
+        """Builds a config from teleop.yaml's mapping and the robot profile's caps;
+        unknown keys, and caps set in teleop.yaml, are an error."""
+        caps = profile_caps(profile)
+        in_both = sorted(set(values) & set(caps))
+        if in_both:
+            raise TeleopConfigError(f"{in_both}: speed caps are set in the robot profile (base, lift), not here")
+        return config_from_mapping(cls, {**values, **caps}, error=TeleopConfigError)
 
     def pinch_rad(self, name: str) -> float:
         return {"full": self.pinch_full_rad, "fine": self.pinch_fine_rad, "half": self.pinch_half_rad}[name]
+
+
+def profile_caps(profile: RobotProfile) -> dict[str, float]:
+    """The scheme's speed caps, from the robot profile."""
+    return {"max_speed_m_s": profile.base.max_linear_m_s, "max_yaw_rate_rad_s": profile.base.max_yaw_rad_s,
+            "max_lift_speed_m_s": profile.lift.max_speed_m_s}
 
 
 @dataclass
@@ -182,13 +193,13 @@ def _deadzone(v: float, dz: float) -> float:
 class TeleopScheme:
     """The control scheme; feed it controller reports and ticks, read its commands."""
 
-    def __init__(self, config: TeleopConfig | None = None) -> None:
-        self.config = config or TeleopConfig()
-        self._hands = {h: _Hand() for h in HANDS}
+    def __init__(self, config: TeleopConfig) -> None:
+        self.config = config
+        self._hands = {h: _Hand() for h in SIDES}
         self.arms_paused = self.config.start_paused
         self.reset_count = 0
-        self._clutched = dict.fromkeys(HANDS, False)
-        self._slow = dict.fromkeys(HANDS, False)
+        self._clutched = dict.fromkeys(SIDES, False)
+        self._slow = dict.fromkeys(SIDES, False)
         self._focused = True
         self._ui = {"ui_estop": False, "ui_release_stop": False, "ui_pause": False}
         self._ui_baseline = True
@@ -210,7 +221,7 @@ class TeleopScheme:
     def on_controllers(self, msg: Mapping[str, Any], now_ns: int) -> None:
         """Applies one decoded ``XrControllers`` report received at ``now_ns``."""
         self._stop.expire(now_ns)
-        for hand in HANDS:
+        for hand in SIDES:
             self._on_hand(hand, msg[hand])
         if self.stop_gesture_held():
             self._estop("grip_gesture")
@@ -225,7 +236,7 @@ class TeleopScheme:
             self._stop.cancel("+".join(held))
         h = self._hands
         if h["left"].connected and h["right"].connected and not (h["left"].baseline_pending or h["right"].baseline_pending):
-            down = [h[x].buttons[b] for x in HANDS for b in ("primary", "secondary")]
+            down = [h[x].buttons[b] for x in SIDES for b in ("primary", "secondary")]
             if self._chord.update(down, now_ns):
                 self._reset_robot()
 
@@ -301,7 +312,7 @@ class TeleopScheme:
 
     def stop_gesture_held(self) -> bool:
         """Both hands connected with their squeeze at or past the threshold."""
-        return all(self._squeezed(hand) for hand in HANDS)
+        return all(self._squeezed(hand) for hand in SIDES)
 
     def _squeezed(self, hand: str) -> bool:
         st = self._hands[hand]
@@ -318,7 +329,7 @@ class TeleopScheme:
             held.append("left_menu")
         if self._ui["ui_estop"]:
             held.append("page_stop")
-        held += [f"{hand}_squeeze" for hand in HANDS if self._squeezed(hand)]
+        held += [f"{hand}_squeeze" for hand in SIDES if self._squeezed(hand)]
         return held
 
     def _on_ui(self, msg: Mapping[str, Any], now_ns: int) -> None:
@@ -391,7 +402,7 @@ class TeleopScheme:
         lift_offset = np.array([0.0, 0.0, float(lift_height_m)])
         arms: dict[str, Any] = {}
         sticks: dict[str, tuple[float, float]] = {}
-        for hand in HANDS:
+        for hand in SIDES:
             st = self._hands[hand]
             pose_fresh = st.connected and st.pose is not None and self._fresh(st.pose_stamp_ns, now_ns, cfg.pose_timeout_s)
             input_fresh = st.connected and self._fresh(st.input_stamp_ns, now_ns, cfg.input_timeout_s)

@@ -19,10 +19,12 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
+import yaml
 
+from teledora import models
 from teledora.fakes.wired_node import WiredNode
 from teledora.nodes.teleop import teleop
 from teledora.nodes.xr import xr_webxr
@@ -48,12 +50,12 @@ class HeadsetRun:
         return [s for s in self.steps if s.get("step") == name][-1]
 
 
-def run_headset(driver: Path, workdir: Path, iwer_js: Path, teleop_yaml: str, args: Sequence[str] = (),
+def run_headset(driver: Path, workdir: Path, iwer_js: Path, teleop_overrides: Mapping[str, Any], args: Sequence[str] = (),
                 token: str = "e2e-token", timeout_s: float = 120.0) -> HeadsetRun:
     """Runs ``driver`` against freshly started xr and teleop nodes and stops them after.
 
-    ``teleop_yaml`` is the teleop config's text; ``workdir`` holds it and the
-    certificate.
+    The teleop config is the shipped teleop.yaml with ``teleop_overrides``
+    applied; ``workdir`` holds it and the certificate.
     """
     xr_node = WiredNode()
     teleop_node = WiredNode(routes={"state": [(xr_node, "state")]})
@@ -67,7 +69,7 @@ def run_headset(driver: Path, workdir: Path, iwer_js: Path, teleop_yaml: str, ar
         "--host", "127.0.0.1", "--port", "0", "--cert-dir", str(workdir / "certs"), "--token", token,
         "--emulator-js", str(iwer_js)]))
     config = workdir / "teleop.yaml"
-    config.write_text(teleop_yaml)
+    config.write_text(yaml.safe_dump({**models.load_yaml("alohamini2/teleop.yaml"), **teleop_overrides}))
     threads = [
         threading.Thread(target=teleop.main, kwargs=dict(argv=["--config", str(config)], node=teleop_node), daemon=True),
         threading.Thread(target=xr_webxr.main, kwargs=dict(argv=[], node=xr_node, server=server), daemon=True),
