@@ -160,7 +160,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         if reported or (ticked and now - last_publish_ns >= republish_ns):
             publish(now)
         io.diag.details.update(
-            estop_latched=scheme.estop_latched, arms_paused=scheme.arms_paused, reset_count=scheme.reset_count,
+            estop_latched=scheme.estop_latched, release_armed=scheme.release_armed, arms_paused=scheme.arms_paused, reset_count=scheme.reset_count,
             robot_state_known=kin.known,
         )
         level = "warn" if scheme.estop_latched or not kin.known else "ok"

@@ -138,6 +138,7 @@ KINDS: dict[str, tuple[Field, ...]] = {
     "TeleopState": (
         _stamp(),
         Field("estop_latched", BOOL),
+        Field("release_armed", BOOL),
         Field("arms_paused", BOOL),
         Field("left_clutched", BOOL),
         Field("right_clutched", BOOL),

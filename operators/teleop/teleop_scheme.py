@@ -7,9 +7,15 @@ Controls (sticks arrive as xr-standard axes: x right positive, y pushed forward 
 * trigger closes that gripper; stick click cycles the pinch range full → fine → half.
 * hold Y/B (secondary) clutches that arm; both edges re-anchor.
 * hold X/A (primary) scales that hand's arm motion and its stick by ``slow_factor``.
-* left menu or the page's stop button latches the e-stop; only the page's release
-  button clears it, leaving the arms paused. Right menu / page pause toggles arm
-  pause; resuming re-anchors both arms.
+* the e-stop latches from any stop input: the left menu (where a runtime exposes
+  it), the page's or the scene's E-STOP, or the grip gesture (both squeezes held
+  at or past ``estop_squeeze_threshold`` at once; the squeeze does nothing else).
+  Only the release clears it, and the release takes two steps: a first release
+  edge arms it, a second one within ``release_confirm_window_s`` confirms it. Either
+  step is refused while any stop input is still held (left menu, page stop, or
+  either squeeze past the threshold), and the arming is cancelled by a stop input,
+  a connection change or lost focus. A release leaves the arms paused. Right menu /
+  page pause toggles arm pause; resuming re-anchors both arms.
 * two complete X+Y+A+B chords (all four down, then all up, twice) request a robot
   reset and leave the arms paused.
 * enabled arms follow without any button held. A pose older than
@@ -40,6 +46,7 @@ from teledora.operators.model.sides import SIDES
 from teledora.operators.config import config_from_mapping
 from teledora.operators.model.robot_profile import RobotProfile
 from teledora.operators.teleop.anchored_mapping import AnchoredMapping
+from teledora.operators.teleop.estop_latch import EStopLatch
 
 PINCH_ORDER = ("full", "fine", "half")
 _BUTTONS = ("primary", "secondary", "stick_click", "menu")
@@ -66,6 +73,8 @@ class TeleopConfig:
     pinch_full_rad: float
     pinch_fine_rad: float
     pinch_half_rad: float
+    estop_squeeze_threshold: float
+    release_confirm_window_s: float
     start_paused: bool
 
     def __post_init__(self) -> None:
@@ -81,6 +90,10 @@ class TeleopConfig:
             raise TeleopConfigError(f"slow_factor must be in (0, 1], got {self.slow_factor}")
         if not 0.0 <= self.stick_deadzone < 1.0:
             raise TeleopConfigError(f"stick_deadzone must be in [0, 1), got {self.stick_deadzone}")
+        if not 0.0 < self.estop_squeeze_threshold <= 1.0:
+            raise TeleopConfigError(f"estop_squeeze_threshold must be in (0, 1], got {self.estop_squeeze_threshold}")
+        if self.release_confirm_window_s <= 0.0:
+            raise TeleopConfigError(f"release_confirm_window_s must be > 0, got {self.release_confirm_window_s}")
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], profile: RobotProfile) -> "TeleopConfig":
@@ -112,6 +125,7 @@ class _Hand:
     buttons: dict[str, bool] = field(default_factory=lambda: dict.fromkeys(_BUTTONS, False))
     stick: tuple[float, float] = (0.0, 0.0)  # (right, forward)
     trigger: float = 0.0
+    squeeze: float = 0.0
     input_stamp_ns: int | None = None
     pose: Pose | None = None
     pose_stamp_ns: int | None = None
@@ -126,6 +140,7 @@ class _Hand:
         self.buttons = dict.fromkeys(_BUTTONS, False)
         self.stick = (0.0, 0.0)
         self.trigger = 0.0
+        self.squeeze = 0.0
         self.input_stamp_ns = None
         self.pose = None
         self.pose_stamp_ns = None
@@ -187,7 +202,6 @@ class TeleopScheme:
     def __init__(self, config: TeleopConfig) -> None:
         self.config = config
         self._hands = {h: _Hand() for h in SIDES}
-        self.estop_latched = False
         self.arms_paused = self.config.start_paused
         self.reset_count = 0
         self._clutched = dict.fromkeys(SIDES, False)
@@ -197,18 +211,36 @@ class TeleopScheme:
         self._ui_baseline = True
         self._chord = _ResetChord(int(self.config.chord_window_s * 1e9))
         self._events: list[str] = []
+        self._stop = EStopLatch(self.config.release_confirm_window_s, self._event)
+
+    @property
+    def estop_latched(self) -> bool:
+        """The e-stop is latched: no motion at all until a two-step release."""
+        return self._stop.latched
+
+    @property
+    def release_armed(self) -> bool:
+        """The first release step was taken and awaits its confirmation."""
+        return self._stop.armed
 
     # ---------------------------------------------------------------- inputs
     def on_controllers(self, msg: Mapping[str, Any], now_ns: int) -> None:
         """Applies one decoded ``XrControllers`` report received at ``now_ns``."""
+        self._stop.expire(now_ns)
         for hand in SIDES:
             self._on_hand(hand, msg[hand])
             self._note_future_stamps(hand, msg[hand], now_ns)
-        self._on_ui(msg)
+        if self.stop_gesture_held():
+            self._estop("grip_gesture")
         focused = bool(msg["focused"])
         if self._focused and not focused:
             self._pause("focus_lost")
+            self._stop.cancel("focus_lost")
         self._focused = focused
+        self._on_ui(msg, now_ns)
+        held = self.stop_inputs_held()
+        if held:
+            self._stop.cancel("+".join(held))
         h = self._hands
         if h["left"].connected and h["right"].connected and not (h["left"].baseline_pending or h["right"].baseline_pending):
             down = [h[x].buttons[b] for x in SIDES for b in ("primary", "secondary")]
@@ -221,6 +253,7 @@ class TeleopScheme:
         if not connected:
             if st.connected:
                 self._event(f"{hand}_disconnected")
+                self._stop.cancel(f"{hand}_disconnected")
                 st.forget_connection()
                 self._clutched[hand] = self._slow[hand] = False
                 self._chord.block()
@@ -230,6 +263,7 @@ class TeleopScheme:
         if not st.connected or epoch != st.epoch:
             if st.epoch is not None and epoch != st.epoch:
                 self._event(f"{hand}_epoch_{epoch}")
+            self._stop.cancel(f"{hand}_connected")
             st.forget_connection()
             st.epoch, st.connected = epoch, True
             self._clutched[hand] = self._slow[hand] = False
@@ -246,6 +280,7 @@ class TeleopScheme:
                 st.pose, st.pose_stamp_ns = pose, stamp
         st.stick = (float(rep["stick"][0]), -float(rep["stick"][1]))  # kept as (right, forward)
         st.trigger = float(np.clip(rep["trigger"], 0.0, 1.0))
+        st.squeeze = float(np.clip(rep["squeeze"], 0.0, 1.0))
         st.input_stamp_ns = int(rep["input_stamp_ns"])
         new = {b: bool(rep[b]) for b in _BUTTONS}
         old, st.buttons = st.buttons, new
@@ -291,7 +326,29 @@ class TeleopScheme:
                 st.mapping = st.mapping.rescaled(st.pose, scale)
             self._event(f"{hand}_slow_{'on' if slow else 'off'}")
 
-    def _on_ui(self, msg: Mapping[str, Any]) -> None:
+    def stop_gesture_held(self) -> bool:
+        """Both hands connected with their squeeze at or past the threshold."""
+        return all(self._squeezed(hand) for hand in SIDES)
+
+    def _squeezed(self, hand: str) -> bool:
+        st = self._hands[hand]
+        return st.connected and st.squeeze >= self.config.estop_squeeze_threshold
+
+    def stop_inputs_held(self) -> list[str]:
+        """The stop inputs whose last reported level is held, by name.
+
+        A level stays held until a real report changes it or its hand
+        disconnects; each squeeze counts on its own, so a hand still clenched
+        after a grip-gesture stop keeps the release refused."""
+        held = []
+        if self._hands["left"].connected and self._hands["left"].buttons["menu"]:
+            held.append("left_menu")
+        if self._ui["ui_estop"]:
+            held.append("page_stop")
+        held += [f"{hand}_squeeze" for hand in SIDES if self._squeezed(hand)]
+        return held
+
+    def _on_ui(self, msg: Mapping[str, Any], now_ns: int) -> None:
         new = {k: bool(msg[k]) for k in self._ui}
         old, self._ui = self._ui, new
         if self._ui_baseline:
@@ -302,7 +359,9 @@ class TeleopScheme:
         if new["ui_estop"] and not old["ui_estop"]:
             self._estop("page_stop")
         if new["ui_release_stop"] and not old["ui_release_stop"]:
-            self._release_stop()
+            refuse = self.stop_inputs_held() + ([] if self._focused else ["unfocused"])
+            if self._stop.release_step(now_ns, refuse):
+                self._pause("estop_released")
         if new["ui_pause"] and not old["ui_pause"]:
             self._toggle_pause("page_pause")
 
@@ -311,16 +370,8 @@ class TeleopScheme:
         self._events.append(name)
 
     def _estop(self, why: str) -> None:
-        if not self.estop_latched:
-            self.estop_latched = True
-            self._event(f"estop_latched:{why}")
+        self._stop.latch(why)
         self._pause(why)
-
-    def _release_stop(self) -> None:
-        if self.estop_latched:
-            self.estop_latched = False
-            self._event("estop_released")
-            self._pause("estop_released")
 
     def _pause(self, why: str) -> None:
         if not self.arms_paused:
@@ -368,6 +419,7 @@ class TeleopScheme:
         the lift, as the arms do: raising the lift raises the targets instead of
         making the arms reach down to hold them where they were."""
         cfg = self.config
+        self._stop.expire(now_ns)
         lift_offset = np.array([0.0, 0.0, float(lift_height_m)])
         arms: dict[str, Any] = {}
         sticks: dict[str, tuple[float, float]] = {}
@@ -424,6 +476,7 @@ class TeleopScheme:
             state={
                 "stamp_ns": now_ns,
                 "estop_latched": self.estop_latched,
+                "release_armed": self.release_armed,
                 "arms_paused": self.arms_paused,
                 "left_clutched": self._clutched["left"],
                 "right_clutched": self._clutched["right"],
