@@ -28,12 +28,12 @@ def at(ns: int) -> dt.datetime:
 @pytest.fixture()
 def run(tmp_path):
     """lift/state every 100 ms, renderer/chest at 50 ms and 250 ms, teleop/lift_cmd once."""
-    w = RunWriter(tmp_path / "run", {"recorded_inputs": {"lift__state": "lift/state", "cam": "renderer/chest"}}, start_ns=T0)
+    w = RunWriter(tmp_path / "run", {"recorded_inputs": {"lift__state": "lift/state", "cams__front": "renderer/chest"}}, start_ns=T0)
     img = pa.array(np.arange(48, dtype=np.uint8))
     for i in range(4):
         w.append("lift__state", lift(i), {"timestamp": at(T0 + i * 100 * MS), "stamp_ns": 1}, recv_ns=T0 + i * 100 * MS + 1)
         if i in (0, 2):
-            w.append("cam", img, {"timestamp": at(T0 + (i * 100 + 50) * MS), "width": 4}, recv_ns=T0)
+            w.append("cams__front", img, {"timestamp": at(T0 + (i * 100 + 50) * MS), "width": 4}, recv_ns=T0)
     w.append("teleop__lift_cmd", encode("LiftCommand", {"stamp_ns": 1, "velocity_m_s": 0.1}), {}, recv_ns=T0 + 10 * MS)
     w.close(T0 + 400 * MS)
     return tmp_path / "run"
