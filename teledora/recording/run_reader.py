@@ -218,6 +218,18 @@ class RunReader:
         chosen = self.topics if topics is None else list(topics)
         return heapq.merge(*(self.iter_topic(t) for t in chosen), key=lambda m: m.seq)
 
+    def iter_sent(self, topics: Iterable[str] | None = None) -> Iterator[RecordedMessage]:
+        """Messages of ``topics`` (default all) merged in *send* order: by
+        dora's send timestamp (arrival time where it is missing), ties by
+        ``seq``. Each topic keeps its recorded order; what changes is how
+        topics interleave, which at the recorder follows arrival, not sending."""
+        chosen = self.topics if topics is None else list(topics)
+
+        def key(m: RecordedMessage) -> tuple[int, int]:
+            return (m.dora_ns if m.dora_ns is not None else m.recv_ns, m.seq)
+
+        return heapq.merge(*(self.iter_topic(t) for t in chosen), key=key)
+
 
 def map_file(path: Path):
     """The file's bytes, memory-mapped (an empty file gives ``b""``)."""
