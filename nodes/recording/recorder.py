@@ -44,6 +44,7 @@ from teledora.operators.recording.recording_gaps import GapDetector
 from teledora.recording import MANIFEST_NAME, RunWriter, TopicNameError, TopicTypeError, new_run_dir
 
 DEFAULT_FLUSH_S = 0.5
+STATUS_PERIOD_S = 0.2
 COUNTER_METADATA_KEY = "seq"
 
 
@@ -74,6 +75,29 @@ def git_revision(cwd: str | os.PathLike[str]) -> dict[str, Any]:
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
     return {"commit": sha or None, "dirty": bool(status.strip())}
+
+
+class Heartbeat:
+    """Sends ``status`` (RecorderStatus) every ``STATUS_PERIOD_S``: actuator
+    nodes that take it as ``recorder_status`` hold the robot when it stops or
+    reports a lag above their bound (:mod:`teledora.operators.recording.recorder_watch`).
+    A dataflow that does not declare the output gets a warning, once."""
+
+    def __init__(self, io: NodeIO, clock: Callable[[], int]) -> None:
+        self.io = io
+        self.clock = clock
+        self.next_ns = 0
+        self.enabled = True
+
+    def maybe_send(self, now_ns: int, messages: int, lag_ns: int) -> None:
+        if not self.enabled or now_ns < self.next_ns:
+            return
+        self.next_ns = now_ns + int(STATUS_PERIOD_S * 1e9)
+        try:
+            self.io.send("status", "RecorderStatus", {"stamp_ns": now_ns, "recording": True, "messages": messages, "lag_ns": max(0, lag_ns)})
+        except Exception as exc:  # an output the dataflow does not declare
+            self.enabled = False
+            self.io.log("warn", f"no heartbeat: cannot send 'status' ({exc}); declare it to let actuators watch the recorder")
 
 
 class LagTracker:
@@ -231,7 +255,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     lag = LagTracker()
     flushes = 0
     stop = _TerminationFlag()
-    while not stop.signal_name and (batch := io.next_batch(args.flush_interval_s)) is not None:
+    heartbeat = Heartbeat(io, clock)
+    while not stop.signal_name and (batch := io.next_batch(min(args.flush_interval_s, STATUS_PERIOD_S))) is not None:
         for event in batch:
             if event.get("type") != "INPUT":
                 continue
@@ -262,6 +287,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         if writer.flush_due(now):
             writer.flush(now)
             flushes += 1
+        heartbeat.maybe_send(now, writer.messages, lag.last_ns)
         if io.diag.due(now):
             io.diag.details = {
                 "run_dir": str(run_dir),
