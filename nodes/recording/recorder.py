@@ -283,6 +283,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
             if writer.flush_due(recv_ns):
                 writer.flush(recv_ns)
                 flushes += 1
+            heartbeat.maybe_send(recv_ns, writer.messages, lag.last_ns)
         now = clock()
         if writer.flush_due(now):
             writer.flush(now)

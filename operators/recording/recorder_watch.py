@@ -10,12 +10,14 @@ and lift velocities zero).
 Policy:
 
 - before the first heartbeat: hold (the robot moves only once recording works);
-- no heartbeat for ``timeout_s``, or the heartbeat input closed (the recorder
-  ended or died): hold, *latched* for the rest of the run, because the
-  recording now has a hole that no later heartbeat can fill;
-- the recorder reports a lag behind the senders above ``max_lag_s``: hold
-  while it is behind, release once it has caught up (nothing was lost: the
-  messages were queued, just late).
+- the heartbeat input closed (the recorder ended or died) or the recorder
+  reported that it stopped: hold, *latched* for the rest of the run, because
+  the recording now has a hole that no later heartbeat can fill;
+- no heartbeat for ``timeout_s``, or a reported lag behind the senders above
+  ``max_lag_s``: hold while it lasts, release once heartbeats are back and
+  the lag is under the bound (a silent or slow recorder that is still alive
+  loses nothing: its input queues hold the messages; a dead one is caught by
+  the closed input).
 
 Pure logic: time is passed in.
 """
@@ -84,8 +86,7 @@ class RecorderWatch:
             return "waiting for the recorder's first heartbeat"
         silent_s = (now_ns - self._last_ns) / 1e9
         if silent_s > self.timeout_s:
-            self.latched = f"no recorder heartbeat for {silent_s:.2f} s (limit {self.timeout_s:g} s)"
-            return self.latched
+            return f"no recorder heartbeat for {silent_s:.2f} s (limit {self.timeout_s:g} s)"
         if self._lag_ns > self.max_lag_s * 1e9:
             return f"the recorder is {self._lag_ns / 1e9:.2f} s behind the senders (limit {self.max_lag_s:g} s)"
         return ""

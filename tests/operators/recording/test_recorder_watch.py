@@ -20,14 +20,22 @@ def test_holds_until_the_first_heartbeat_then_moves():
     assert w.hold_reason(int(1.5 * S)) == ""
 
 
-def test_silence_past_the_timeout_latches_even_if_heartbeats_return():
+def test_silence_past_the_timeout_holds_until_heartbeats_return():
     w = RecorderWatch(timeout_s=1.0, max_lag_s=2.0)
     w.feed(beat(), 0)
     assert w.hold_reason(1 * S) == ""  # exactly the timeout: still alive
     assert "no recorder heartbeat for 1.10 s" in w.hold_reason(int(1.1 * S))
     w.feed(beat(), int(1.2 * S))
-    assert w.hold_reason(int(1.2 * S)) != ""  # the recording has a hole: stays held
+    assert w.hold_reason(int(1.2 * S)) == ""  # alive again: its queues kept everything
     assert w.holds == 1
+
+
+def test_closed_input_latches_even_if_heartbeats_return():
+    w = RecorderWatch()
+    w.feed(beat(), 0)
+    w.closed()
+    w.feed(beat(), 1)
+    assert "ended" in w.hold_reason(2)
 
 
 def test_closed_heartbeat_input_latches():
