@@ -16,9 +16,12 @@ with the checksums first), and for every topic it prints
   its own period with this method, so topics slower than the bound are listed
   apart);
 
-and the recorder's lag behind the senders over the run (receive time minus
-send time, median / p99 / max), which is what a kill loses beyond the last
-flush. With ``--kill recorder`` the dataflow runs on for ``--linger`` s, then
+and the loss split in two: ``unwritten_s``, kill time minus the receive time
+of the last message on disk (what the recorder had received but not yet
+written: the part the flush interval bounds), and ``lag_at_kill_s``, how far
+that last message's receipt trailed its sending (what was still queued
+towards the recorder). Also the recorder's lag behind the senders over the
+run (receive minus send time: median / p99 / max). With ``--kill recorder`` the dataflow runs on for ``--linger`` s, then
 it is stopped.
 """
 
@@ -130,11 +133,16 @@ def main() -> int:
     print(f"run {run}: complete={reader.complete}, checksums {'OK' if report.ok else report.problems[:5]}")
     rows = []
     lags = []
+    last_recv = 0
+    last_recv_send = 0
     for topic in reader.topics:
         table = reader.read_topic(topic).table
         sends = [d if d is not None else r for d, r in zip(table.column("dora_ns").to_pylist(), table.column("recv_ns").to_pylist())]
         recvs = table.column("recv_ns").to_pylist()
         lags += [r - s for r, s in zip(recvs, sends)]
+        for r, s_ in zip(recvs, sends):
+            if r > last_recv:
+                last_recv, last_recv_send = r, s_
         if len(sends) < 3:
             continue
         period = statistics.median(b - a for a, b in zip(sends, sends[1:])) / 1e9
@@ -150,6 +158,9 @@ def main() -> int:
         lags.sort()
         pick = lambda q: lags[min(len(lags) - 1, int(q * len(lags)))] / 1e6  # noqa: E731
         print(f"recorder lag behind senders over the run: median {pick(0.5):.0f} ms, p99 {pick(0.99):.0f} ms, max {lags[-1] / 1e6:.0f} ms")
+    if last_recv:
+        print(f"unwritten_s {(kill_ns - last_recv) / 1e9:.3f} (kill time - receipt of the last message on disk; "
+              f"flush interval {reader.manifest.get('flush_interval_s')} s), lag_at_kill_s {(last_recv - last_recv_send) / 1e9:.3f}")
     if fast:
         worst = max(r[1] for r in fast)
         print(f"worst loss by send time over {len(fast)} topics faster than {args.bound_s:g} s: {worst:.3f} s "
