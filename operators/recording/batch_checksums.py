@@ -88,7 +88,20 @@ class TopicCheck:
     tail_bytes: int = 0
     torn_index_bytes: int = 0
     torn: bool = False  # the last indexed message runs past the end of the file
-    problems: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # besides bad batches and the torn end
+
+    def end_findings(self) -> list[str]:
+        """The state of the file's end: a torn index record, a last message cut
+        short, bytes past the last indexed message (a run killed mid-write
+        leaves these; in a closed run they are corruption)."""
+        out = []
+        if self.torn_index_bytes:
+            out.append(f"index ends in a torn record ({self.torn_index_bytes} bytes)")
+        if self.torn:
+            out.append("the last indexed message runs past the end of the file")
+        if self.tail_bytes:
+            out.append(f"{self.tail_bytes} bytes after the last indexed message are not an end-of-stream marker")
+        return out
 
     @property
     def good_batches(self) -> list[BatchCheck]:
@@ -144,8 +157,6 @@ def check_topic_bytes(data, index: bytes) -> TopicCheck:
     ``tail_bytes``. Never raises on any input."""
     result = TopicCheck()
     entries, result.torn_index_bytes = parse_index(index)
-    if result.torn_index_bytes:
-        result.problems.append(f"index ends in a torn record ({result.torn_index_bytes} bytes)")
     size = len(data)
     expected_offset = 0
     for pos, entry in enumerate(entries):
@@ -187,5 +198,4 @@ def check_topic_bytes(data, index: bytes) -> TopicCheck:
         result.closed = True
     elif tail:
         result.tail_bytes = len(tail)
-        result.problems.append(f"{len(tail)} bytes after the last indexed message are not an end-of-stream marker")
     return result

@@ -52,6 +52,7 @@ class RecorderWatch:
         self.latched = ""
         self.holds = 0  # transitions from moving to holding
         self._holding = False
+        self.kind = ""  # "", "starting", "silent", "behind" or "gone": the kind of the last reason
 
     def feed(self, status: Mapping[str, Any], now_ns: int) -> None:
         """A heartbeat (a decoded ``RecorderStatus``) arrived at ``now_ns``."""
@@ -80,13 +81,17 @@ class RecorderWatch:
         return reason
 
     def _reason(self, now_ns: int) -> str:
+        self.kind, reason = self._classify(now_ns)
+        return reason
+
+    def _classify(self, now_ns: int) -> tuple[str, str]:
         if self.latched:
-            return self.latched
+            return "gone", self.latched
         if self._last_ns is None:
-            return "waiting for the recorder's first heartbeat"
+            return "starting", "waiting for the recorder's first heartbeat"
         silent_s = (now_ns - self._last_ns) / 1e9
         if silent_s > self.timeout_s:
-            return f"no recorder heartbeat for {silent_s:.2f} s (limit {self.timeout_s:g} s)"
+            return "silent", f"no recorder heartbeat for {silent_s:.2f} s (limit {self.timeout_s:g} s)"
         if self._lag_ns > self.max_lag_s * 1e9:
-            return f"the recorder is {self._lag_ns / 1e9:.2f} s behind the senders (limit {self.max_lag_s:g} s)"
-        return ""
+            return "behind", f"the recorder is {self._lag_ns / 1e9:.2f} s behind the senders (limit {self.max_lag_s:g} s)"
+        return "", ""

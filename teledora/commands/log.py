@@ -245,6 +245,8 @@ def _check(args: argparse.Namespace) -> int:
         print(f"{topic:<30} {t.rows:>8} rows in {t.batches:>5} good batches  manifest {t.manifest_count}  {tag}")
         for problem in t.problems:
             print(f"    {problem}")
+        for note in t.notes:
+            print(f"    note: {note}")
     if report.manifest_problem:
         print(f"manifest: {report.manifest_problem}")
     verdict = "OK" if report.ok else f"{len(report.problems)} problems"

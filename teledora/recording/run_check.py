@@ -30,6 +30,7 @@ class TopicReport:
     batches: int = 0
     bad_batches: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # a killed run's torn end: loss, not corruption
     verified: bool = True  # False: a format-1 file, no checksums to check
 
     def as_dict(self) -> dict[str, Any]:
@@ -39,6 +40,7 @@ class TopicReport:
             "batches": self.batches,
             "bad_batches": self.bad_batches,
             "problems": self.problems,
+            "notes": self.notes,
             "verified": self.verified,
         }
 
@@ -118,7 +120,12 @@ def _check_topic(reader: RunReader, topic: str, report: TopicReport, complete: b
     else:
         for problem in check.problems:
             report.problems.append(problem)
+        ending = check.end_findings()
+        (report.notes if not complete else report.problems).extend(ending)
+        last = len(check.batches) - 1
         for bad in table.bad_batches:
+            if check.torn and not complete and bad.batch == last:
+                continue  # the torn last batch of a killed run, noted above
             where = "schema" if bad.batch < 0 else f"batch {bad.batch}"
             rows = f", {bad.rows} rows" if bad.rows is not None else ""
             span = f", bytes {bad.offset}..{bad.offset + bad.length}" if bad.offset is not None and bad.length is not None else ""

@@ -142,13 +142,15 @@ class NodeIO:
         an error and raises the diagnostics level; the release is logged."""
         if self.recorder_watch is None:
             return False
+        before = self.recorder_watch.kind
         reason = self.recorder_watch.hold_reason(now_ns)
-        if reason and reason != self.recording_hold_reason:
-            starting = self.recorder_watch.waiting_for_first
+        kind = self.recorder_watch.kind
+        if reason and kind != before:  # one line per spell and per change of cause
+            starting = kind == "starting"
             if not starting:
                 self.diag.error(f"holding: {reason}")
             self.log("warn" if starting else "error", f"SAFE STOP, robot holds: {reason}")
-        elif not reason and self.recording_hold_reason:
+        elif not reason and before:
             self.log("info", "recorder caught up: commands applied again")
         self.recording_hold_reason = reason
         if reason:
