@@ -7,7 +7,10 @@ Wire each topic to record as an input named ``<node>__<output>`` with
       path: ../nodes/recording/recorder.py
       inputs:
         xr__controllers: {source: xr/controllers, queue_policy: backpressure}
-      outputs: [diagnostics]
+      outputs: [status, diagnostics]
+
+``status`` is the heartbeat (RecorderStatus, every 0.2 s) that the actuator
+nodes watch (docs/recording.md, "When the recorder fails").
 
 Environment (command-line flags of the same name override it):
     TELEDORA_RUNS_DIR            where runs go (default ``runs``, relative to
@@ -81,7 +84,8 @@ class Heartbeat:
     """Sends ``status`` (RecorderStatus) every ``STATUS_PERIOD_S``: actuator
     nodes that take it as ``recorder_status`` hold the robot when it stops or
     reports a lag above their bound (:mod:`teledora.operators.recording.recorder_watch`).
-    A dataflow that does not declare the output gets a warning, once."""
+    dora 1.1.0 silently drops it where the dataflow does not declare ``status``;
+    should a send raise, the heartbeat stops with one warning."""
 
     def __init__(self, io: NodeIO, clock: Callable[[], int]) -> None:
         self.io = io
