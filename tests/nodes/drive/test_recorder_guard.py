@@ -105,3 +105,27 @@ def test_base_holds_for_good_once_the_recorder_is_gone(base_wired):
     base_sim.main([], node=node, clock=clock)
     wheels = [(w["left"], w["back"], w["right"]) for w in (decode("WheelCommands", v) for v in node.outputs["wheel_commands"])]
     assert wheels == [body_to_wheel_raw(0.1, 0.0, 0.0), (0, 0, 0), (0, 0, 0)]
+
+
+def test_lift_stops_while_the_recorder_is_silent(monkeypatch):
+    from teledora.nodes.drive import lift_sim
+
+    monkeypatch.setenv("DORA_NODE_CONFIG", node_config("lift", {
+        "lift_cmd": "teleop/lift_cmd", "tick": "dora/timer/millis/20", "recorder_status": "recorder/status"}))
+    lift_cmd = encode("LiftCommand", {"stamp_ns": 0, "velocity_m_s": 0.02})
+    script = [("tick", TICK, 0.01) for _ in range(200)]  # homing (about 1.5-2 s)
+    for k in range(300):  # 3 s of commands; heartbeats only during the first 1.5 s
+        if k % 10 == 0:
+            script.append(("lift_cmd", lift_cmd, 0.0))
+        if k % 10 == 0 and (k < 150 or k == 0):
+            script.append(("recorder_status", beat(), 0.0))
+        script.append(("tick", TICK, 0.01))
+    clock = FakeClock()
+    node = SteppedNode([("recorder_status", beat(), 0.0)] + script, clock)
+    lift_sim.main(["--start-height-mm", "20"], node=node, clock=clock)
+    states = node.outputs_decoded("state", "LiftState")
+    rising = states[200 + 100]
+    assert rising["homed"] and rising["velocity_m_s"] == pytest.approx(0.02, abs=0.002)
+    # last heartbeat at 1.4 s into the commands; > 1 s of silence from 2.5 s on
+    assert states[-1]["velocity_m_s"] == 0.0
+    assert states[-1]["height_m"] == pytest.approx(states[-20]["height_m"], abs=1e-6)
