@@ -14,15 +14,16 @@ shorten a step. ``--no-guard`` measures the QP constraints alone.
 from __future__ import annotations
 
 import argparse
-import copy
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from teledora import models
 from teledora.operators.geometry import Pose, quat_normalize
-from teledora.operators.ik.ik_solver import BimanualIk, IkSettings, build_ik_model
+from teledora.operators.ik.ik_solver import BimanualIk
+from teledora.operators.ik.ik_model import build_ik_model
+from teledora.models.config_files import load_ik_config
 
 ATTACKS = ("grips_together", "into_chest", "into_floor")
 
@@ -39,10 +40,10 @@ class AdversarialResult:
 
 
 def make_ik(guard: bool = True) -> BimanualIk:
-    data = copy.deepcopy(models.load_yaml("alohamini2/ik.yaml"))
+    config = load_ik_config()
+    settings = config.settings
     if not guard:
-        data["collision"]["guard_distance_m"] = None
-    settings = IkSettings.from_mapping(data)
+        settings = replace(settings, collision=replace(config.collision, guard_distance_m=None))
     model = build_ik_model(models.path(settings.solver.model), settings.solver.add_floor)
     return BimanualIk(model, models.load_profile(), settings)
 

@@ -19,8 +19,10 @@ import numpy as np
 
 from teledora import models
 from teledora.operators.geometry import Pose, quat_angle
-from teledora.operators.ik.ik_solver import BimanualIk, IkSettings, build_ik_model
+from teledora.operators.ik.ik_solver import BimanualIk
+from teledora.operators.ik.ik_model import build_ik_model
 from teledora.operators.model.sides import SIDES
+from teledora.models.config_files import load_ik_config
 
 POS_TOL_M = 1e-3
 ORI_TOL_RAD = 0.01
@@ -40,7 +42,7 @@ def random_targets(ik: BimanualIk, n: int, spread: float, rng: np.random.Generat
 
 
 def run(n: int, max_ticks: int, spread: float, seed: int = 0) -> dict[str, float | np.ndarray]:
-    settings = IkSettings.from_mapping(models.load_yaml("alohamini2/ik.yaml"))
+    settings = load_ik_config().settings
     ik = BimanualIk(build_ik_model(models.path(settings.solver.model), True), models.load_profile(), settings)
     rng = np.random.default_rng(seed)
     home = ik.arm_q()

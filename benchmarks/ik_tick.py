@@ -18,23 +18,24 @@ and p99 per tick (ms) and our overhead as a ratio.
 from __future__ import annotations
 
 import argparse
-import copy
 import time
+from dataclasses import replace
 
 import mink
 import numpy as np
 
 from teledora import models
 from teledora.operators.geometry import Pose
-from teledora.operators.ik.ik_solver import BimanualIk, IkSettings, build_ik_model
+from teledora.operators.ik.ik_solver import BimanualIk
+from teledora.operators.ik.ik_model import build_ik_model
 from teledora.operators.ik.ik_tasks import pose_to_se3
 from teledora.operators.model.sides import SIDES
+from teledora.models.config_files import load_ik_config
 
 
 def make(collisions: bool) -> BimanualIk:
-    data = copy.deepcopy(models.load_yaml("alohamini2/ik.yaml"))
-    data["collision"]["enabled"] = collisions
-    settings = IkSettings.from_mapping(data)
+    config = load_ik_config()
+    settings = replace(config.settings, collision=replace(config.collision, enabled=collisions))
     return BimanualIk(build_ik_model(models.path(settings.solver.model), True), models.load_profile(), settings)
 
 

@@ -27,7 +27,7 @@ import mujoco
 import numpy as np
 
 from teledora import models
-from teledora.nodes.lidar.lidar_rplidar import load_lidar_setup
+from teledora.models.config_files import load_lidar_setup
 from teledora.nodes.lidar.lidar_sim import SimLidarBackend
 from teledora.operators.lidar.laser_scan import LaserScan
 from teledora.operators.lidar.lidar_mounts import mount_from_site

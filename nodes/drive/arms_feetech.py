@@ -29,22 +29,19 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import yaml
 
-from teledora import models
 from teledora.operators.errors import DeviceError
 from teledora.devices.device import stopped_on_exit
-from teledora.devices.drive.base_loop import add_config_arg, load_drive_config, parse_args
+
 from teledora.devices.drive.feetech_arms import ArmServos, FeetechArms
 from teledora.devices.drive.feetech_bus import FeetechBus
 from teledora.runtime.node_io import NodeIO, make_node, node_id
+from teledora.models.config_files import DRIVE, add_config_arg, load_calibration, load_drive_config
 from teledora.operators.drive.current_protection import CurrentHoldLimiter, OvercurrentTrip
 from teledora.operators.drive.drive_config import DriveConfig
 from teledora.operators.contract.messages import MessageError, require_joint_names
-from teledora.operators.drive.servo_calibration import ServoCalibration, calibration_from_dict
 
 
 class OvercurrentTripError(DeviceError, RuntimeError):
@@ -116,25 +113,17 @@ def run_arms(io: NodeIO, arms: FeetechArms, config: DriveConfig, clock: Callable
             io.publish_diagnostics()
 
 
-def load_calibration(name_or_path: str) -> dict[str, ServoCalibration]:
-    p = Path(name_or_path)
-    if p.is_file():
-        with p.open() as f:
-            return calibration_from_dict(yaml.safe_load(f))
-    return calibration_from_dict(models.load_yaml(name_or_path))
-
-
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_config_arg(parser)
+    add_config_arg(parser, DRIVE)
     parser.add_argument("--calibration", default=None, help="calibration YAML (path or shipped name)")
     parser.add_argument("--left-port", default=None)
     parser.add_argument("--right-port", default=None)
     parser.add_argument("--sides", default="left,right")
     parser.add_argument("--timeout-s", type=float, default=None)
-    args = parse_args(parser, argv)
+    args, _ = parser.parse_known_args(argv)  # dora may pass more
     config = load_drive_config(args.config)
-    cals = load_calibration(args.calibration or config.arms.calibration)
+    cals = load_calibration(args.calibration or config.arms.calibration).servos
     arms = []
     for side in [s.strip() for s in args.sides.split(",") if s.strip()]:
         bus_cfg = config.buses[side]

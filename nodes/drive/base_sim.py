@@ -11,15 +11,16 @@ import argparse
 import time
 from typing import Any, Callable, Sequence
 
-from teledora.devices.drive.base_loop import add_config_arg, load_drive_config, parse_args, run_base
+from teledora.devices.drive.base_loop import run_base
+from teledora.models.config_files import DRIVE, add_config_arg, load_drive_config
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.devices.drive.sim_wheels import SimWheels
 
 
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_config_arg(parser)
-    args = parse_args(parser, argv)
+    add_config_arg(parser, DRIVE)
+    args, _ = parser.parse_known_args(argv)  # dora may pass more
     config = load_drive_config(args.config)
     io = NodeIO(make_node(node), node_id("base"), clock)
     run_base(io, SimWheels(), config, clock)

@@ -16,7 +16,7 @@ import argparse
 import time
 from typing import Any, Callable, Sequence
 
-from teledora.devices.drive.base_loop import add_config_arg, load_drive_config, parse_args
+from teledora.models.config_files import DRIVE, add_config_arg, load_drive_config
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.devices.drive.lift_loop import run_lift
 from teledora.devices.drive.sim_lift import SimLiftServo
@@ -24,9 +24,9 @@ from teledora.devices.drive.sim_lift import SimLiftServo
 
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_config_arg(parser)
+    add_config_arg(parser, DRIVE)
     parser.add_argument("--start-height-mm", type=float, default=20.0)
-    args = parse_args(parser, argv)
+    args, _ = parser.parse_known_args(argv)  # dora may pass more
     config = load_drive_config(args.config)
     io = NodeIO(make_node(node), node_id("lift"), clock)
     run_lift(io, SimLiftServo(config.lift, args.start_height_mm, clock), config.lift, clock)

@@ -32,7 +32,7 @@ import numpy as np
 
 from teledora import models
 from teledora.runtime.node_io import NodeIO, make_node, node_id
-from teledora.nodes.lidar.lidar_rplidar import load_lidar_setup
+from teledora.models.config_files import load_lidar_setup
 from teledora.operators.lidar.laser_scan import LaserScan
 from teledora.operators.lidar.lidar_config import SimLidarConfig
 from teledora.operators.lidar.lidar_mounts import site_pose_in_base

@@ -27,8 +27,8 @@ from typing import Any, Callable, Sequence
 import mujoco
 
 from teledora import models
+from teledora.models.config_files import load_lidar_setup
 from teledora.runtime.node_io import NodeIO, make_node, node_id
-from teledora.nodes.lidar.lidar_rplidar import load_lidar_setup
 from teledora.operators.lidar.laser_scan import LaserScan, ScanGeometryError
 from teledora.operators.lidar.lidar_mounts import mount_from_site
 from teledora.operators.geometry import Pose2D

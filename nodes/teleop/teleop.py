@@ -17,7 +17,7 @@ only the newest valid one is decoded and applied (an invalid newest one does not
 hide the valid one before it); forward kinematics runs lazily once per change.
 
 Args: ``--config`` teleop YAML (default: the shipped alohamini2/teleop.yaml),
-``--model`` MJCF for forward kinematics (default alohamini2/alohamini2.xml),
+``--model`` MJCF for forward kinematics (default: the profile's model),
 ``--republish-s`` (0.05).
 """
 
@@ -30,8 +30,6 @@ from typing import Any, Callable, Sequence
 
 import mujoco
 import numpy as np
-import yaml
-
 from teledora import models
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.ik.grip_kinematics import GripKinematics
@@ -39,7 +37,8 @@ from teledora.operators.contract.messages import MessageError, require_joint_nam
 from teledora.operators.model.robot_profile import RobotProfile
 from teledora.operators.geometry import Pose, matrix_to_quat
 from teledora.operators.model.sides import SIDES
-from teledora.operators.teleop.teleop_scheme import TeleopConfig, TeleopScheme
+from teledora.operators.teleop.teleop_scheme import TeleopScheme
+from teledora.models.config_files import load_teleop_config
 
 _OUTPUTS = (("arm_targets", "ArmTargets"), ("base_cmd", "BaseCommand"), ("lift_cmd", "LiftCommand"), ("state", "TeleopState"))
 
@@ -118,17 +117,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def load_config(path: Path | None) -> TeleopConfig:
-    if path is None:
-        return TeleopConfig.from_mapping(models.load_yaml("alohamini2/teleop.yaml"))
-    with open(path) as f:
-        return TeleopConfig.from_mapping(yaml.safe_load(f) or {})
-
-
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     args = parse_args(argv)
-    scheme = TeleopScheme(load_config(args.config))
-    kin = RobotGrips(args.model or models.path("alohamini2/alohamini2.xml"), models.load_profile())
+    profile = models.load_profile()
+    scheme = TeleopScheme(load_teleop_config(args.config, profile))
+    kin = RobotGrips(args.model or models.path(profile.model), profile)
     io = NodeIO(make_node(node), node_id("teleop"), clock, journal=True)
     last_publish_ns = -(10**18)
     republish_ns = int(args.republish_s * 1e9)

@@ -23,8 +23,8 @@ class WheelOdometry:
         pose: Initial pose in the odom frame.
     """
 
-    def __init__(self, drive: OmniDrive | None = None, pose: Pose2D | None = None) -> None:
-        self.drive = drive or OmniDrive()
+    def __init__(self, drive: OmniDrive, pose: Pose2D | None = None) -> None:
+        self.drive = drive
         self.pose = pose or Pose2D()
         self.twist = BodyTwist(0.0, 0.0, 0.0)
         self.last_ns: int | None = None

@@ -33,6 +33,8 @@ from teledora.operators.errors import TeledoraError
 from teledora.operators.geometry import Pose, quat_angle, quat_slerp
 from teledora.operators.ik.ik_solver import BimanualIk, IkSolveError
 from teledora.operators.model.sides import SIDES
+from teledora.operators.config import config_from_mapping
+from teledora.operators.ik.ik_settings import IkConfigError
 
 
 class PathPlanningError(TeledoraError, RuntimeError):
@@ -55,23 +57,14 @@ class PathConfig:
     default_speed_m_s: float
     default_angular_speed_rad_s: float
 
+    def __post_init__(self) -> None:
+        if min(self.plan_rate_hz, self.max_step_m, self.max_step_rad, self.output_rate_hz) <= 0:
+            raise IkConfigError("rates and step sizes must be > 0")
+
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> "PathConfig":
-        try:
-            cfg = cls(**{f: type_(data[f]) for f, type_ in _FIELD_TYPES.items()})
-        except KeyError as exc:
-            raise PathPlanningError(f"path config: missing key {exc}") from None
-        if min(cfg.plan_rate_hz, cfg.max_step_m, cfg.max_step_rad, cfg.output_rate_hz) <= 0:
-            raise PathPlanningError("path config: rates and step sizes must be > 0")
-        return cfg
-
-
-_FIELD_TYPES = {
-    "plan_rate_hz": float, "max_step_m": float, "max_step_rad": float, "settle_fraction": float,
-    "max_settle_iterations": int, "pos_tolerance_m": float, "ori_tolerance_rad": float, "line_tolerance_m": float,
-    "min_travel_m": float, "min_rotation_rad": float, "output_rate_hz": float, "default_speed_m_s": float,
-    "default_angular_speed_rad_s": float,
-}
+        """The ``path`` section of ik.yaml, checked."""
+        return config_from_mapping(cls, data, "path", PathPlanningError)
 
 
 def min_jerk(tau: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -31,6 +31,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from teledora.operators.config import config_from_mapping
 from teledora.operators.ik.grip_kinematics import GripKinematics
 from teledora.operators.ik.ik_settings import IkConfigError
 from teledora.operators.ik.ik_solver import BimanualIk, TickResult
@@ -57,20 +58,18 @@ class IkNodeConfig:
     home_angular_speed_rad_s: float
     home_timeout_s: float
 
+    def __post_init__(self) -> None:
+        if not self.min_solve_spacing_s > 0:
+            raise IkConfigError("min_solve_spacing_s must be > 0")
+        if not (self.home_tolerance_rad > 0 and self.home_linear_speed_m_s > 0 and self.home_angular_speed_rad_s > 0
+                and self.home_timeout_s > 0):
+            raise IkConfigError("home_tolerance_rad, home_linear_speed_m_s, home_angular_speed_rad_s and "
+                                "home_timeout_s must be > 0")
+
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> "IkNodeConfig":
-        cfg = cls(float(data["joint_state_timeout_s"]), float(data["target_timeout_s"]),
-                  float(data["diagnostics_period_s"]), float(data["min_solve_spacing_s"]),
-                  float(data["resync_threshold_rad"]),
-                  float(data["home_tolerance_rad"]), float(data["home_linear_speed_m_s"]),
-                  float(data["home_angular_speed_rad_s"]), float(data["home_timeout_s"]))
-        if not cfg.min_solve_spacing_s > 0:
-            raise IkConfigError("node: min_solve_spacing_s must be > 0")
-        if not (cfg.home_tolerance_rad > 0 and cfg.home_linear_speed_m_s > 0 and cfg.home_angular_speed_rad_s > 0
-                and cfg.home_timeout_s > 0):
-            raise IkConfigError("node: home_tolerance_rad, home_linear_speed_m_s, home_angular_speed_rad_s and "
-                                "home_timeout_s must be > 0")
-        return cfg
+        """The ``node`` section, checked."""
+        return config_from_mapping(cls, data, "node", IkConfigError)
 
 
 @dataclass

@@ -27,15 +27,11 @@ import mujoco
 import numpy as np
 import numpy.typing as npt
 
-# Settings, model building and task terms live in their own modules; they stay
-# importable from here, where callers have always found them.
 from teledora.operators.errors import TeledoraError
 from teledora.operators.ik.collision_pairs import CollisionGuard, CollisionPairs, joint_levers_m
-from teledora.operators.ik.ik_model import build_ik_model
-from teledora.operators.ik.ik_settings import CollisionConfig, IkConfigError, IkSettings, SolverConfig
+from teledora.operators.ik.ik_settings import IkConfigError, IkSettings
 from teledora.operators.ik.ik_tasks import MeritFrameTask, MeritPostureTask, pose_to_se3
-from teledora.operators.ik.joint_reference import JointReference, JointReferenceConfig
-from teledora.operators.errors import TeledoraError
+from teledora.operators.ik.joint_reference import JointReference
 from teledora.operators.geometry import Pose, matrix_to_quat
 from teledora.operators.model.robot_profile import RobotProfile
 from teledora.operators.model.sides import SIDES
@@ -92,7 +88,7 @@ class BimanualIk:
         }
         self.posture_task = MeritPostureTask(model, cost=s.posture_cost)
         q0 = self.configuration.q.copy()
-        q0[self._lift_adr] = profile.lift_height_to_joint(profile.lift_travel_mm / 2000.0)
+        q0[self._lift_adr] = profile.lift_height_to_joint(profile.lift.travel_mm / 2000.0)
         for name, value in profile.home_q().items():
             if name in self._jid:
                 q0[model.jnt_qposadr[self._jid[name]]] = value

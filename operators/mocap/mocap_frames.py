@@ -34,6 +34,7 @@ import numpy.typing as npt
 
 from teledora.operators.errors import ConfigError
 from teledora.operators.geometry import matrix_to_quat, quat_to_matrix
+from teledora.operators.config import config_from_mapping
 
 _AXES = {"x": 0, "y": 1, "z": 2}
 
@@ -93,30 +94,20 @@ def _vector(name: str, value: Any) -> np.ndarray:
 
 @dataclass(frozen=True)
 class MocapFrameConfig:
-    """How Motive's frame and the rigid body relate to world and base_link."""
+    """How Motive's frame and the rigid body relate to world and base_link
+    (the ``frame`` section of mocap.yaml)."""
 
-    axis_map: tuple[str, str, str] = ("x", "-z", "y")
-    world_offset_m: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    world_yaw_offset_rad: float = 0.0
-    base_offset_in_body_m: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    base_yaw_in_body_rad: float = 0.0
+    frame_id: str
+    axis_map: tuple[str, str, str]
+    world_offset_m: tuple[float, float, float]
+    world_yaw_offset_rad: float
+    base_offset_in_body_m: tuple[float, float, float]
+    base_yaw_in_body_rad: float
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> "MocapFrameConfig":
-        """Builds the config from a YAML mapping; unknown keys are an error."""
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise MocapFrameError(f"unknown mocap frame keys {unknown}; known: {sorted(known)}")
-        kw: dict[str, Any] = {}
-        for key, value in data.items():
-            if key == "axis_map":
-                kw[key] = tuple(str(v) for v in value)
-            elif key.endswith("_m"):
-                kw[key] = tuple(float(v) for v in _vector(key, value))
-            else:
-                kw[key] = float(value)
-        return cls(**kw)
+        """Builds the config from the ``frame`` section, checked."""
+        return config_from_mapping(cls, data, "frame", MocapFrameError)
 
 
 class MocapFrameTransform:
@@ -126,8 +117,8 @@ class MocapFrameTransform:
         config: The frame relation; validated here.
     """
 
-    def __init__(self, config: MocapFrameConfig | None = None) -> None:
-        self.config = config or MocapFrameConfig()
+    def __init__(self, config: MocapFrameConfig) -> None:
+        self.config = config
         self._a = axis_map_matrix(self.config.axis_map)
         self._r_world_motive = rot_z(self.config.world_yaw_offset_rad) @ self._a
         self._t_world = _vector("world_offset_m", self.config.world_offset_m)

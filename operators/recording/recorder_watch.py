@@ -27,6 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from teledora.operators.errors import ConfigError
+
 DEFAULT_TIMEOUT_S = 1.0
 DEFAULT_MAX_LAG_S = 2.0
 
@@ -45,7 +47,7 @@ class RecorderWatch:
 
     def __post_init__(self) -> None:
         if not (self.timeout_s > 0 and self.max_lag_s > 0):
-            raise ValueError(f"timeout_s and max_lag_s must be positive, got {self.timeout_s}, {self.max_lag_s}")
+            raise ConfigError(f"timeout_s and max_lag_s must be positive, got {self.timeout_s}, {self.max_lag_s}")
         self._last_ns: int | None = None
         self._lag_ns = 0
         self._recording = True

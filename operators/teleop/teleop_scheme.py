@@ -3,10 +3,10 @@
 Controls (sticks arrive as xr-standard axes: x right positive, y pushed forward negative):
 
 * left stick drives forward/back and strafes; right stick turns (left = CCW) and
-  moves the lift (forward = up). Caps 0.25 m/s, 0.65 rad/s, 0.08 m/s.
+  moves the lift (forward = up), up to the robot profile's speed caps.
 * trigger closes that gripper; stick click cycles the pinch range full → fine → half.
 * hold Y/B (secondary) clutches that arm; both edges re-anchor.
-* hold X/A (primary) gives 0.1x motion for that hand's arm and its stick.
+* hold X/A (primary) scales that hand's arm motion and its stick by ``slow_factor``.
 * left menu or the page's stop button latches the e-stop; only the page's release
   button clears it, leaving the arms paused. Right menu / page pause toggles arm
   pause; resuming re-anchors both arms.
@@ -32,6 +32,8 @@ import numpy as np
 from teledora.operators.errors import ConfigError
 from teledora.operators.geometry import Pose, PoseError
 from teledora.operators.model.sides import SIDES
+from teledora.operators.config import config_from_mapping
+from teledora.operators.model.robot_profile import RobotProfile
 from teledora.operators.teleop.anchored_mapping import AnchoredMapping
 
 PINCH_ORDER = ("full", "fine", "half")
@@ -44,20 +46,21 @@ class TeleopConfigError(ConfigError):
 
 @dataclass(frozen=True)
 class TeleopConfig:
-    """Tunables of the control scheme (units in the names)."""
+    """Tunables of the control scheme (units in the names): teleop.yaml, with the
+    three speed caps taken from the robot profile."""
 
-    max_speed_m_s: float = 0.25
-    max_yaw_rate_rad_s: float = 0.65
-    max_lift_speed_m_s: float = 0.08
-    slow_factor: float = 0.1
-    pose_timeout_s: float = 0.3
-    input_timeout_s: float = 0.5
-    stick_deadzone: float = 0.1
-    chord_window_s: float = 3.0
-    pinch_full_rad: float = 0.65
-    pinch_fine_rad: float = 0.35
-    pinch_half_rad: float = 0.5
-    start_paused: bool = False
+    max_speed_m_s: float
+    max_yaw_rate_rad_s: float
+    max_lift_speed_m_s: float
+    slow_factor: float
+    pose_timeout_s: float
+    input_timeout_s: float
+    stick_deadzone: float
+    chord_window_s: float
+    pinch_full_rad: float
+    pinch_fine_rad: float
+    pinch_half_rad: float
+    start_paused: bool
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -73,17 +76,24 @@ class TeleopConfig:
         if not 0.0 <= self.stick_deadzone < 1.0:
             raise TeleopConfigError(f"stick_deadzone must be in [0, 1), got {self.stick_deadzone}")
 
-    @staticmethod
-    def from_mapping(values: Mapping[str, Any]) -> "TeleopConfig":
-        """Builds a config from a YAML mapping; unknown keys are an error."""
-        known = {f.name for f in fields(TeleopConfig)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise TeleopConfigError(f"unknown teleop config keys {unknown}; known: {sorted(known)}")
-        return TeleopConfig(**dict(values))
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], profile: RobotProfile) -> "TeleopConfig":
+        """Builds a config from teleop.yaml's mapping and the robot profile's caps;
+        unknown keys, and caps set in teleop.yaml, are an error."""
+        caps = profile_caps(profile)
+        in_both = sorted(set(values) & set(caps))
+        if in_both:
+            raise TeleopConfigError(f"{in_both}: speed caps are set in the robot profile (base, lift), not here")
+        return config_from_mapping(cls, {**values, **caps}, error=TeleopConfigError)
 
     def pinch_rad(self, name: str) -> float:
         return {"full": self.pinch_full_rad, "fine": self.pinch_fine_rad, "half": self.pinch_half_rad}[name]
+
+
+def profile_caps(profile: RobotProfile) -> dict[str, float]:
+    """The scheme's speed caps, from the robot profile."""
+    return {"max_speed_m_s": profile.base.max_linear_m_s, "max_yaw_rate_rad_s": profile.base.max_yaw_rad_s,
+            "max_lift_speed_m_s": profile.lift.max_speed_m_s}
 
 
 @dataclass
@@ -168,8 +178,8 @@ def _deadzone(v: float, dz: float) -> float:
 class TeleopScheme:
     """The control scheme; feed it controller reports and ticks, read its commands."""
 
-    def __init__(self, config: TeleopConfig | None = None) -> None:
-        self.config = config or TeleopConfig()
+    def __init__(self, config: TeleopConfig) -> None:
+        self.config = config
         self._hands = {h: _Hand() for h in SIDES}
         self.estop_latched = False
         self.arms_paused = self.config.start_paused

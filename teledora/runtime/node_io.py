@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from teledora.operators.contract.diagnostics import Diagnostics
 from teledora.operators.contract.messages import MessageError, decode, encode
+from teledora.operators.errors import ConfigError
 from teledora.operators.recording.recorder_watch import DEFAULT_MAX_LAG_S, DEFAULT_TIMEOUT_S, RecorderWatch
 from teledora.runtime.event_stream import EventStream, data_inputs, newest_per_input
 
@@ -34,7 +35,7 @@ def recorder_watch_from_env(inputs: Iterable[str]) -> RecorderWatch | None:
     if RECORDER_INPUT not in set(inputs) or mode == "off":
         return None
     if mode != "hold":
-        raise ValueError(f"{RECORDER_GUARD_ENV} must be 'hold' or 'off', got {mode!r}")
+        raise ConfigError(f"{RECORDER_GUARD_ENV} must be 'hold' or 'off', got {mode!r}")
     return RecorderWatch(
         float(os.environ.get("TELEDORA_RECORDER_TIMEOUT_S", DEFAULT_TIMEOUT_S)),
         float(os.environ.get("TELEDORA_RECORDER_MAX_LAG_S", DEFAULT_MAX_LAG_S)),

@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 import pytest
 
+from teledora import models
 from teledora.nodes.teleop import teleop
 
 from teledora.nodes.xr import xr_webxr
@@ -103,7 +105,8 @@ def test_headset_page_drives_teleop(tmp_path: Path):
     # timeouts are the table tests' business; here a loaded 2-core machine must not turn
     # scheduling hiccups into pose timeouts, so the e2e run gets generous ones
     config = tmp_path / "teleop.yaml"
-    config.write_text("pose_timeout_s: 5.0\ninput_timeout_s: 5.0\n")
+    shipped = models.load_yaml("alohamini2/teleop.yaml")
+    config.write_text(yaml.safe_dump({**shipped, "pose_timeout_s": 5.0, "input_timeout_s": 5.0}))
     teleop_thread = threading.Thread(target=teleop.main, kwargs=dict(argv=["--config", str(config)], node=teleop_node),
                                      daemon=True)
     teleop_thread.start()

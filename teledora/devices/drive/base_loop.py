@@ -6,46 +6,25 @@ current command exactly as the real driver does, writes the wheel goals to the
 wheels device (simulated or servo bus), and integrates the twist of the wheel
 velocities it reads back into odometry.
 Outputs: ``wheel_commands`` (WheelCommands), ``odom`` (Odometry, odom ->
-base_link), ``diagnostics``. A command older than the watchdog timeout (1 s)
-is replaced by zero velocity, and so is every command while the run is not
-being recorded (input ``recorder_status``, see ``NodeIO.recording_hold``).
+base_link), ``diagnostics``. A command older than the watchdog timeout
+(drive.yaml ``base.watchdog_timeout_s``) is replaced by zero velocity, and so
+is every command while the run is not being recorded (input
+``recorder_status``, see ``NodeIO.recording_hold``).
 """
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable
 
-import yaml
 
-from teledora import models
 from teledora.devices.device import Device, stopped_on_exit
 from teledora.runtime.node_io import NodeIO
 from teledora.operators.drive.command_watchdog import CommandWatchdog
 from teledora.operators.drive.omni_drive import BodyTwist, DriveInputError, OmniDrive
-from teledora.operators.drive.drive_config import DriveConfig, drive_config_from_dict
+from teledora.operators.drive.drive_config import DriveConfig
 from teledora.operators.drive.wheel_odometry import WheelOdometry
 
 ZERO_TWIST = BodyTwist(0.0, 0.0, 0.0)
-
-
-def load_drive_config(name_or_path: str) -> DriveConfig:
-    """drive.yaml from a file path, or a name shipped under models/."""
-    p = Path(name_or_path)
-    if p.is_file():
-        with p.open() as f:
-            return drive_config_from_dict(yaml.safe_load(f))
-    return drive_config_from_dict(models.load_yaml(name_or_path))
-
-
-def add_config_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", default="alohamini2/drive.yaml", help="drive.yaml (path or shipped name)")
-
-
-def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
-    args, _unknown = parser.parse_known_args(list(argv) if argv is not None else None)
-    return args
 
 
 def run_base(io: NodeIO, wheels: Device, config: DriveConfig, clock: Callable[[], int]) -> None:

@@ -6,7 +6,8 @@ reads the servo, turns the newest ``lift_cmd`` (LiftCommand, m/s, up positive)
 into a goal velocity with the driver's clamp, floor guard and soft limits, and
 publishes ``state`` (LiftState: height_m = driver mm / 1000, 0 at the homed
 floor; velocity_m_s; homed). While homing, ``homed`` is false and ``height_m``
-is 0. A command older than the watchdog timeout (1 s) stops the lift.
+is 0. A command older than the watchdog timeout (drive.yaml
+``lift.watchdog_timeout_s``) stops the lift.
 """
 
 from __future__ import annotations

@@ -1,19 +1,20 @@
 """base node (Feetech variant) end to end through the pty servo emulator."""
 
 import json
-import sys
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 from teledora.nodes.drive import base_feetech
 from teledora.devices.drive.feetech_bus import ServoTimeoutError
-from teledora.operators.drive.omni_drive import body_to_wheel_raw
+from teledora.models.config_files import load_drive_config
+from teledora.operators.drive.omni_drive import OmniDrive
 from teledora.operators.contract.messages import encode
 from teledora.operators.drive.sts_servo_model import SimulatedServo
 from teledora.fakes.feetech_bus import FakeFeetechBus, FakeServo  # noqa: E402
 from teledora.fakes.stepped_node import FakeClock, SteppedNode  # noqa: E402
+
+DRIVE = OmniDrive(load_drive_config().base.geometry)
 
 TICK = pa.array([0], type=pa.uint64())
 
@@ -43,7 +44,7 @@ def test_configures_velocity_mode_writes_goals_and_reads_back():
         script = [("base_cmd", cmd(0.15, 0.0, 0.2), 0.0)] + [("tick", TICK, 0.01) for _ in range(50)]
         node = run(script, clock, fake)
         assert fake.wait_for(lambda: len(fake.writes_to(10, 46)) == 52)  # connect + 50 ticks + final stop
-        expected = body_to_wheel_raw(0.15, 0.0, 0.2)
+        expected = DRIVE.body_to_wheel_raw(0.15, 0.0, 0.2)
         for sid, goal in zip((8, 9, 10), expected):
             s = fake.servos[sid]
             assert s.registers[33] == 1  # velocity mode
@@ -63,7 +64,7 @@ def test_watchdog_stops_the_wheels():
         node = run(script, clock, fake)
         assert fake.wait_for(lambda: len(fake.writes_to(8, 46)) == 16)
         goals = [_goal(d) for d in fake.writes_to(8, 46)]
-    moving = body_to_wheel_raw(0.1, 0.0, 0.0)[0]
+    moving = DRIVE.body_to_wheel_raw(0.1, 0.0, 0.0)[0]
     # connect writes 0; then 10 ticks within 1 s moving, then 4 stopped, then the final stop
     assert goals == [0] + [moving] * 10 + [0] * 4 + [0]
     assert node.outputs_decoded("odom", "Odometry")[-1]["vx"] == pytest.approx(0.0, abs=1e-3)

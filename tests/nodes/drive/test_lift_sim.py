@@ -1,7 +1,5 @@
 """lift node (sim variant): homing, velocity commands, guards, watchdog."""
 
-import sys
-from pathlib import Path
 
 import pyarrow as pa
 import pytest

@@ -9,10 +9,12 @@ import pytest
 from teledora.fakes.stepped_node import FakeClock, SteppedNode
 from teledora.nodes.drive import arms_sim, base_sim
 from teledora.operators.contract.messages import decode, encode
-from teledora.operators.drive.omni_drive import body_to_wheel_raw
 from teledora.models import load_profile
+from teledora.models.config_files import load_drive_config
+from teledora.operators.drive.omni_drive import OmniDrive
 
 TICK = pa.array([0], type=pa.uint64())
+body_to_wheel_raw = OmniDrive(load_drive_config().base.geometry).body_to_wheel_raw
 
 
 def node_config(node_id: str, inputs: dict[str, str]) -> str:

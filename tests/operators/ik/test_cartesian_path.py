@@ -8,15 +8,18 @@ import numpy as np
 import pytest
 
 from teledora import models
+from teledora.models.config_files import load_ik_config
 from teledora.operators.ik.cartesian_path import CartesianPathPlanner, PathConfig, PathPlanningError, min_jerk
 from teledora.operators.geometry import Pose
-from teledora.operators.ik.ik_solver import BimanualIk, IkSettings, build_ik_model
+from teledora.operators.ik.ik_solver import BimanualIk
+from teledora.operators.ik.ik_model import build_ik_model
 
 DATA = models.load_yaml("alohamini2/ik.yaml")
-SETTINGS = IkSettings.from_mapping(DATA)
+IK = load_ik_config()
+SETTINGS = IK.settings
 MODEL = build_ik_model(models.path(SETTINGS.solver.model), SETTINGS.solver.add_floor)
 PROFILE = models.load_profile()
-CONFIG = PathConfig.from_mapping(DATA["path"])
+CONFIG = IK.path
 
 
 @pytest.fixture(scope="module")

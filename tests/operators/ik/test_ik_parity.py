@@ -14,11 +14,13 @@ import pytest
 
 from teledora import models
 from teledora.operators.geometry import Pose, quat_multiply, quat_to_matrix
-from teledora.operators.ik.ik_solver import BimanualIk, IkSettings, build_ik_model
+from teledora.operators.ik.ik_solver import BimanualIk
+from teledora.operators.ik.ik_model import build_ik_model
 from teledora.operators.ik.ik_tasks import pose_to_se3
 from teledora.operators.model.sides import SIDES
+from teledora.models.config_files import load_ik_config
 
-SETTINGS = IkSettings.from_mapping(models.load_yaml("alohamini2/ik.yaml"))
+SETTINGS = load_ik_config().settings
 MODEL = build_ik_model(models.path(SETTINGS.solver.model), SETTINGS.solver.add_floor)
 PROFILE = models.load_profile()
 H_FD = 1e-6

@@ -6,19 +6,16 @@ import numpy as np
 import pytest
 
 from teledora import models
-from teledora.operators.ik.ik_solver import (
-    BimanualIk,
-    CollisionConfig,
-    IkConfigError,
-    IkSettings,
-    SolverConfig,
-    build_ik_model,
-)
+from teledora.models.config_files import load_ik_config
+from teledora.operators.ik.ik_solver import BimanualIk
+from teledora.operators.ik.ik_settings import CollisionConfig, IkConfigError, SolverConfig
+from teledora.operators.ik.ik_model import build_ik_model
 from teledora.operators.geometry import Pose, quat_angle, quat_multiply
 
 PROFILE = models.load_profile()
 DATA = models.load_yaml("alohamini2/ik.yaml")
-SETTINGS = IkSettings.from_mapping(DATA)
+CONFIG = load_ik_config()
+SETTINGS = CONFIG.settings
 MODEL = build_ik_model(models.path(SETTINGS.solver.model), SETTINGS.solver.add_floor)
 
 
@@ -137,7 +134,7 @@ def test_lift_moves_the_grips_with_it(ik):
     z0 = ik.grip_pose("left").position[2]
     ik.set_lift(0.1)
     z1 = ik.grip_pose("left").position[2]
-    assert z1 - z0 == pytest.approx(0.1 - PROFILE.lift_height_to_joint(PROFILE.lift_travel_mm / 2000.0), abs=1e-9)
+    assert z1 - z0 == pytest.approx(0.1 - PROFILE.lift_height_to_joint(PROFILE.lift.travel_mm / 2000.0), abs=1e-9)
 
 
 def test_config_errors_name_the_key():

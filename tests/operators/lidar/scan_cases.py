@@ -7,8 +7,6 @@ pose at that ray's own time (the base follows a constant twist).
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 

@@ -11,11 +11,15 @@ from typing import Any
 import numpy as np
 import pytest
 
+from teledora import models
+from teledora.models.config_files import load_teleop_config
 from teledora.operators.contract.messages import encode
 from teledora.operators.teleop.teleop_scheme import TeleopConfig, TeleopConfigError, TeleopOutput, TeleopScheme
 from teledora.operators.geometry import Pose, quat_angle, quat_from_rotvec, quat_multiply
 
 MS = 1_000_000
+PROFILE = models.load_profile()
+CONFIG = load_teleop_config(profile=PROFILE)  # shipped teleop.yaml, the profile's caps
 GRIPS = {
     "left": Pose.of([0.35, 0.18, 0.75], [0.0, 0.0, 0.0, 1.0]),
     "right": Pose.of([0.35, -0.19, 0.75], [0.0, 0.0, 0.0, 1.0]),
@@ -27,7 +31,7 @@ class Harness:
     """Drives a scheme with full reports; each hand keeps its last fields unless overridden."""
 
     def __init__(self, config: TeleopConfig | None = None, grips: dict | None = None, validate: bool = True) -> None:
-        self.s = TeleopScheme(config)
+        self.s = TeleopScheme(config or CONFIG)
         self.validate = validate
         self.grips = dict(grips or GRIPS)
         self.hands: dict[str, dict[str, Any]] = {h: self._hand(h) for h in ("left", "right")}
@@ -87,17 +91,25 @@ def events(*outs: TeleopOutput) -> list[str]:
 @pytest.mark.parametrize(
     "values, message",
     [
-        ({"max_speed_m_s": -1.0}, "max_speed_m_s"),
         ({"slow_factor": 0.0}, "slow_factor"),
         ({"stick_deadzone": 1.0}, "stick_deadzone"),
         ({"start_paused": 1}, "start_paused"),
         ({"max_sped_m_s": 1.0}, "unknown"),
         ({"pose_timeout_s": float("nan")}, "pose_timeout_s"),
+        ({"max_speed_m_s": 0.3}, r"\['max_speed_m_s'\]: speed caps are set in the robot profile"),
     ],
 )
 def test_config_rejects_bad_values(values, message):
+    shipped = models.load_yaml("alohamini2/teleop.yaml")
     with pytest.raises(TeleopConfigError, match=message):
-        TeleopConfig.from_mapping(values)
+        TeleopConfig.from_mapping({**shipped, **values}, PROFILE)
+
+
+def test_caps_come_from_the_profile_and_are_checked():
+    assert (CONFIG.max_speed_m_s, CONFIG.max_yaw_rate_rad_s, CONFIG.max_lift_speed_m_s) == (
+        PROFILE.base.max_linear_m_s, PROFILE.base.max_yaw_rad_s, PROFILE.lift.max_speed_m_s)
+    with pytest.raises(TeleopConfigError, match="max_speed_m_s"):
+        replace(CONFIG, max_speed_m_s=-1.0)
 
 
 # ------------------------------------------------------- sticks -> base/lift
@@ -435,7 +447,7 @@ def test_blur_pauses_arms_and_zeros_base_lift():
 
 
 def test_start_paused_config():
-    h = Harness(replace(TeleopConfig(), start_paused=True))
+    h = Harness(replace(CONFIG, start_paused=True))
     out = h.report(0)
     assert out.state["arms_paused"] and not out.arm_targets["left"]["enabled"]
 
