@@ -76,6 +76,8 @@ def run_arms(io: NodeIO, arms: FeetechArms, config: DriveConfig, clock: Callable
                     except MessageError as exc:
                         io.reject(f"joint_commands: {exc}")
                         continue
+                    if io.recording_hold(clock()):
+                        continue  # safe stop: the arms keep their last goals
                     goals.update({n: float(q) for n, q in zip(msg["names"], msg["q_ref"])})
                 elif event["id"] == "tick":
                     now = clock()

@@ -41,6 +41,8 @@ def main(argv: list[str] | None = None, node=None) -> None:
                 except MessageError as exc:
                     io.reject(f"joint_commands: {exc}")
                     continue
+                if io.recording_hold(io.clock()):
+                    continue  # safe stop: the arms hold the last target they were given
                 msg["q_ref"] = quantize_rad(msg["q_ref"])
                 io.send("servo_targets", "JointCommands", msg)
             elif event["id"] == "sim_joint_states":

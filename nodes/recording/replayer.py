@@ -17,8 +17,12 @@ Args (environment in brackets):
     --loop           start again from the beginning when done, until stopped
     --loops N        play the run N times (default 1)
 
-Messages go out in the recorder's global order (``seq``) with their recorded
-metadata (dora re-stamps ``timestamp``). Progress is printed about once a
+Messages go out in the order they were sent (dora's send timestamp; each
+topic keeps its recorded order), at their recorded spacing, with their
+recorded metadata (dora re-stamps ``timestamp``). The recorder's ``seq`` is
+arrival order, which under load lags send order by up to seconds across
+topics; scheduling arrival-ordered messages by send time sent many late, in
+bursts. Progress is printed about once a
 second; ``replay <id> done: ...`` is printed at the end.
 """
 
@@ -91,7 +95,7 @@ def main(
     last_progress = start
     played = 0
     while True:
-        for msg in reader.iter_messages(topics):
+        for msg in reader.iter_sent(topics):
             wait_ns = schedule.due_ns(message_time_ns(msg)) - clock()
             if wait_ns > 0:
                 sleep(wait_ns / 1e9)

@@ -254,6 +254,8 @@ KINDS: dict[str, tuple[Field, ...]] = {
         Field("last_error", STR),
         Field("details_json", STR),
     ),
+    # recorder/status: the recorder's heartbeat (see operators/recording/recorder_watch.py)
+    "RecorderStatus": (_stamp(), Field("recording", BOOL), Field("messages", I64), Field("lag_ns", I64)),
     # a journaled node's input batches and clock reads (see operators/recording/input_journal.py)
     "InputJournal": (
         _stamp(),

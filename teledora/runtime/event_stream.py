@@ -17,13 +17,30 @@ import yaml
 ENDS_WITH_ENV = "TELEDORA_ENDS_WITH"
 
 
+class _TaggedLoader(yaml.SafeLoader):
+    """A safe loader that reads dora's tagged values (``!Tcp`` …) as plain data."""
+
+
+_TaggedLoader.add_multi_constructor(
+    "!",
+    lambda loader, _suffix, node: (
+        loader.construct_mapping(node) if isinstance(node, yaml.MappingNode)
+        else loader.construct_sequence(node) if isinstance(node, yaml.SequenceNode)
+        else loader.construct_scalar(node)
+    ),
+)
+
+
 @functools.lru_cache(maxsize=4)
 def _data_inputs(node_config: str) -> frozenset[str]:
-    """Inputs of this node that are fed by other nodes (not dora timers)."""
+    """Inputs of this node that are fed by other nodes (not dora timers).
+
+    dora's node config carries YAML tags (``daemon_communication: !Tcp``)
+    that a plain safe load refuses; they are read as plain data."""
     if not node_config:
         return frozenset()
     try:
-        inputs = (yaml.safe_load(node_config) or {}).get("run_config", {}).get("inputs", {}) or {}
+        inputs = (yaml.load(node_config, Loader=_TaggedLoader) or {}).get("run_config", {}).get("inputs", {}) or {}
     except yaml.YAMLError:
         return frozenset()
     out = set()

@@ -18,7 +18,28 @@ import pyarrow as pa
 
 from teledora.operators.contract.diagnostics import Diagnostics
 from teledora.operators.contract.messages import MessageError, decode, encode
-from teledora.runtime.event_stream import EventStream, newest_per_input
+from teledora.operators.errors import ConfigError
+from teledora.operators.recording.recorder_watch import DEFAULT_MAX_LAG_S, DEFAULT_TIMEOUT_S, RecorderWatch
+from teledora.runtime.event_stream import EventStream, data_inputs, newest_per_input
+
+RECORDER_INPUT = "recorder_status"
+RECORDER_GUARD_ENV = "TELEDORA_RECORDER_GUARD"
+
+
+def recorder_watch_from_env(inputs: Iterable[str]) -> RecorderWatch | None:
+    """The node's :class:`RecorderWatch`, when its dataflow wires the
+    recorder's heartbeat into it (input ``recorder_status``) and
+    ``TELEDORA_RECORDER_GUARD`` is not ``off``. ``TELEDORA_RECORDER_TIMEOUT_S``
+    and ``TELEDORA_RECORDER_MAX_LAG_S`` set its bounds."""
+    mode = os.environ.get(RECORDER_GUARD_ENV, "hold").strip().lower()
+    if RECORDER_INPUT not in set(inputs) or mode == "off":
+        return None
+    if mode != "hold":
+        raise ConfigError(f"{RECORDER_GUARD_ENV} must be 'hold' or 'off', got {mode!r}")
+    return RecorderWatch(
+        float(os.environ.get("TELEDORA_RECORDER_TIMEOUT_S", DEFAULT_TIMEOUT_S)),
+        float(os.environ.get("TELEDORA_RECORDER_MAX_LAG_S", DEFAULT_MAX_LAG_S)),
+    )
 
 
 def node_id(default: str) -> str:
@@ -64,6 +85,8 @@ class NodeIO:
         self.diag = Diagnostics(name)
         self.sent_per_output: dict[str, int] = {}
         self.stream = EventStream(node, ends_with)
+        self.recorder_watch = recorder_watch_from_env(data_inputs())
+        self.recording_hold_reason = ""
         self.journal = None
         if journal:
             from teledora.runtime.node_journal import NodeJournal, follow_run_from_env
@@ -90,7 +113,50 @@ class NodeIO:
             if timeout_s is not None:
                 raise ValueError(f"{self.name}: a journaled node reads its batches without a timeout")
             return self.journal.next_batch()
-        return self.stream.next_batch(timeout_s)
+        batch = self.stream.next_batch(timeout_s)
+        if batch is None or self.recorder_watch is None:
+            return batch
+        return self._take_recorder_status(batch)
+
+    def _take_recorder_status(self, batch: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """Feeds the recorder's heartbeats to the watch; the node never sees them."""
+        kept = []
+        for event in batch:
+            if event.get("id") != RECORDER_INPUT:
+                kept.append(event)
+            elif event.get("type") == "INPUT":
+                try:
+                    status = decode("RecorderStatus", event["value"])
+                except MessageError as exc:
+                    self.reject(f"input {RECORDER_INPUT!r}: {exc}")
+                    continue
+                self.recorder_watch.feed(status, self.clock())
+            elif event.get("type") == "INPUT_CLOSED":
+                self.recorder_watch.closed()
+        return kept
+
+    def recording_hold(self, now_ns: int) -> bool:
+        """True when the robot must hold because its run is not being recorded
+        (see :mod:`teledora.operators.recording.recorder_watch`); always False
+        for a node without the ``recorder_status`` input or with
+        ``TELEDORA_RECORDER_GUARD=off``. The first hold of a spell is logged as
+        an error and raises the diagnostics level; the release is logged."""
+        if self.recorder_watch is None:
+            return False
+        before = self.recorder_watch.kind
+        reason = self.recorder_watch.hold_reason(now_ns)
+        kind = self.recorder_watch.kind
+        if reason and kind != before:  # one line per spell and per change of cause
+            starting = kind == "starting"
+            if not starting:
+                self.diag.error(f"holding: {reason}")
+            self.log("warn" if starting else "error", f"SAFE STOP, robot holds: {reason}")
+        elif not reason and before:
+            self.log("info", "recorder caught up: commands applied again")
+        self.recording_hold_reason = reason
+        if reason:
+            self.diag.set_status("error", f"safe stop: {reason}")
+        return bool(reason)
 
     @staticmethod
     def newest(batch: Iterable[Mapping[str, Any]], latest_only: set[str]) -> list[Mapping[str, Any]]:

@@ -19,6 +19,7 @@ from teledora.models.config_files import (
     load_rate_table,
     load_renderer_config,
 )
+from teledora.nodes.recording.recorder import STATUS_PERIOD_S
 from teledora.operators.contract.diagnostics import Diagnostics
 from teledora.operators.contract.topic_rates import DATAFLOW_KINDS
 from teledora.runtime.node_journal import CHUNK_PERIOD_NS
@@ -107,6 +108,8 @@ def test_config_rates_agree_with_the_table() -> None:
     assert 1e9 / Diagnostics("any").period_ns == diagnostics.sim_hz
     for node in ("teleop", "ik", "scan_merger"):
         assert 1e9 / CHUNK_PERIOD_NS == TABLE.topic(f"{node}/journal").sim_hz, node
+    heartbeat = TABLE.topic("recorder/status")
+    assert 1.0 / STATUS_PERIOD_S == heartbeat.sim_hz == heartbeat.hardware_hz
 
 
 def _topic_rows(page: str) -> list[tuple[list[str], str, str]]:

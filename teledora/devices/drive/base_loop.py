@@ -7,7 +7,9 @@ wheels device (simulated or servo bus), and integrates the twist of the wheel
 velocities it reads back into odometry.
 Outputs: ``wheel_commands`` (WheelCommands), ``odom`` (Odometry, odom ->
 base_link), ``diagnostics``. A command older than the watchdog timeout
-(drive.yaml ``base.watchdog_timeout_s``) is replaced by zero velocity.
+(drive.yaml ``base.watchdog_timeout_s``) is replaced by zero velocity, and so
+is every command while the run is not being recorded (input
+``recorder_status``, see ``NodeIO.recording_hold``).
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ def run_base(io: NodeIO, wheels: Device, config: DriveConfig, clock: Callable[[]
                         watchdog.feed(clock())
                 elif event["id"] == "tick":
                     now = clock()
-                    if watchdog.expired(now):
+                    held = io.recording_hold(now)
+                    if watchdog.expired(now) or held:
                         twist = ZERO_TWIST
                     goals = drive.body_to_wheel_raw(*twist)
                     wheels.write(goals)
@@ -78,4 +81,6 @@ def run_base(io: NodeIO, wheels: Device, config: DriveConfig, clock: Callable[[]
                     io.diag.details = {"watchdog_trips": watchdog.trips, "wheels": list(goals), "measured": list(measured),
                                        **wheels.diagnostics_details()}
                     io.diag.set_status("warn" if watchdog.expired(now) else "ok", "no base_cmd within watchdog: wheels stopped" if watchdog.expired(now) else "")
+                    if held:
+                        io.diag.set_status("error", f"safe stop: {io.recording_hold_reason}")
             io.publish_diagnostics()

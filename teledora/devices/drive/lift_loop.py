@@ -74,7 +74,7 @@ def run_lift(io: NodeIO, lift: LiftDevice, config: LiftAxisConfig, clock: Callab
                     elif homing.phase is HomingPhase.DONE:
                         r = lift.read()
                         height_mm = axis.update(r.raw_position)
-                        alive = not watchdog.expired(now)
+                        alive = not watchdog.expired(now) and not io.recording_hold(now)
                         goal = axis.velocity_goal_raw(velocity_cmd if alive else 0.0)
                         if goal != last_goal:
                             lift.write(LiftGoal(velocity_raw=goal))

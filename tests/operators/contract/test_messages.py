@@ -54,6 +54,7 @@ SAMPLES = {
                         joint_names=NAMES, joint_position=[0.0, 0.1], joint_velocity=[0.0, 0.0]),
     "Diagnostics": dict(stamp_ns=1, node="sim", level="ok", message="", received=1, sent=2, rejected=0, dropped=0,
                         last_error="", details_json="{}"),
+    "RecorderStatus": dict(stamp_ns=1, recording=True, messages=12, lag_ns=3_000_000),
     "InputJournal": dict(stamp_ns=1, node="ik", first_step=0, step_events=[0, 2], event_inputs=["arm_targets", "tick"],
                          event_seqs=[7, -1], step_reads=[1, 2], clock_ns=[1_700_000_000_000_000_001, 2, 3],
                          outputs=["joint_commands"], output_counts=[4]),
