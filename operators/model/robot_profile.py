@@ -5,6 +5,7 @@ file; this module only interprets the data)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -36,6 +37,31 @@ class CameraProfile:
 
 
 @dataclass(frozen=True)
+class CommandLimitsProfile:
+    """What the actuator nodes accept (the caps themselves are the base and
+    lift speed caps and the model's joint ranges).
+
+    Attributes:
+        reject_factor: A speed over this many times its cap is rejected as absurd.
+        joint_reject_margin_rad: A joint position farther than this outside its
+            range is rejected as absurd.
+        arm_max_speed_rad_s: Cap on the arms' velocity feedforward.
+    """
+
+    reject_factor: float
+    joint_reject_margin_rad: float
+    arm_max_speed_rad_s: float
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.reject_factor) and self.reject_factor > 1):
+            raise ProfileError(f"command_limits.reject_factor must be finite and > 1, got {self.reject_factor}")
+        for key in ("joint_reject_margin_rad", "arm_max_speed_rad_s"):
+            v = getattr(self, key)
+            if not (math.isfinite(v) and v > 0):
+                raise ProfileError(f"command_limits.{key} must be finite and > 0, got {v}")
+
+
+@dataclass(frozen=True)
 class RobotProfile:
     robot: str
     model: str
@@ -54,6 +80,7 @@ class RobotProfile:
     lift_max_speed_m_s: float
     base_max_linear_m_s: float
     base_max_yaw_rad_s: float
+    command_limits: CommandLimitsProfile
     cameras: dict[str, CameraProfile]
     physics_hz: float
     joint_state_hz: float
@@ -107,6 +134,10 @@ def profile_from_dict(data: Mapping[str, Any]) -> RobotProfile:
             if j.removeprefix(f"{arm.side}_") not in home:
                 raise ProfileError(f"home_arm_q_rad: no value for {j.removeprefix(arm.side + '_')!r}")
     lift, base, sim = _get(data, "lift"), _get(data, "base"), _get(data, "sim")
+    limits = _get(data, "command_limits")
+    unknown = sorted(set(limits) - {"reject_factor", "joint_reject_margin_rad", "arm_max_speed_rad_s"})
+    if unknown:
+        raise ProfileError(f"command_limits: unknown keys {unknown}")
     cameras = {
         name: CameraProfile(name, int(c["width"]), int(c["height"]), float(c["fovy_deg"]), float(c["rate_hz"]))
         for name, c in _get(data, "cameras").items()
@@ -129,6 +160,11 @@ def profile_from_dict(data: Mapping[str, Any]) -> RobotProfile:
         lift_max_speed_m_s=float(_get(lift, "max_speed_m_s", "lift")),
         base_max_linear_m_s=float(_get(base, "max_linear_m_s", "base")),
         base_max_yaw_rad_s=float(_get(base, "max_yaw_rad_s", "base")),
+        command_limits=CommandLimitsProfile(
+            reject_factor=float(_get(limits, "reject_factor", "command_limits")),
+            joint_reject_margin_rad=float(_get(limits, "joint_reject_margin_rad", "command_limits")),
+            arm_max_speed_rad_s=float(_get(limits, "arm_max_speed_rad_s", "command_limits")),
+        ),
         cameras=cameras,
         physics_hz=float(_get(sim, "physics_hz", "sim")),
         joint_state_hz=float(_get(sim, "joint_state_hz", "sim")),
