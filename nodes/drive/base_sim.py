@@ -2,7 +2,8 @@
 
 The simulated wheels follow their goal velocities exactly; the sim node moves
 the model's planar base joints from ``odom``. Inputs/outputs: see
-:mod:`teledora.devices.drive.base_loop`. Args: ``--config`` drive.yaml.
+:mod:`teledora.devices.drive.base_loop`. Args: ``--config`` drive.yaml; env
+``TELEDORA_PROFILE`` the robot profile (command caps).
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ import argparse
 import time
 from typing import Any, Callable, Sequence
 
-from teledora.devices.drive.base_loop import add_config_arg, load_drive_config, parse_args, run_base
+from teledora.devices.drive.base_loop import add_config_arg, load_drive_config, load_robot_profile, parse_args, run_base
 from teledora.runtime.node_io import NodeIO, make_node, node_id
+from teledora.operators.drive.base_command_limits import BaseCommandLimits
 from teledora.devices.drive.sim_wheels import SimWheels
 
 
@@ -22,7 +24,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     args = parse_args(parser, argv)
     config = load_drive_config(args.config)
     io = NodeIO(make_node(node), node_id("base"), clock)
-    run_base(io, SimWheels(), config, clock)
+    limits = BaseCommandLimits.from_profile(load_robot_profile())
+    run_base(io, SimWheels(), config, limits, clock)
 
 
 if __name__ == "__main__":

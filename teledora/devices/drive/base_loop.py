@@ -7,12 +7,16 @@ wheels device (simulated or servo bus), and integrates the twist of the wheel
 velocities it reads back into odometry.
 Outputs: ``wheel_commands`` (WheelCommands), ``odom`` (Odometry, odom ->
 base_link), ``diagnostics``. A command older than the watchdog timeout (1 s)
-is replaced by zero velocity.
+is replaced by zero velocity. Every command passes the base's command limits
+first (:class:`~teledora.operators.drive.base_command_limits.BaseCommandLimits`):
+a non-finite or absurd one is rejected and the last valid command stands,
+one over the profile's speed caps is clamped to them.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -21,10 +25,13 @@ import yaml
 from teledora import models
 from teledora.devices.device import Device, stopped_on_exit
 from teledora.runtime.node_io import NodeIO
+from teledora.operators.drive.base_command_limits import BaseCommandLimits
+from teledora.operators.drive.command_limits import CommandRejected
 from teledora.operators.drive.command_watchdog import CommandWatchdog
-from teledora.operators.drive.omni_drive import BodyTwist, DriveInputError, OmniDrive
+from teledora.operators.drive.omni_drive import BodyTwist, OmniDrive
 from teledora.operators.drive.drive_config import DriveConfig, drive_config_from_dict
 from teledora.operators.drive.wheel_odometry import WheelOdometry
+from teledora.operators.model.robot_profile import RobotProfile
 
 ZERO_TWIST = BodyTwist(0.0, 0.0, 0.0)
 
@@ -38,6 +45,11 @@ def load_drive_config(name_or_path: str) -> DriveConfig:
     return drive_config_from_dict(models.load_yaml(name_or_path))
 
 
+def load_robot_profile() -> RobotProfile:
+    """The robot profile named by ``TELEDORA_PROFILE`` (default: the shipped AlohaMini2 profile)."""
+    return models.load_profile(os.environ.get("TELEDORA_PROFILE", "alohamini2/profile.yaml"))
+
+
 def add_config_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default="alohamini2/drive.yaml", help="drive.yaml (path or shipped name)")
 
@@ -47,13 +59,16 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> a
     return args
 
 
-def run_base(io: NodeIO, wheels: Device, config: DriveConfig, clock: Callable[[], int]) -> None:
+def run_base(io: NodeIO, wheels: Device, config: DriveConfig, limits: BaseCommandLimits,
+             clock: Callable[[], int]) -> None:
     """Runs the base event loop until the input stream ends.
 
     ``wheels`` (:class:`~teledora.devices.drive.sim_wheels.SimWheels` or
     :class:`~teledora.devices.drive.feetech_wheels.FeetechWheels`) is written
     the wheel goals (WheelTicks) and read back the measured velocities; it is
     left stopped however the loop ends (:func:`~teledora.devices.device.stopped_on_exit`).
+    ``limits`` bounds every ``base_cmd`` before it is used; what it rejects or
+    clamps is counted in ``diagnostics``.
 
     Raises:
         Exception: whatever the device raised after the wheels were stopped
@@ -73,15 +88,17 @@ def run_base(io: NodeIO, wheels: Device, config: DriveConfig, clock: Callable[[]
                     continue  # STOP / INPUT_CLOSED: finish the stream first
                 if event["id"] == "base_cmd":
                     msg = io.decode(event, "BaseCommand")
-                    if msg is not None:
-                        candidate = BodyTwist(msg["forward_m_s"], msg["left_m_s"], msg["yaw_rad_s"])
-                        try:
-                            drive.body_to_wheel_raw(*candidate)
-                        except DriveInputError as exc:
-                            io.reject(f"base_cmd: {exc}")
-                            continue
-                        twist = candidate
-                        watchdog.feed(clock())
+                    if msg is None:
+                        continue
+                    try:
+                        bounded = limits.bound(BodyTwist(msg["forward_m_s"], msg["left_m_s"], msg["yaw_rad_s"]))
+                    except CommandRejected as exc:
+                        io.reject(f"base_cmd: {exc}")
+                        continue
+                    if bounded.clamps:
+                        io.clamp(f"base_cmd: {bounded.describe()}")
+                    twist = bounded.value
+                    watchdog.feed(clock())
                 elif event["id"] == "tick":
                     now = clock()
                     if watchdog.expired(now):
@@ -100,4 +117,5 @@ def run_base(io: NodeIO, wheels: Device, config: DriveConfig, clock: Callable[[]
                     io.diag.details = {"watchdog_trips": watchdog.trips, "wheels": list(goals), "measured": list(measured),
                                        **wheels.diagnostics_details()}
                     io.diag.set_status("warn" if watchdog.expired(now) else "ok", "no base_cmd within watchdog: wheels stopped" if watchdog.expired(now) else "")
+            io.diag.details["limits"] = limits.counts()
             io.publish_diagnostics()
