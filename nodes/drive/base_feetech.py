@@ -7,7 +7,8 @@ the twist of the measured velocities. The watchdog zeroes the goals when
 velocities (SYNC_WRITE needs no reply), reports the servo in ``diagnostics``
 and exits with the error.
 Args: ``--config`` drive.yaml, ``--port`` / ``--baud-rate`` override the left
-bus; env ``TELEDORA_PROFILE`` the robot profile (command caps). Inputs/outputs: see :mod:`teledora.devices.drive.base_loop`; the wheels:
+bus; env ``TELEDORA_PROFILE`` the robot profile (command caps).
+Inputs/outputs: see :mod:`teledora.devices.drive.base_loop`; the wheels:
 :mod:`teledora.devices.drive.feetech_wheels`.
 """
 

@@ -31,6 +31,7 @@ class Diagnostics:
         self.dropped = 0
         self.last_error = ""
         self.last_clamp = ""
+        self._last_reject = ""
         self.level = "ok"
         self.message = ""
         self.details: dict[str, Any] = {}
@@ -42,6 +43,7 @@ class Diagnostics:
         """Counts one rejected message and remembers why."""
         self.rejected += 1
         self.last_error = reason
+        self._last_reject = reason
 
     def clamp(self, reason: str) -> None:
         """Counts one input that was cut down to a limit before use, and remembers which."""
@@ -77,7 +79,7 @@ class Diagnostics:
             return self.level, self.message
         parts = []
         if rejected:
-            parts.append(f"{rejected} input(s) rejected (last: {self.last_error})")
+            parts.append(f"{rejected} input(s) rejected (last: {self._last_reject})")
         if clamped:
             parts.append(f"{clamped} input(s) clamped (last: {self.last_clamp})")
         return "warn", "since the last report: " + "; ".join(parts)

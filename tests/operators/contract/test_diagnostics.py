@@ -96,3 +96,12 @@ def test_reported_level_matches_its_definition(ops) -> None:
             assert snap["level"] == expected
             assert (snap["rejected"], snap["clamped"]) == (rejected, clamped)
             refused_in_period = False
+
+
+def test_the_warn_message_names_the_last_rejection_not_a_later_error() -> None:
+    d = Diagnostics("lidar")
+    d.reject("scan: wrong Arrow type")
+    d.error("serial port closed")
+    d.set_status("ok")
+    snap = d.snapshot(1)
+    assert "wrong Arrow type" in snap["message"] and snap["last_error"] == "serial port closed"
