@@ -19,8 +19,12 @@ import time
 import numpy as np
 
 from teledora import models
-from teledora.operators.ik.cartesian_path import CartesianPathPlanner, PathConfig
-from teledora.operators.ik.ik_solver import SIDES, BimanualIk, GripTarget, IkSettings, build_ik_model
+from teledora.operators.ik.cartesian_path import CartesianPathPlanner
+from teledora.operators.geometry import Pose
+from teledora.operators.ik.ik_solver import BimanualIk
+from teledora.operators.ik.ik_model import build_ik_model
+from teledora.operators.model.sides import SIDES
+from teledora.models.config_files import load_ik_config
 
 START_L = np.array([0.20, 0.18, 0.30])
 END_L = np.array([0.45, 0.18, 0.545])
@@ -32,8 +36,8 @@ SPEEDS = (0.08, 1.0)
 def configuration_at(ik: BimanualIk, q0: np.ndarray, left: np.ndarray) -> np.ndarray:
     """IK configuration with the left grip at ``left`` and the right one mirrored (orientation kept)."""
     ik.reset(q0, LIFT_JOINT)
-    targets = {"left": GripTarget.of(left, ik.grip_pose("left").orientation),
-               "right": GripTarget.of(left * MIRROR, ik.grip_pose("right").orientation)}
+    targets = {"left": Pose.of(left, ik.grip_pose("left").orientation),
+               "right": Pose.of(left * MIRROR, ik.grip_pose("right").orientation)}
     for _ in range(800):
         ik.settle_step(targets)
     err = max(float(np.linalg.norm(ik.grip_pose(s).position - targets[s].position)) for s in SIDES)
@@ -43,10 +47,10 @@ def configuration_at(ik: BimanualIk, q0: np.ndarray, left: np.ndarray) -> np.nda
 
 
 def main() -> None:
-    data = models.load_yaml("alohamini2/ik.yaml")
-    settings = IkSettings.from_mapping(data)
+    ik_config = load_ik_config()
+    settings = ik_config.settings
     ik = BimanualIk(build_ik_model(models.path(settings.solver.model), True), models.load_profile(), settings)
-    config = PathConfig.from_mapping(data["path"])
+    config = ik_config.path
     q_a = configuration_at(ik, ik.arm_q(), START_L)
     q_b = configuration_at(ik, q_a, END_L)
     dense_step = 1e-4

@@ -20,10 +20,11 @@ import mujoco
 import numpy as np
 
 from teledora import models
+from teledora.models.config_files import load_drive_config
 from teledora.operators.contract.messages import decode, encode
 from teledora.operators.drive.arm_command_limits import ArmCommandLimits
 from teledora.operators.drive.base_command_limits import BaseCommandLimits
-from teledora.operators.drive.lift_axis import LiftAxis, LiftAxisConfig
+from teledora.operators.drive.lift_axis import LiftAxis
 from teledora.operators.drive.lift_command_limits import LiftCommandLimits
 from teledora.operators.drive.omni_drive import BodyTwist, OmniDrive
 from teledora.operators.drive.servo_quantization import quantize_rad_within
@@ -63,7 +64,7 @@ def main() -> None:
     profile = models.load_profile()
 
     base = BaseCommandLimits.from_profile(profile)
-    drive = OmniDrive()
+    drive = OmniDrive(load_drive_config().base.geometry)
     # a mix of commands inside and over the caps (none absurd)
     twists = [BodyTwist(*v) for v in rng.uniform([-0.5, -0.5, -1.3], [0.5, 0.5, 1.3], size=(1024, 3))]
     lim, quant = side_by_side(args.n, lambda k: base.bound(twists[k % 1024]),
@@ -71,7 +72,7 @@ def main() -> None:
     report("base", lim, "quantize", quant)
 
     lift = LiftCommandLimits.from_profile(profile)
-    axis = LiftAxis(LiftAxisConfig(), 0)
+    axis = LiftAxis(load_drive_config().lift, 0)
     axis.set_zero(0)
     axis.update(-1000)
     speeds = rng.uniform(-0.16, 0.16, size=1024)

@@ -167,8 +167,11 @@ def cost(frames: int) -> None:
     from teledora.operators.teleop.teleop_scheme import TeleopScheme
     from teledora.operators.xr.xr_feed_format import FeedAssembler, parse_frame
 
-    assembler, scheme = FeedAssembler("bench"), TeleopScheme()
-    kin = RobotGrips(models.path("alohamini2/alohamini2.xml"), models.load_profile())
+    from teledora.models.config_files import load_teleop_config
+
+    profile = models.load_profile()
+    assembler, scheme = FeedAssembler("bench"), TeleopScheme(load_teleop_config(profile=profile))
+    kin = RobotGrips(models.path(profile.model), profile)
     names = list(kin.profile.arm_joint_names)
     kin.set_joints(names, np.zeros(len(names)))
     kin.set_lift_height(0.3)

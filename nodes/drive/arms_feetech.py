@@ -34,28 +34,27 @@ robot profile (model and command limits).
 from __future__ import annotations
 
 import argparse
+import os
 import time
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import mujoco
-import yaml
 
-from teledora import models
+from teledora.operators.errors import DeviceError
 from teledora.devices.device import stopped_on_exit
-from teledora.devices.drive.base_loop import add_config_arg, load_drive_config, load_robot_profile, parse_args
+from teledora import models
 from teledora.devices.drive.feetech_arms import ArmServos, FeetechArms
 from teledora.devices.drive.feetech_bus import FeetechBus
 from teledora.runtime.node_io import NodeIO, make_node, node_id
+from teledora.models.config_files import DRIVE, add_config_arg, load_calibration, load_drive_config
 from teledora.operators.drive.arm_command_limits import ArmCommandLimits
 from teledora.operators.drive.command_limits import CommandRejected
 from teledora.operators.drive.current_protection import CurrentHoldLimiter, OvercurrentTrip
 from teledora.operators.drive.drive_config import DriveConfig
 from teledora.operators.contract.messages import MessageError, require_joint_names
-from teledora.operators.drive.servo_calibration import ServoCalibration, calibration_from_dict
 
 
-class OvercurrentTripError(RuntimeError):
+class OvercurrentTripError(DeviceError, RuntimeError):
     """A servo stayed over the trip current; all arm torque was released."""
 
 
@@ -128,32 +127,24 @@ def run_arms(io: NodeIO, arms: FeetechArms, config: DriveConfig, limits: ArmComm
             io.publish_diagnostics()
 
 
-def load_calibration(name_or_path: str) -> dict[str, ServoCalibration]:
-    p = Path(name_or_path)
-    if p.is_file():
-        with p.open() as f:
-            return calibration_from_dict(yaml.safe_load(f))
-    return calibration_from_dict(models.load_yaml(name_or_path))
-
-
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_config_arg(parser)
+    add_config_arg(parser, DRIVE)
     parser.add_argument("--calibration", default=None, help="calibration YAML (path or shipped name)")
     parser.add_argument("--left-port", default=None)
     parser.add_argument("--right-port", default=None)
     parser.add_argument("--sides", default="left,right")
     parser.add_argument("--timeout-s", type=float, default=None)
-    args = parse_args(parser, argv)
+    args, _ = parser.parse_known_args(argv)  # dora may pass more
     config = load_drive_config(args.config)
-    cals = load_calibration(args.calibration or config.arms.calibration)
+    cals = load_calibration(args.calibration or config.arms.calibration).servos
     arms = []
     for side in [s.strip() for s in args.sides.split(",") if s.strip()]:
         bus_cfg = config.buses[side]
         port = getattr(args, f"{side}_port") or bus_cfg.port
         arms.append(ArmServos(side, FeetechBus(port, bus_cfg.baud_rate, args.timeout_s or bus_cfg.timeout_s), config.arms, cals))
     device = FeetechArms(arms, config.current_protection.ma_per_raw)
-    profile = load_robot_profile()
+    profile = models.load_profile(os.environ.get("TELEDORA_PROFILE") or None)
     model = mujoco.MjModel.from_xml_path(str(models.path(profile.model)))
     # the model's joint ranges, cut to what each servo was calibrated to reach
     limits = ArmCommandLimits.from_model(model, profile).narrowed(device.joint_ranges_rad())

@@ -34,7 +34,7 @@ from teledora.operators.drive.servo_quantization import quantize_rad, quantize_r
 
 
 def main(argv: list[str] | None = None, node=None) -> None:
-    profile = models.load_profile(os.environ.get("TELEDORA_PROFILE", "alohamini2/profile.yaml"))
+    profile = models.load_profile(os.environ.get("TELEDORA_PROFILE") or None)  # default: the shipped profile
     joints = profile.arm_joint_names
     limits = ArmCommandLimits.from_model(mujoco.MjModel.from_xml_path(str(models.path(profile.model))), profile)
     io = NodeIO(make_node(node), node_id("arms"))

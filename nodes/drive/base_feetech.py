@@ -15,10 +15,13 @@ Inputs/outputs: see :mod:`teledora.devices.drive.base_loop`; the wheels:
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from typing import Any, Callable, Sequence
 
-from teledora.devices.drive.base_loop import add_config_arg, load_drive_config, load_robot_profile, parse_args, run_base
+from teledora import models
+from teledora.devices.drive.base_loop import run_base
+from teledora.models.config_files import DRIVE, add_config_arg, load_drive_config
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.drive.base_command_limits import BaseCommandLimits
 from teledora.devices.drive.feetech_bus import add_left_bus_args, left_bus_from_args
@@ -27,13 +30,13 @@ from teledora.devices.drive.feetech_wheels import FeetechWheels
 
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_config_arg(parser)
+    add_config_arg(parser, DRIVE)
     add_left_bus_args(parser)
-    args = parse_args(parser, argv)
+    args, _ = parser.parse_known_args(argv)  # dora may pass more
     config = load_drive_config(args.config)
     bus = left_bus_from_args(args, config)
     io = NodeIO(make_node(node), node_id("base"), clock)
-    limits = BaseCommandLimits.from_profile(load_robot_profile())
+    limits = BaseCommandLimits.from_profile(models.load_profile(os.environ.get("TELEDORA_PROFILE") or None))
     run_base(io, FeetechWheels(bus, config.base.wheel_ids), config, limits, clock)
 
 

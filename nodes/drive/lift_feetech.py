@@ -10,10 +10,12 @@ env ``TELEDORA_PROFILE`` the robot profile (command caps).
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from typing import Any, Callable, Sequence
 
-from teledora.devices.drive.base_loop import add_config_arg, load_drive_config, load_robot_profile, parse_args
+from teledora import models
+from teledora.models.config_files import DRIVE, add_config_arg, load_drive_config
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.drive.lift_command_limits import LiftCommandLimits
 from teledora.devices.drive.feetech_bus import add_left_bus_args, left_bus_from_args
@@ -23,13 +25,13 @@ from teledora.devices.drive.lift_loop import run_lift
 
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_config_arg(parser)
+    add_config_arg(parser, DRIVE)
     add_left_bus_args(parser)
-    args = parse_args(parser, argv)
+    args, _ = parser.parse_known_args(argv)  # dora may pass more
     config = load_drive_config(args.config)
     bus = left_bus_from_args(args, config)
     io = NodeIO(make_node(node), node_id("lift"), clock)
-    limits = LiftCommandLimits.from_profile(load_robot_profile())
+    limits = LiftCommandLimits.from_profile(models.load_profile(os.environ.get("TELEDORA_PROFILE") or None))
     run_lift(io, FeetechLift(bus, config.lift.servo_id), config.lift, limits, clock)
 
 

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from teledora.devices.estimation.ardupilot_bridge import ArduPilotBridge, BridgeConfig
+from teledora.devices.estimation.ardupilot_bridge import ArduPilotBridge
 from teledora.devices.estimation.mavlink_link import ArduPilotLink
 from teledora.runtime.node_io import NodeIO, make_node, node_id
-from teledora.nodes.estimation.flow_sim import load_estimation_config
+from teledora.models.config_files import load_estimation_config
 from teledora.operators.estimation.autopilot_session import LinkState
 
 
@@ -43,10 +44,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     args = parse_args(argv)
-    cfg = dict(load_estimation_config(args.config)["ardupilot"])
+    config = load_estimation_config(args.config).ardupilot
     if args.connection:
-        cfg["connection"] = args.connection
-    config = BridgeConfig.from_dict(cfg)
+        config = replace(config, connection=args.connection)
     link = ArduPilotLink(config.connection, config.baud, config.source_system, config.source_component)
     bridge = ArduPilotBridge(config, link, clock)
     io = NodeIO(make_node(node), node_id("ekf"), clock)

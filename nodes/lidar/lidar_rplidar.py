@@ -24,12 +24,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import yaml
-
-from teledora import models
 from teledora.devices.lidar.rplidar_a1 import RECOVERABLE, RplidarA1Backend
 from teledora.runtime.node_io import NodeIO, make_node, node_id
-from teledora.operators.lidar.lidar_config import LidarSetup, lidar_setup_from_dict
+from teledora.models.config_files import load_lidar_setup
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -39,14 +36,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--config", type=Path, default=None, help="lidar YAML (default: shipped)")
     ap.add_argument("--no-power-up-delay", action="store_true", help="skip the staggered start delay")
     return ap.parse_args(argv)
-
-
-def load_lidar_setup(path: Path | None) -> LidarSetup:
-    """lidar.yaml (shipped one when ``path`` is None) as a :class:`LidarSetup`."""
-    if path is None:
-        return lidar_setup_from_dict(models.load_yaml("alohamini2/lidar.yaml"))
-    with open(path) as f:
-        return lidar_setup_from_dict(yaml.safe_load(f))
 
 
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns,

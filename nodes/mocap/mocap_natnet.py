@@ -26,13 +26,13 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import yaml
 
-from teledora import models
-from teledora.devices.mocap.natnet_client import NatNetClient, NatNetConfig
+from teledora.devices.mocap.natnet_client import NatNetClient
+from dataclasses import replace
+from teledora.models.config_files import load_mocap_config
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.mocap import natnet_protocol as nn
-from teledora.operators.mocap.mocap_frames import MocapFrameConfig, MocapFrameTransform
+from teledora.operators.mocap.mocap_frames import MocapFrameTransform
 from teledora.operators.mocap.mocap_pose_stream import MocapPoseStream, RigidBodySelector
 
 LOG_EVERY_N_REJECTIONS = 100  # after the first rejection of a kind, log one in N
@@ -46,17 +46,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--body-id", type=int, default=None, help="rigid body streaming id")
     ap.add_argument("--body-name", default=None, help="rigid body name in Motive")
     return ap.parse_args(argv)
-
-
-def load_mocap_config(path: Path | None) -> dict[str, Any]:
-    """The mocap YAML as a mapping (shipped file when ``path`` is None)."""
-    if path is None:
-        return models.load_yaml("alohamini2/mocap.yaml")
-    with open(path) as f:
-        data = yaml.safe_load(f)
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping at top level")
-    return data
 
 
 class _Every:
@@ -76,17 +65,13 @@ class _Every:
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     args = parse_args(argv)
     cfg = load_mocap_config(args.config)
-    net = NatNetConfig.from_mapping(cfg.get("natnet", {}))
     overrides = {"server_address": args.server, "command_port": args.command_port}
-    net = NatNetConfig(**{**net.__dict__, **{k: v for k, v in overrides.items() if v is not None}})
-    body = cfg.get("rigid_body", {})
+    net = replace(cfg.natnet, **{k: v for k, v in overrides.items() if v is not None})
     selector = RigidBodySelector(
-        id=args.body_id if args.body_id is not None else body.get("id"),
-        name=args.body_name if args.body_name is not None else body.get("name"),
+        id=args.body_id if args.body_id is not None else cfg.rigid_body.id,
+        name=args.body_name if args.body_name is not None else cfg.rigid_body.name,
     )
-    frame = dict(cfg.get("frame", {}))
-    frame_id = frame.pop("frame_id", "world")
-    stream = MocapPoseStream(selector, MocapFrameTransform(MocapFrameConfig.from_mapping(frame)), frame_id)
+    stream = MocapPoseStream(selector, MocapFrameTransform(cfg.frame), cfg.frame.frame_id)
     io = NodeIO(make_node(node), node_id("mocap"), clock, ends_with=())  # runs until STOP
     backend = NatNetClient(net, clock)
     backend.connect()

@@ -32,6 +32,7 @@ from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 
+from teledora.operators.errors import TeledoraError
 from teledora.runtime.node_io import make_node, node_id
 from teledora.operators.recording.replay_schedule import ReplaySchedule, shift_stamps
 from teledora.recording import RunReader, message_time_ns, replay_metadata, run_time_span
@@ -40,7 +41,7 @@ PROGRESS_PERIOD_NS = 1_000_000_000
 DONE_MARKER = "done:"
 
 
-class ReplaySourceError(RuntimeError):
+class ReplaySourceError(TeledoraError, RuntimeError):
     """The run holds nothing this replayer could send."""
 
 

@@ -8,27 +8,17 @@ Inputs:  optional; the node paces itself and exits when the script ends,
          state, as a person waits for the robot to come up).
 
 Env: TELEDORA_XR_SCRIPT (a YAML file, default the shipped demo script),
-     TELEDORA_XR_RATE_HZ (default 90), TELEDORA_SIM_SPEED (default 1.0).
+     TELEDORA_XR_RATE_HZ (default: xr/controllers in rates.yaml),
+     TELEDORA_SIM_SPEED (default 1.0).
 """
 
 from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
-
-import yaml
-
-from teledora import models
+from teledora.models.config_files import load_demo_script, load_rate_table
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.xr.scripted_operator import ScriptedOperator
-
-
-def load_script(path: str | None):
-    if path:
-        with Path(path).open() as f:
-            return yaml.safe_load(f)
-    return models.load_yaml("alohamini2/demo_script.yaml")
 
 
 def _wait_for_input(io: NodeIO, input_id: str) -> tuple[bool, bool]:
@@ -53,8 +43,8 @@ def _stop_requested(io: NodeIO) -> bool:
 
 
 def main(argv: list[str] | None = None, node=None, clock=time.monotonic, sleep=time.sleep) -> None:
-    script = ScriptedOperator(load_script(os.environ.get("TELEDORA_XR_SCRIPT")))
-    rate_hz = float(os.environ.get("TELEDORA_XR_RATE_HZ", "90"))
+    script = ScriptedOperator(load_demo_script(os.environ.get("TELEDORA_XR_SCRIPT") or None))
+    rate_hz = float(os.environ.get("TELEDORA_XR_RATE_HZ") or load_rate_table().topic("xr/controllers").sim_hz)
     speed = float(os.environ.get("TELEDORA_SIM_SPEED", "1.0"))
     io = NodeIO(make_node(node), node_id("xr"), ends_with=())  # plays until the script ends or STOP
     wait_for = os.environ.get("TELEDORA_XR_WAIT_FOR", "").strip()

@@ -18,13 +18,14 @@ import argparse
 import os
 from typing import Any, Sequence
 
+from teledora.operators.errors import ConfigError
 from teledora.devices.xr.feed_loop import run_feed
 from teledora.devices.xr.udp_feed import DEFAULT_PORT, UdpFeedBackend
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.xr.xr_feed_format import FeedAssembler
 
 
-class RemoteBindRefused(ValueError):
+class RemoteBindRefused(ConfigError):
     """Binding a non-loopback address without ``--allow-remote``."""
 
 

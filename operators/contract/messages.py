@@ -25,8 +25,10 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
+from teledora.operators.errors import TeledoraError
 
-class MessageError(ValueError):
+
+class MessageError(TeledoraError, ValueError):
     """A message does not satisfy the contract; the receiver must drop it whole."""
 
 
@@ -136,6 +138,7 @@ KINDS: dict[str, tuple[Field, ...]] = {
     "TeleopState": (
         _stamp(),
         Field("estop_latched", BOOL),
+        Field("release_armed", BOOL),
         Field("arms_paused", BOOL),
         Field("left_clutched", BOOL),
         Field("right_clutched", BOOL),

@@ -38,7 +38,7 @@ class BaseCommandLimits(CommandLimits):
 
     @classmethod
     def from_profile(cls, profile: RobotProfile) -> "BaseCommandLimits":
-        return cls(profile.base_max_linear_m_s, profile.base_max_yaw_rad_s, profile.command_limits.reject_factor)
+        return cls(profile.base.max_linear_m_s, profile.base.max_yaw_rad_s, profile.command_limits.reject_factor)
 
     def _bound(self, twist: BodyTwist) -> Bounded[BodyTwist]:
         forward = require_finite("forward_m_s", twist.forward_m_s, "m/s")

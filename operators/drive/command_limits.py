@@ -17,6 +17,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from teledora.operators.errors import ConfigError, TeledoraError
+
 T = TypeVar("T")
 
 # A value this close over its cap (relative) is taken as at the cap: an
@@ -25,11 +27,11 @@ T = TypeVar("T")
 CAP_ROUNDING = 1e-9
 
 
-class CommandRejected(ValueError):
+class CommandRejected(TeledoraError, ValueError):
     """A command holds a non-finite or absurd value; the actuator drops it whole."""
 
 
-class CommandLimitsError(ValueError):
+class CommandLimitsError(ConfigError):
     """Limits set up with caps or factors that cannot bound anything."""
 
 

@@ -25,7 +25,7 @@ class LiftCommandLimits(CommandLimits):
 
     @classmethod
     def from_profile(cls, profile: RobotProfile) -> "LiftCommandLimits":
-        return cls(profile.lift_max_speed_m_s, profile.command_limits.reject_factor)
+        return cls(profile.lift.max_speed_m_s, profile.command_limits.reject_factor)
 
     def _bound(self, velocity_m_s: float) -> Bounded[float]:
         v, clamp = bound_magnitude("velocity_m_s", velocity_m_s, self.max_speed_m_s, self.reject_factor, "m/s")

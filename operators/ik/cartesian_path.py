@@ -29,12 +29,15 @@ import numpy as np
 import numpy.typing as npt
 from scipy.interpolate import CubicSpline
 
-from teledora.operators.ik.ik_solver import SIDES, BimanualIk, GripTarget, IkSolveError
-from teledora.operators.geometry.rotations import quat_angle_xyzw
-from teledora.operators.ik.workspace_limits import slerp_xyzw
+from teledora.operators.errors import TeledoraError
+from teledora.operators.geometry import Pose, quat_angle, quat_slerp
+from teledora.operators.ik.ik_solver import BimanualIk, IkSolveError
+from teledora.operators.model.sides import SIDES
+from teledora.operators.config import config_from_mapping
+from teledora.operators.ik.ik_settings import IkConfigError
 
 
-class PathPlanningError(RuntimeError):
+class PathPlanningError(TeledoraError, RuntimeError):
     """A path sample is unreachable or the trajectory leaves its line."""
 
 
@@ -54,23 +57,14 @@ class PathConfig:
     default_speed_m_s: float
     default_angular_speed_rad_s: float
 
+    def __post_init__(self) -> None:
+        if min(self.plan_rate_hz, self.max_step_m, self.max_step_rad, self.output_rate_hz) <= 0:
+            raise IkConfigError("rates and step sizes must be > 0")
+
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> "PathConfig":
-        try:
-            cfg = cls(**{f: type_(data[f]) for f, type_ in _FIELD_TYPES.items()})
-        except KeyError as exc:
-            raise PathPlanningError(f"path config: missing key {exc}") from None
-        if min(cfg.plan_rate_hz, cfg.max_step_m, cfg.max_step_rad, cfg.output_rate_hz) <= 0:
-            raise PathPlanningError("path config: rates and step sizes must be > 0")
-        return cfg
-
-
-_FIELD_TYPES = {
-    "plan_rate_hz": float, "max_step_m": float, "max_step_rad": float, "settle_fraction": float,
-    "max_settle_iterations": int, "pos_tolerance_m": float, "ori_tolerance_rad": float, "line_tolerance_m": float,
-    "min_travel_m": float, "min_rotation_rad": float, "output_rate_hz": float, "default_speed_m_s": float,
-    "default_angular_speed_rad_s": float,
-}
+        """The ``path`` section of ik.yaml, checked."""
+        return config_from_mapping(cls, data, "path", PathPlanningError)
 
 
 def min_jerk(tau: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -93,8 +87,8 @@ class PathPlan:
     knot_q: np.ndarray
     duration_s: float
     pinned: dict[str, bool]
-    start: dict[str, GripTarget]
-    goal: dict[str, GripTarget]
+    start: dict[str, Pose]
+    goal: dict[str, Pose]
     max_line_deviation_m: float = 0.0
     landing_error_m: float = 0.0
     peak_tip_accel_m_s2: float = 0.0
@@ -122,22 +116,22 @@ class CartesianPathPlanner:
         self.ik = ik
         self.config = config
 
-    def grip_poses(self, q: npt.ArrayLike, lift_joint: float | None = None) -> dict[str, GripTarget]:
+    def grip_poses(self, q: npt.ArrayLike, lift_joint: float | None = None) -> dict[str, Pose]:
         """Grip poses in base_link for an arm configuration."""
         self.ik.reset(np.asarray(q, dtype=float), lift_joint)
         return {s: self.ik.grip_pose(s) for s in SIDES}
 
-    def _errors(self, targets: Mapping[str, GripTarget | None]) -> tuple[float, float]:
+    def _errors(self, targets: Mapping[str, Pose | None]) -> tuple[float, float]:
         pos, ori = 0.0, 0.0
         for s, t in targets.items():
             if t is None:
                 continue
             pose = self.ik.grip_pose(s)
             pos = max(pos, float(np.linalg.norm(pose.position - t.position)))
-            ori = max(ori, quat_angle_xyzw(pose.orientation, t.orientation))
+            ori = max(ori, quat_angle(pose.orientation, t.orientation))
         return pos, ori
 
-    def _settle(self, targets: Mapping[str, GripTarget | None], knot: int) -> int:
+    def _settle(self, targets: Mapping[str, Pose | None], knot: int) -> int:
         c = self.config
         pos_settle, ori_settle = c.settle_fraction * c.max_step_m, c.settle_fraction * c.max_step_rad
         iterations = 0
@@ -188,7 +182,7 @@ class CartesianPathPlanner:
         goal = self.grip_poses(q_to, lift_joint)
         start = self.grip_poses(q_from, lift_joint)
         travel = {s: float(np.linalg.norm(goal[s].position - start[s].position)) for s in SIDES}
-        turn = {s: quat_angle_xyzw(start[s].orientation, goal[s].orientation) for s in SIDES}
+        turn = {s: quat_angle(start[s].orientation, goal[s].orientation) for s in SIDES}
         pinned = {s: travel[s] < c.min_travel_m and turn[s] < c.min_rotation_rad for s in SIDES}
         moving = [s for s in SIDES if not pinned[s]]
         names = list(self.ik.arm_joint_names)
@@ -210,14 +204,14 @@ class CartesianPathPlanner:
         self.ik.reset(q_from, lift_joint)
         solves_before = self.ik.solves
         for k, s in enumerate(s_knots):
-            targets: dict[str, GripTarget | None] = {}
+            targets: dict[str, Pose | None] = {}
             for side in SIDES:
                 if pinned[side]:
                     targets[side] = None
                     continue
-                targets[side] = GripTarget.of(
+                targets[side] = Pose.of(
                     (1 - s) * start[side].position + s * goal[side].position,
-                    slerp_xyzw(start[side].orientation, goal[side].orientation, float(s)),
+                    quat_slerp(start[side].orientation, goal[side].orientation, float(s)),
                 )
             self.ik.set_posture_target((1 - s) * q_from + s * q_to)
             self._settle(targets, k)
@@ -288,7 +282,7 @@ def solve_offsets(planner: CartesianPathPlanner, q0: np.ndarray, offsets_m: Mapp
     targets = {}
     for s in SIDES:
         pose = ik.grip_pose(s)
-        targets[s] = GripTarget.of(pose.position + np.asarray(offsets_m.get(s, np.zeros(3)), dtype=float), pose.orientation)
+        targets[s] = Pose.of(pose.position + np.asarray(offsets_m.get(s, np.zeros(3)), dtype=float), pose.orientation)
     ik.set_posture_target(q0)
     for _ in range(c.max_settle_iterations * 4):
         step = ik.settle_step(targets)

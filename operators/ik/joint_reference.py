@@ -21,8 +21,11 @@ from typing import Any, Mapping
 import numpy as np
 import numpy.typing as npt
 
+from teledora.operators.errors import TeledoraError
+from teledora.operators.config import config_from_mapping
 
-class JointReferenceError(ValueError):
+
+class JointReferenceError(TeledoraError, ValueError):
     """Inconsistent joint reference set-up or a non-finite proposal."""
 
 
@@ -33,15 +36,14 @@ class JointReferenceConfig:
     max_speed_rad_s: float
     max_accel_rad_s2: float
 
+    def __post_init__(self) -> None:
+        if not (self.max_speed_rad_s > 0 and self.max_accel_rad_s2 > 0):
+            raise JointReferenceError("caps must be > 0")
+
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> "JointReferenceConfig":
-        try:
-            cfg = cls(float(data["max_speed_rad_s"]), float(data["max_accel_rad_s2"]))
-        except KeyError as exc:
-            raise JointReferenceError(f"joint_reference: missing key {exc}") from None
-        if not (cfg.max_speed_rad_s > 0 and cfg.max_accel_rad_s2 > 0):
-            raise JointReferenceError("joint_reference: caps must be > 0")
-        return cfg
+        """The ``joint_reference`` section, checked."""
+        return config_from_mapping(cls, data, "joint_reference", JointReferenceError)
 
 
 def uniform_scale(displacement: np.ndarray, limit: np.ndarray) -> float:

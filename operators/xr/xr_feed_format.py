@@ -31,11 +31,13 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from teledora.operators.xr.xr_frames import Pose, PoseError, webxr_pose_to_flu
+from teledora.operators.errors import ProtocolError, TeledoraError
+from teledora.operators.geometry import Pose, PoseError
+from teledora.operators.model.sides import SIDES
+from teledora.operators.xr.xr_frames import webxr_pose_to_flu
 
 FEED_VERSION = 1
 MAX_FRAME_BYTES = 4096
-HANDS = ("left", "right")
 _BUTTONS = ("primary", "secondary", "stick_click", "menu")
 _TOP_KEYS = {"version", "session", "seq", "sent_ns", "frame", "focused", "ui", "hands"}
 _HAND_KEYS = {"connected", "pose_valid", "position", "orientation", "pose_ns", "trigger", "squeeze", "stick",
@@ -44,7 +46,7 @@ _UI_KEYS = {"estop", "release_stop", "pause"}
 _SEQ_RESTART_GAP = 1000  # a sequence number this far backwards means the sender restarted
 
 
-class FeedFormatError(ValueError):
+class FeedFormatError(ProtocolError):
     """A feed frame that is malformed, oversized or of an unsupported version."""
 
 
@@ -174,7 +176,7 @@ def parse_frame(data: bytes | str) -> FeedFrame:
         raise FeedFormatError(f"ui must be an object with keys from {sorted(_UI_KEYS)}")
     ui = {k: _bool(ui_raw, k, "ui", False) for k in sorted(_UI_KEYS)}
     hands = d.get("hands")
-    if not isinstance(hands, dict) or set(hands) != set(HANDS):
+    if not isinstance(hands, dict) or set(hands) != set(SIDES):
         raise FeedFormatError("hands must be an object with exactly 'left' and 'right'")
     return FeedFrame(
         session=session,
@@ -182,11 +184,11 @@ def parse_frame(data: bytes | str) -> FeedFrame:
         sent_ns=sent_ns,
         focused=_bool(d, "focused", "frame", True),
         ui=ui,
-        hands={h: _hand(hands[h], f"hands.{h}", frame, sent_ns) for h in HANDS},
+        hands={h: _hand(hands[h], f"hands.{h}", frame, sent_ns) for h in SIDES},
     )
 
 
-class StaleFrameError(ValueError):
+class StaleFrameError(TeledoraError, ValueError):
     """A frame older than (or equal to) the newest already accepted from this session."""
 
 
@@ -205,15 +207,15 @@ class FeedAssembler:
         self.source = source
         self._session: str | None = None
         self._last_seq: int | None = None
-        self._epoch = dict.fromkeys(HANDS, 0)
-        self._connected = dict.fromkeys(HANDS, False)
+        self._epoch = dict.fromkeys(SIDES, 0)
+        self._connected = dict.fromkeys(SIDES, False)
         self.clock_offset_ns: int | None = None  # min(host receive - sender send): the sender-to-host mapping
         self.out_seq = 0
 
     def new_client(self) -> None:
         """Call when the controlling client changes: every hand gets a new epoch."""
         self._session, self._last_seq = None, None
-        self._connected = dict.fromkeys(HANDS, False)
+        self._connected = dict.fromkeys(SIDES, False)
 
     def assemble(self, frame: FeedFrame, recv_ns: int) -> dict[str, Any]:
         """Message dict for ``frame`` received at host time ``recv_ns``.
@@ -225,7 +227,7 @@ class FeedAssembler:
             self._last_seq is not None and frame.seq < self._last_seq - _SEQ_RESTART_GAP
         ):
             if self._session is not None or self._last_seq is not None:
-                self._connected = dict.fromkeys(HANDS, False)  # forces new epochs below
+                self._connected = dict.fromkeys(SIDES, False)  # forces new epochs below
             self._session, self._last_seq = frame.session, None
         if self._last_seq is not None and frame.seq <= self._last_seq:
             raise StaleFrameError(f"seq {frame.seq} is not newer than {self._last_seq}")
@@ -233,7 +235,7 @@ class FeedAssembler:
         offset = recv_ns - frame.sent_ns
         self.clock_offset_ns = offset if self.clock_offset_ns is None else min(self.clock_offset_ns, offset)
         hands = {}
-        for h in HANDS:
+        for h in SIDES:
             s = frame.hands[h]
             if s.connected and not self._connected[h]:
                 self._epoch[h] += 1

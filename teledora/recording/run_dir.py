@@ -30,6 +30,7 @@ from typing import Any, Mapping
 
 import pyarrow as pa
 
+from teledora.operators.errors import TeledoraError
 from teledora.operators.recording.recorded_message import json_default
 
 FORMAT_VERSION = 1
@@ -40,7 +41,7 @@ RUN_DIR_TIME_FORMAT = "%Y%m%d-%H%M%S"
 _TOPIC_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
-class RecordingError(Exception):
+class RecordingError(TeledoraError):
     """Base class for run directory errors."""
 
 

@@ -25,14 +25,10 @@ from teledora.runtime.event_stream import data_inputs
 from teledora.operators.recording.input_journal import (
     TICK_SEQ,
     FollowReport,
-    JournalChunk,
-    JournalError,
     JournalFollower,
     JournalWriter,
     event_seq,
-    join_chunks,
 )
-from teledora.operators.contract.messages import MessageError, decode
 from teledora.recording.journal_files import FOLLOW_ENV, JOURNAL_OUTPUT, load_journal
 
 CHUNK_PERIOD_NS = 200_000_000

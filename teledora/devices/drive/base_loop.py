@@ -6,57 +6,29 @@ current command exactly as the real driver does, writes the wheel goals to the
 wheels device (simulated or servo bus), and integrates the twist of the wheel
 velocities it reads back into odometry.
 Outputs: ``wheel_commands`` (WheelCommands), ``odom`` (Odometry, odom ->
-base_link), ``diagnostics``. A command older than the watchdog timeout (1 s)
-is replaced by zero velocity. Every command passes the base's command limits
-first (:class:`~teledora.operators.drive.base_command_limits.BaseCommandLimits`):
+base_link), ``diagnostics``. A command older than the watchdog timeout
+(drive.yaml ``base.watchdog_timeout_s``) is replaced by zero velocity. Every
+command passes the base's command limits first
+(:class:`~teledora.operators.drive.base_command_limits.BaseCommandLimits`):
 a non-finite or absurd one is rejected and the last valid command stands,
 one over the profile's speed caps is clamped to them.
 """
 
 from __future__ import annotations
 
-import argparse
-import os
-from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable
 
-import yaml
 
-from teledora import models
 from teledora.devices.device import Device, stopped_on_exit
 from teledora.runtime.node_io import NodeIO
 from teledora.operators.drive.base_command_limits import BaseCommandLimits
 from teledora.operators.drive.command_limits import CommandRejected
 from teledora.operators.drive.command_watchdog import CommandWatchdog
 from teledora.operators.drive.omni_drive import BodyTwist, OmniDrive
-from teledora.operators.drive.drive_config import DriveConfig, drive_config_from_dict
+from teledora.operators.drive.drive_config import DriveConfig
 from teledora.operators.drive.wheel_odometry import WheelOdometry
-from teledora.operators.model.robot_profile import RobotProfile
 
 ZERO_TWIST = BodyTwist(0.0, 0.0, 0.0)
-
-
-def load_drive_config(name_or_path: str) -> DriveConfig:
-    """drive.yaml from a file path, or a name shipped under models/."""
-    p = Path(name_or_path)
-    if p.is_file():
-        with p.open() as f:
-            return drive_config_from_dict(yaml.safe_load(f))
-    return drive_config_from_dict(models.load_yaml(name_or_path))
-
-
-def load_robot_profile() -> RobotProfile:
-    """The robot profile named by ``TELEDORA_PROFILE`` (default: the shipped AlohaMini2 profile)."""
-    return models.load_profile(os.environ.get("TELEDORA_PROFILE", "alohamini2/profile.yaml"))
-
-
-def add_config_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", default="alohamini2/drive.yaml", help="drive.yaml (path or shipped name)")
-
-
-def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
-    args, _unknown = parser.parse_known_args(list(argv) if argv is not None else None)
-    return args
 
 
 def run_base(io: NodeIO, wheels: Device, config: DriveConfig, limits: BaseCommandLimits,

@@ -6,8 +6,9 @@ reads the servo, turns the newest ``lift_cmd`` (LiftCommand, m/s, up positive)
 into a goal velocity with the driver's clamp, floor guard and soft limits, and
 publishes ``state`` (LiftState: height_m = driver mm / 1000, 0 at the homed
 floor; velocity_m_s; homed). While homing, ``homed`` is false and ``height_m``
-is 0. A command older than the watchdog timeout (1 s) stops the lift. Every
-command passes the lift's command limits first
+is 0. A command older than the watchdog timeout (drive.yaml
+``lift.watchdog_timeout_s``) stops the lift. Every command passes the lift's
+command limits first
 (:class:`~teledora.operators.drive.lift_command_limits.LiftCommandLimits`):
 a non-finite or absurd one is rejected and the last valid command stands,
 one over the profile's lift speed cap is clamped to it.

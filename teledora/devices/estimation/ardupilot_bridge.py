@@ -14,64 +14,24 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Mapping
 
 from teledora.devices.estimation.mavlink_link import ArduPilotLink, LinkError
 from teledora.operators.estimation.ardupilot_frames import PoseCovariance, odom_from_ned, position_ok
-from teledora.operators.estimation.autopilot_session import Action, AutopilotSession, LinkState, SessionConfig
+from teledora.operators.estimation.ardupilot_bridge_config import (
+    MSG_ATTITUDE,
+    MSG_EKF_STATUS_REPORT,
+    MSG_LOCAL_POSITION_NED,
+    BridgeConfig,
+)
+from teledora.operators.estimation.autopilot_session import Action, AutopilotSession, LinkState
+from teledora.operators.estimation.distance_sensor import distance_report
 from teledora.operators.estimation.mavlink_clock import MavlinkClock
 
-MSG_ATTITUDE, MSG_LOCAL_POSITION_NED, MSG_EKF_STATUS_REPORT = 30, 32, 193
 MAV_CMD_SET_MESSAGE_INTERVAL, MAV_CMD_REQUEST_MESSAGE = 511, 512
 MSG_GPS_GLOBAL_ORIGIN = 49
 MAV_TYPE_ONBOARD_CONTROLLER, MAV_AUTOPILOT_INVALID, MAV_STATE_ACTIVE = 18, 8, 4
 MAV_DISTANCE_SENSOR_UNKNOWN, MAV_SENSOR_ROTATION_PITCH_270 = 4, 25
-
-
-def bridge_streams(message_interval_s: float = 0.05, status_interval_s: float = 0.5) -> dict[int, float]:
-    """The streams the bridge requests (message id -> period s): pose and attitude, EKF status."""
-    return {MSG_LOCAL_POSITION_NED: message_interval_s, MSG_ATTITUDE: message_interval_s,
-            MSG_EKF_STATUS_REPORT: status_interval_s}
-
-
-# YAML keys of the ``ardupilot`` section that become SessionConfig.streams
-_STREAM_KEYS = ("message_interval_s", "status_interval_s")
-
-
-@dataclass(frozen=True)
-class BridgeConfig:
-    """The ``ardupilot`` section of estimation.yaml.
-
-    The section is flat: the session's timings sit next to the bridge's own keys,
-    and ``message_interval_s`` / ``status_interval_s`` give the stream periods.
-    :meth:`from_dict` gathers them into :attr:`session`.
-    """
-
-    connection: str = "udpout:127.0.0.1:14555"
-    baud: int = 115200
-    source_system: int = 1
-    source_component: int = 191
-    origin_lat_deg: float = 0.0
-    origin_lon_deg: float = 0.0
-    origin_alt_m: float = 0.0
-    send_distance_sensor: bool = True
-    position_std_m: float = 0.02
-    yaw_std_rad: float = 0.02
-    lost_position_std_m: float = 100.0
-    session: SessionConfig = field(default_factory=lambda: SessionConfig(streams=bridge_streams()))
-
-    @classmethod
-    def from_dict(cls, cfg: Mapping[str, Any]) -> "BridgeConfig":
-        own = {f.name for f in fields(cls)} - {"session"}
-        timing = {f.name for f in fields(SessionConfig)} - {"streams"}
-        known = own | timing | set(_STREAM_KEYS)
-        unknown = sorted(set(cfg) - known)
-        if unknown:
-            raise ValueError(f"unknown ardupilot settings {unknown}; known: {sorted(known)}")
-        streams = bridge_streams(**{k: cfg[k] for k in _STREAM_KEYS if k in cfg})
-        session = SessionConfig(**{k: cfg[k] for k in timing if k in cfg}, streams=streams)
-        return cls(**{k: cfg[k] for k in own if k in cfg}, session=session)
 
 
 class ArduPilotBridge:
@@ -109,9 +69,11 @@ class ArduPilotBridge:
             self.link.write("optical_flow", int(msg["stamp_ns"]) // 1000, 0, 0, 0, 0.0, 0.0, quality,
                             float(msg["ground_distance_m"]), float(msg["flow_rate_x"]), float(msg["flow_rate_y"]))
             if self.config.send_distance_sensor:
-                cm = max(0, min(65535, round(msg["ground_distance_m"] * 100.0)))
-                self.link.write("distance_sensor", self._boot_ms(), 1, 100, cm, MAV_DISTANCE_SENSOR_UNKNOWN, 0,
-                                MAV_SENSOR_ROTATION_PITCH_270, 0)
+                d = distance_report(float(msg["ground_distance_m"]), *self.config.distance_sensor_range_m,
+                                    self.config.distance_sensor_std_m)
+                self.link.write("distance_sensor", self._boot_ms(), d.min_distance_cm, d.max_distance_cm,
+                                d.current_distance_cm, MAV_DISTANCE_SENSOR_UNKNOWN, 0, MAV_SENSOR_ROTATION_PITCH_270,
+                                d.covariance_cm2)
         except LinkError as exc:
             self._lose(str(exc))
             self.flows_dropped += 1

@@ -10,10 +10,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from teledora.operators.errors import DeviceError
 from teledora.devices.device import Device
 
 
-class LinkError(OSError):
+class LinkError(DeviceError, OSError):
     """The MAVLink connection failed (open, read or write)."""
 
 

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from rplidar import RPLidar, RPLidarException
 
+from teledora.operators.errors import DeviceError
 from teledora.devices.device import Device
 from teledora.operators.lidar.laser_scan import LaserScan
 from teledora.operators.lidar.lidar_config import HardwareConfig
@@ -44,11 +45,11 @@ from teledora.operators.lidar.rplidar_protocol import (
 from teledora.operators.lidar.scan_binning import ScanGrid, bin_revolution
 
 
-class LidarTimeoutError(TimeoutError):
+class LidarTimeoutError(DeviceError, TimeoutError):
     """The lidar sent nothing for longer than the read timeout."""
 
 
-class LidarHealthError(RuntimeError):
+class LidarHealthError(DeviceError, RuntimeError):
     """The lidar reports a hardware error (protection stop) even after a reset."""
 
 

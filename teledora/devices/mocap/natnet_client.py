@@ -12,42 +12,11 @@ import select
 import socket
 import struct
 import time
-from dataclasses import dataclass, fields
-from typing import Any, Callable, Mapping
+from typing import Callable
 
 from teledora.devices.device import Device
 from teledora.operators.mocap import natnet_protocol as nn
-
-
-@dataclass(frozen=True)
-class NatNetConfig:
-    """Connection settings (see models/alohamini2/mocap.yaml)."""
-
-    server_address: str = "127.0.0.1"
-    command_port: int = 1510
-    local_address: str = "0.0.0.0"
-    multicast: bool = False
-    multicast_group: str = "239.255.42.99"
-    data_port: int = 1511
-    client_name: str = "teledora"
-    natnet_version: tuple[int, int, int, int] = (4, 1, 0, 0)
-    connect_retry_s: float = 1.0
-    echo_period_s: float = 1.0
-    keepalive_period_s: float = 1.0
-    model_def_retry_s: float = 2.0
-    poll_s: float = 0.002
-
-    @classmethod
-    def from_mapping(cls, data: Mapping[str, Any]) -> "NatNetConfig":
-        known = {f.name: f for f in fields(cls)}
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise ValueError(f"unknown natnet keys {unknown}; known: {sorted(known)}")
-        kw: dict[str, Any] = {}
-        for key, value in data.items():
-            default = getattr(cls, key)
-            kw[key] = tuple(int(v) for v in value) if isinstance(default, tuple) else type(default)(value)
-        return cls(**kw)
+from teledora.operators.mocap.mocap_config import NatNetConfig
 
 
 class NatNetClient(Device):

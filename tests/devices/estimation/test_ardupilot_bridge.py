@@ -11,17 +11,23 @@ from __future__ import annotations
 import math
 import socket
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from teledora.devices.estimation.ardupilot_bridge import ArduPilotBridge, BridgeConfig
+from teledora import models
+from teledora.devices.estimation.ardupilot_bridge import ArduPilotBridge
+from teledora.models.config_files import load_estimation_config
+from teledora.operators.estimation.ardupilot_bridge_config import BridgeConfig
 from teledora.devices.estimation.mavlink_link import ArduPilotLink
 from teledora.fakes.ardupilot import FakeArduPilot
 from teledora.operators.contract.messages import encode
 from teledora.operators.estimation.autopilot_session import LinkState, SessionConfig
-from teledora.operators.estimation.flow_model import FlowModel, FlowModelConfig
+from teledora.operators.estimation.flow_model import FlowModel
+from teledora.operators.errors import ConfigError
 
+SECTION = models.load_yaml("alohamini2/estimation.yaml")["ardupilot"]
 FAST = dict(heartbeat_period_s=0.05, timesync_period_s=0.05, retry_period_s=0.05, origin_wait_s=0.15,
             message_interval_s=0.02, status_interval_s=0.05, origin_lat_deg=48.8566, origin_lon_deg=2.3522,
             origin_alt_m=35.0)
@@ -57,7 +63,7 @@ def fake():
 
 
 def make_bridge(fake: FakeArduPilot, clock=time.time_ns, **kw) -> ArduPilotBridge:
-    cfg = BridgeConfig.from_dict({"connection": f"udpout:127.0.0.1:{fake.port}", **FAST, **kw})
+    cfg = BridgeConfig.from_dict({**SECTION, "connection": f"udpout:127.0.0.1:{fake.port}", **FAST, **kw})
     return ArduPilotBridge(cfg, ArduPilotLink(cfg.connection), clock)
 
 
@@ -71,8 +77,7 @@ def flow_msg(stamp_ns: int, fx: float, fy: float, quality: int = 200, h: float =
 
 
 def test_config_from_the_shipped_yaml_splits_session_and_bridge_settings():
-    from teledora import models
-    section = models.load_yaml("alohamini2/estimation.yaml")["ardupilot"]
+    section = SECTION
     cfg = BridgeConfig.from_dict(section)
     assert cfg.connection == section["connection"] and cfg.origin_lat_deg == section["origin_lat_deg"]
     assert cfg.send_distance_sensor is section["send_distance_sensor"]
@@ -84,18 +89,20 @@ def test_config_from_the_shipped_yaml_splits_session_and_bridge_settings():
         stream_timeout_s=section["stream_timeout_s"],
         streams={32: section["message_interval_s"], 30: section["message_interval_s"],
                  193: section["status_interval_s"]})
-    # an empty section gives the defaults, which request the same three streams
-    assert BridgeConfig.from_dict({}) == BridgeConfig()
-    assert BridgeConfig().session.streams == {32: 0.05, 30: 0.05, 193: 0.5}
+    # the shipped periods request pose and attitude at 20 Hz, EKF status at 2 Hz
+    assert cfg.session.streams == {32: 0.05, 30: 0.05, 193: 0.5}
+    # every key is required: the file is the one source of these values
+    with pytest.raises(ValueError, match=r"ardupilot: missing key connection"):
+        BridgeConfig.from_dict({})
 
 
 def test_config_rejects_unknown_keys_and_invalid_session_timings():
-    with pytest.raises(ValueError, match=r"unknown ardupilot settings \['link_timeout'\]"):
-        BridgeConfig.from_dict({"link_timeout": 3.0})
+    with pytest.raises(ValueError, match=r"ardupilot: unknown keys \['link_timeout'\]"):
+        BridgeConfig.from_dict({**SECTION, "link_timeout": 3.0})
     with pytest.raises(ValueError, match="link_timeout_s must be > 0"):
-        BridgeConfig.from_dict({"link_timeout_s": 0.0})
+        BridgeConfig.from_dict({**SECTION, "link_timeout_s": 0.0})
     with pytest.raises(ValueError, match="period must be > 0"):
-        BridgeConfig.from_dict({"status_interval_s": 0.0})
+        BridgeConfig.from_dict({**SECTION, "status_interval_s": 0.0})
 
 
 def test_handshake_without_gps_sets_origin_and_requests_streams(fake):
@@ -147,10 +154,32 @@ def test_flow_in_pose_out_matches_the_autopilot_estimate(fake):
         bridge.close()
 
 
+@pytest.mark.parametrize("std_m, covariance", [(None, 255), (0.002, 1), (0.03, 10)])
+def test_distance_sensor_carries_the_variance_or_unknown(fake, std_m, covariance):
+    """DISTANCE_SENSOR.covariance is cm² (255 = unknown); 0 would claim a perfect reading."""
+    bridge = make_bridge(fake, distance_sensor_std_m=std_m, distance_sensor_range_m=[0.01, 1.0])
+    try:
+        assert wait_until(bridge, streaming(bridge))
+        assert bridge.on_flow(flow_msg(1_000_000_000, 0.0, 0.0, h=0.052))
+        assert wait_until(bridge, lambda: len(fake.distance_sensors) >= 1)
+        d = fake.distance_sensors[-1]
+        assert (d.current_distance, d.min_distance, d.max_distance) == (5, 1, 100)
+        assert d.covariance == covariance
+    finally:
+        bridge.close()
+
+
+def test_distance_sensor_settings_are_checked():
+    with pytest.raises(ConfigError, match="distance_sensor_std_m"):
+        BridgeConfig.from_dict({**SECTION, "distance_sensor_std_m": -0.01})
+    with pytest.raises(ConfigError, match="distance_sensor_range_m"):
+        BridgeConfig.from_dict({**SECTION, "distance_sensor_range_m": [0.1, 0.05]})
+
+
 def test_flow_model_agrees_with_autopilot_spin_in_place(fake):
     """Our flow model (FLU) and the fake's ArduPilot equations (FRD) describe the same sensor:
     a spin with the mount offset must not move the autopilot's estimate."""
-    model = FlowModel(FlowModelConfig(offset_m=(0.08, 0.05, 0.05)))
+    model = FlowModel(replace(load_estimation_config().flow_sensor, offset_m=(0.08, 0.05, 0.05)))
     bridge = make_bridge(fake)
     try:
         assert wait_until(bridge, streaming(bridge))
@@ -252,7 +281,7 @@ def test_garbage_datagrams_are_survived(fake):
 def test_serial_link_over_a_pty():
     """The same bridge over a serial device (pyserial on a pseudo-terminal)."""
     with FakeArduPilot(heartbeat_period_s=0.05, serial=True) as f:
-        cfg = BridgeConfig.from_dict({"connection": f.device, "baud": 115200, **FAST})
+        cfg = BridgeConfig.from_dict({**SECTION, "connection": f.device, "baud": 115200, **FAST})
         bridge = ArduPilotBridge(cfg, ArduPilotLink(cfg.connection, cfg.baud))
         poses: list = []
         try:
@@ -267,7 +296,7 @@ def test_serial_link_over_a_pty():
 
 def test_missing_serial_device_is_retried_not_fatal(tmp_path):
     clock = SkewClock()
-    cfg = BridgeConfig.from_dict({"connection": str(tmp_path / "ttyACM9"), "reconnect_delay_s": 1.0})
+    cfg = BridgeConfig.from_dict({**SECTION, "connection": str(tmp_path / "ttyACM9"), "reconnect_delay_s": 1.0})
     bridge = ArduPilotBridge(cfg, ArduPilotLink(cfg.connection), clock)
     assert bridge.poll() == []
     assert bridge.session.state is LinkState.LOST and "cannot open" in bridge.last_error

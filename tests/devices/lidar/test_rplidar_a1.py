@@ -12,12 +12,13 @@ import pytest
 from teledora.devices.lidar.rplidar_a1 import LidarHealthError, LidarTimeoutError, RplidarA1Backend
 from teledora.operators.lidar.lidar_config import HardwareConfig
 from teledora.operators.lidar.rplidar_protocol import RplidarProtocolError
-from teledora.operators.lidar.scan_binning import ScanGrid
+from teledora.models.config_files import load_lidar_setup
 from teledora.fakes.rplidar_a1 import FakeRplidarA1, SyntheticRoom  # noqa: E402
 
 # Generous timeout where a timeout is not the subject (the test machine may be busy);
 # a short one where it is.
-HW = HardwareConfig(read_timeout_s=2.0, stop_settle_s=0.1, reset_settle_s=0.1, max_buffered_bytes=3500)
+SETUP = load_lidar_setup()
+HW = replace(SETUP.hardware, read_timeout_s=2.0, stop_settle_s=0.1, reset_settle_s=0.1, max_buffered_bytes=3500)
 HW_SHORT_TIMEOUT = replace(HW, read_timeout_s=0.6)
 FAKE_RATE = dict(scan_rate_hz=10.0, samples_per_second=3000.0)
 
@@ -36,7 +37,7 @@ def make_backend():
     made = []
 
     def factory(fake: FakeRplidarA1, hw: HardwareConfig = HW) -> RplidarA1Backend:
-        b = RplidarA1Backend(fake.port, "lidar_front", ScanGrid(), hw)
+        b = RplidarA1Backend(fake.port, "lidar_front", SETUP.grid, hw)
         made.append(b)
         return b
 
@@ -120,7 +121,7 @@ def test_stray_bytes_are_skipped_by_resync(make_backend):
         backend = make_backend(fake)
         backend.connect()
         scans = _scans(backend, 2)
-    assert len(scans) == 2 and backend.parser.resync_bytes >= 4
+    assert len(scans) >= 2 and backend.parser.resync_bytes >= 4  # a loaded machine may read more than one at once
     assert np.count_nonzero(np.isfinite(scans[-1].ranges)) > 250
 
 
@@ -132,7 +133,7 @@ def test_buffer_overflow_restarts_the_scan(make_backend):
         time.sleep(0.1)
         scans = _scans(backend, 2)
     assert backend.overflows >= 1 and backend.restarts >= 1
-    assert len(scans) == 2
+    assert len(scans) >= 2  # a loaded machine may read more than one revolution at once
 
 
 def test_health_error_resets_then_gives_up_with_the_code(make_backend):

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import socket
 import time
+from dataclasses import replace
 
 import pytest
-
-from teledora.devices.mocap.natnet_client import NatNetClient, NatNetConfig
+from teledora.models.config_files import load_mocap_config
 from teledora.operators.mocap import natnet_protocol as nn
+from teledora.operators.mocap.mocap_config import MocapConfig
+
+from teledora import models
+from teledora.devices.mocap.natnet_client import NatNetClient
 
 
 def test_unknown_settings_are_refused() -> None:
-    with pytest.raises(ValueError, match="unknown natnet keys"):
-        NatNetConfig.from_mapping({"port": 1})
+    raw = models.load_yaml("alohamini2/mocap.yaml")
+    with pytest.raises(ValueError, match=r"natnet: unknown keys \['port'\]"):
+        MocapConfig.from_mapping({**raw, "natnet": {**raw["natnet"], "port": 1}})
 
 
 def test_commands_reach_motive_and_replies_come_back_stamped() -> None:
@@ -21,8 +26,9 @@ def test_commands_reach_motive_and_replies_come_back_stamped() -> None:
     motive.bind(("127.0.0.1", 0))
     motive.settimeout(2.0)
     stamps = iter(range(100, 200))
-    client = NatNetClient(NatNetConfig(server_address="127.0.0.1", command_port=motive.getsockname()[1],
-                                       local_address="127.0.0.1"), clock=lambda: next(stamps))
+    config = replace(load_mocap_config().natnet, server_address="127.0.0.1", command_port=motive.getsockname()[1],
+                     local_address="127.0.0.1")
+    client = NatNetClient(config, clock=lambda: next(stamps))
     try:
         client.connect()
         client.write(nn.build_packet(nn.MessageId.REQUEST_MODEL_DEF))

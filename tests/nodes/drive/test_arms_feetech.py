@@ -2,7 +2,6 @@
 
 import json
 import math
-import sys
 from pathlib import Path
 
 import pyarrow as pa

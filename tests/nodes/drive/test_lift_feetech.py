@@ -1,8 +1,6 @@
 """lift node (Feetech variant) through the pty emulator: homing finds the floor."""
 
 import json
-import sys
-from pathlib import Path
 
 import pyarrow as pa
 import pytest

@@ -1,8 +1,6 @@
 """lift node (sim variant): homing, velocity commands, guards, watchdog."""
 
 import json
-import sys
-from pathlib import Path
 
 import pyarrow as pa
 import pytest

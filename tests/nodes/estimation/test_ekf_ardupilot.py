@@ -13,6 +13,7 @@ from teledora.fakes.ardupilot import FakeArduPilot
 from teledora.nodes.estimation import ekf_ardupilot
 from teledora.operators.contract.messages import decode, encode
 
+SECTION = models.load_yaml("alohamini2/estimation.yaml")["ardupilot"]
 FAST = dict(heartbeat_period_s=0.05, timesync_period_s=0.05, retry_period_s=0.05, origin_wait_s=0.15,
             message_interval_s=0.02, status_interval_s=0.05, origin_lat_deg=48.8566, origin_lon_deg=2.3522,
             origin_alt_m=35.0)

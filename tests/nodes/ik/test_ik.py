@@ -80,8 +80,8 @@ GRIP_QUAT = list(_LOOP.ik.grip_pose("left").orientation)
 
 
 def teleop_state(t_ns: int, reset_count: int, estop: bool = False) -> pa.Array:
-    return encode("TeleopState", dict(stamp_ns=t_ns, estop_latched=estop, arms_paused=True, left_clutched=False,
-                                      right_clutched=False, left_slow=False, right_slow=False, left_pinch="full",
+    return encode("TeleopState", dict(stamp_ns=t_ns, estop_latched=estop, release_armed=False, arms_paused=True,
+                                      left_clutched=False, right_clutched=False, left_slow=False, right_slow=False, left_pinch="full",
                                       right_pinch="full", reset_count=reset_count, events=[]))
 
 

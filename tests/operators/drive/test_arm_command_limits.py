@@ -109,14 +109,14 @@ def test_unknown_joints_and_mismatched_lengths_are_rejected() -> None:
 def test_narrowing_to_a_calibrated_range() -> None:
     """A servo calibrated over raw 1000..3000 spans about ±88° around its mid: the
     model's ±3.14 rad is cut to that, and the cut goal maps back inside the raw range."""
-    cal = ServoCalibration(id=3, range_min=1000, range_max=3000)
+    cal = ServoCalibration(id=3, drive_mode=0, homing_offset=0, range_min=1000, range_max=3000)
     lo, hi = joint_range_rad(cal)
     assert (lo, hi) == pytest.approx((-math.radians(1000 * 360 / 4095), math.radians(1000 * 360 / 4095)))
     lim = ArmCommandLimits.from_model(MODEL, PROFILE).narrowed({"left_elbow_flex": (lo, hi)})
     assert lim.ranges["left_elbow_flex"] == (lo, hi) and lim.ranges["right_elbow_flex"] == (-3.14, 3.14)
     q, _ = lim.bound(["left_elbow_flex"], [3.0], [0.0]).value
     assert joint_raw_from_rad(cal, float(q[0])) == 3000
-    flipped = ServoCalibration(id=3, drive_mode=1, range_min=1000, range_max=3000)
+    flipped = ServoCalibration(id=3, drive_mode=1, homing_offset=0, range_min=1000, range_max=3000)
     assert joint_range_rad(flipped) == pytest.approx((lo, hi))
 
 

@@ -15,7 +15,7 @@ from teledora.operators.drive.command_limits import CommandLimitsError, CommandR
 from teledora.operators.drive.omni_drive import BodyTwist
 
 PROFILE = models.load_profile()
-V, W, K = PROFILE.base_max_linear_m_s, PROFILE.base_max_yaw_rad_s, PROFILE.command_limits.reject_factor
+V, W, K = PROFILE.base.max_linear_m_s, PROFILE.base.max_yaw_rad_s, PROFILE.command_limits.reject_factor
 
 speeds = st.floats(min_value=-K * V, max_value=K * V, allow_nan=False)
 yaws = st.floats(min_value=-K * W, max_value=K * W, allow_nan=False)

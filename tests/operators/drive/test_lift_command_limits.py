@@ -10,11 +10,12 @@ from hypothesis import strategies as st
 
 from teledora import models
 from teledora.operators.drive.command_limits import CommandRejected
-from teledora.operators.drive.lift_axis import LiftAxis, LiftAxisConfig
+from teledora.models.config_files import load_drive_config
+from teledora.operators.drive.lift_axis import LiftAxis
 from teledora.operators.drive.lift_command_limits import LiftCommandLimits
 
 PROFILE = models.load_profile()
-CAP, K = PROFILE.lift_max_speed_m_s, PROFILE.command_limits.reject_factor
+CAP, K = PROFILE.lift.max_speed_m_s, PROFILE.command_limits.reject_factor
 
 
 def test_cap_comes_from_the_profile() -> None:
@@ -43,7 +44,7 @@ def test_non_finite_or_absurd_velocity_is_rejected(v: float) -> None:
 def test_the_axis_still_applies_the_servo_speed_clamp_after_the_cap() -> None:
     """0.08 m/s (the profile cap) is more than the driver's 1300 ticks/s (41.6 mm/s):
     the command limit is the outer bound, the servo clamp the inner one."""
-    cfg = LiftAxisConfig()
+    cfg = load_drive_config().lift
     axis = LiftAxis(cfg, 0)
     axis.set_zero(0)
     axis.update(-4096 * 100 // 131)  # about 100 mm up (dir_sign -1)
