@@ -20,25 +20,35 @@ as goal before torque comes on, and nothing else is written until the first
 ``joint_commands`` arrives. When the stream ends (``dora stop``, or upstream
 gone) torque stays on and the arms hold their last goal.
 
+Every command passes the arms' command limits first
+(:class:`~teledora.operators.drive.arm_command_limits.ArmCommandLimits`): a
+non-finite or absurd value rejects it whole; a position outside its joint's
+range (the model's, cut to the calibrated one) is clamped and counted.
+
 Args: ``--config`` drive.yaml, ``--calibration`` calibration YAML (default
 from drive.yaml), ``--left-port`` / ``--right-port`` override the buses,
-``--sides left,right`` selects the arms present.
+``--sides left,right`` selects the arms present; env ``TELEDORA_PROFILE`` the
+robot profile (model and command limits).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from typing import Any, Callable, Sequence
 
+import mujoco
 
 from teledora.operators.errors import DeviceError
 from teledora.devices.device import stopped_on_exit
-
+from teledora import models
 from teledora.devices.drive.feetech_arms import ArmServos, FeetechArms
 from teledora.devices.drive.feetech_bus import FeetechBus
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.models.config_files import DRIVE, add_config_arg, load_calibration, load_drive_config
+from teledora.operators.drive.arm_command_limits import ArmCommandLimits
+from teledora.operators.drive.command_limits import CommandRejected
 from teledora.operators.drive.current_protection import CurrentHoldLimiter, OvercurrentTrip
 from teledora.operators.drive.drive_config import DriveConfig
 from teledora.operators.contract.messages import MessageError, require_joint_names
@@ -48,9 +58,11 @@ class OvercurrentTripError(DeviceError, RuntimeError):
     """A servo stayed over the trip current; all arm torque was released."""
 
 
-def run_arms(io: NodeIO, arms: FeetechArms, config: DriveConfig, clock: Callable[[], int]) -> None:
+def run_arms(io: NodeIO, arms: FeetechArms, config: DriveConfig, limits: ArmCommandLimits,
+             clock: Callable[[], int]) -> None:
     """Runs the arms event loop until the stream ends; after an error the arms'
-    torque is released and the error re-raised, at a normal end they hold."""
+    torque is released and the error re-raised, at a normal end they hold.
+    ``limits`` bounds every ``joint_commands`` before its goals are kept."""
     cp = config.current_protection
     grippers = arms.grippers
     closed = config.arms.gripper_closed_rad
@@ -73,12 +85,15 @@ def run_arms(io: NodeIO, arms: FeetechArms, config: DriveConfig, clock: Callable
                         continue
                     try:
                         require_joint_names(msg["names"], known, subset_ok=True)
-                    except MessageError as exc:
+                        bounded = limits.bound(msg["names"], msg["q_ref"], msg["dq_ref"])
+                    except (MessageError, CommandRejected) as exc:
                         io.reject(f"joint_commands: {exc}")
                         continue
                     if io.recording_hold(clock()):
                         continue  # safe stop: the arms keep their last goals
-                    goals.update({n: float(q) for n, q in zip(msg["names"], msg["q_ref"])})
+                    if bounded.clamps:
+                        io.clamp(f"joint_commands: {bounded.describe()}")
+                    goals.update({n: float(q) for n, q in zip(msg["names"], bounded.value[0])})
                 elif event["id"] == "tick":
                     now = clock()
                     pos, vel, cur = arms.read()
@@ -105,6 +120,7 @@ def run_arms(io: NodeIO, arms: FeetechArms, config: DriveConfig, clock: Callable
                     io.diag.details = {
                         "current_ma": {j: round(c, 1) for j, c in cur.items()},
                         "holds": sorted([*grip_limiter.holds, *joint_limiter.holds]),
+                        "limits": limits.counts(),
                         **arms.diagnostics_details(),
                     }
                     for msg_text in grip_limiter.events + joint_limiter.events:
@@ -129,8 +145,13 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         bus_cfg = config.buses[side]
         port = getattr(args, f"{side}_port") or bus_cfg.port
         arms.append(ArmServos(side, FeetechBus(port, bus_cfg.baud_rate, args.timeout_s or bus_cfg.timeout_s), config.arms, cals))
+    device = FeetechArms(arms, config.current_protection.ma_per_raw)
+    profile = models.load_profile(os.environ.get("TELEDORA_PROFILE") or None)
+    model = mujoco.MjModel.from_xml_path(str(models.path(profile.model)))
+    # the model's joint ranges, cut to what each servo was calibrated to reach
+    limits = ArmCommandLimits.from_model(model, profile).narrowed(device.joint_ranges_rad())
     io = NodeIO(make_node(node), node_id("arms"), clock)
-    run_arms(io, FeetechArms(arms, config.current_protection.ma_per_raw), config, clock)
+    run_arms(io, device, config, limits, clock)
 
 
 if __name__ == "__main__":

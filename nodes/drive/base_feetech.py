@@ -7,19 +7,23 @@ the twist of the measured velocities. The watchdog zeroes the goals when
 velocities (SYNC_WRITE needs no reply), reports the servo in ``diagnostics``
 and exits with the error.
 Args: ``--config`` drive.yaml, ``--port`` / ``--baud-rate`` override the left
-bus. Inputs/outputs: see :mod:`teledora.devices.drive.base_loop`; the wheels:
+bus; env ``TELEDORA_PROFILE`` the robot profile (command caps).
+Inputs/outputs: see :mod:`teledora.devices.drive.base_loop`; the wheels:
 :mod:`teledora.devices.drive.feetech_wheels`.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from typing import Any, Callable, Sequence
 
+from teledora import models
 from teledora.devices.drive.base_loop import run_base
 from teledora.models.config_files import DRIVE, add_config_arg, load_drive_config
 from teledora.runtime.node_io import NodeIO, make_node, node_id
+from teledora.operators.drive.base_command_limits import BaseCommandLimits
 from teledora.devices.drive.feetech_bus import add_left_bus_args, left_bus_from_args
 from teledora.devices.drive.feetech_wheels import FeetechWheels
 
@@ -32,7 +36,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     config = load_drive_config(args.config)
     bus = left_bus_from_args(args, config)
     io = NodeIO(make_node(node), node_id("base"), clock)
-    run_base(io, FeetechWheels(bus, config.base.wheel_ids), config, clock)
+    limits = BaseCommandLimits.from_profile(models.load_profile(os.environ.get("TELEDORA_PROFILE") or None))
+    run_base(io, FeetechWheels(bus, config.base.wheel_ids), config, limits, clock)
 
 
 if __name__ == "__main__":

@@ -2,18 +2,22 @@
 
 The simulated wheels follow their goal velocities exactly; the sim node moves
 the model's planar base joints from ``odom``. Inputs/outputs: see
-:mod:`teledora.devices.drive.base_loop`. Args: ``--config`` drive.yaml.
+:mod:`teledora.devices.drive.base_loop`. Args: ``--config`` drive.yaml; env
+``TELEDORA_PROFILE`` the robot profile (command caps).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from typing import Any, Callable, Sequence
 
+from teledora import models
 from teledora.devices.drive.base_loop import run_base
 from teledora.models.config_files import DRIVE, add_config_arg, load_drive_config
 from teledora.runtime.node_io import NodeIO, make_node, node_id
+from teledora.operators.drive.base_command_limits import BaseCommandLimits
 from teledora.devices.drive.sim_wheels import SimWheels
 
 
@@ -23,7 +27,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     args, _ = parser.parse_known_args(argv)  # dora may pass more
     config = load_drive_config(args.config)
     io = NodeIO(make_node(node), node_id("base"), clock)
-    run_base(io, SimWheels(), config, clock)
+    limits = BaseCommandLimits.from_profile(models.load_profile(os.environ.get("TELEDORA_PROFILE") or None))
+    run_base(io, SimWheels(), config, limits, clock)
 
 
 if __name__ == "__main__":

@@ -1,19 +1,23 @@
 """lift node, Feetech variant: the STS3095 lift servo (id 11, left bus), velocity mode.
 
 Same logic as the sim variant (:mod:`teledora.devices.drive.lift_loop`): homing into
-the floor stop at start, then velocity commands with the driver's clamp, floor
-guard, soft limits and 1 s watchdog. Args: ``--config`` drive.yaml, ``--port``
-/ ``--baud-rate`` override the left bus.
+the floor stop at start, then velocity commands bounded by the command limits,
+with the driver's clamp, floor guard, soft limits and 1 s watchdog. Args:
+``--config`` drive.yaml, ``--port`` / ``--baud-rate`` override the left bus;
+env ``TELEDORA_PROFILE`` the robot profile (command caps).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from typing import Any, Callable, Sequence
 
+from teledora import models
 from teledora.models.config_files import DRIVE, add_config_arg, load_drive_config
 from teledora.runtime.node_io import NodeIO, make_node, node_id
+from teledora.operators.drive.lift_command_limits import LiftCommandLimits
 from teledora.devices.drive.feetech_bus import add_left_bus_args, left_bus_from_args
 from teledora.devices.drive.feetech_lift import FeetechLift
 from teledora.devices.drive.lift_loop import run_lift
@@ -27,7 +31,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     config = load_drive_config(args.config)
     bus = left_bus_from_args(args, config)
     io = NodeIO(make_node(node), node_id("lift"), clock)
-    run_lift(io, FeetechLift(bus, config.lift.servo_id), config.lift, clock)
+    limits = LiftCommandLimits.from_profile(models.load_profile(os.environ.get("TELEDORA_PROFILE") or None))
+    run_lift(io, FeetechLift(bus, config.lift.servo_id), config.lift, limits, clock)
 
 
 if __name__ == "__main__":

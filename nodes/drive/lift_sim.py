@@ -6,18 +6,22 @@ readout and a stall current at the stops, so homing, unwrapping and the guards
 run exactly as on hardware. The sim node drives the model's ``vertical_move``
 joint to ``height_m - 0.3``.
 Args: ``--config`` drive.yaml, ``--start-height-mm`` where the lift starts
-(default 20 mm above the floor). Inputs/outputs: see
+(default 20 mm above the floor); env ``TELEDORA_PROFILE`` the robot profile
+(command caps). Inputs/outputs: see
 :mod:`teledora.devices.drive.lift_loop`.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from typing import Any, Callable, Sequence
 
+from teledora import models
 from teledora.models.config_files import DRIVE, add_config_arg, load_drive_config
 from teledora.runtime.node_io import NodeIO, make_node, node_id
+from teledora.operators.drive.lift_command_limits import LiftCommandLimits
 from teledora.devices.drive.lift_loop import run_lift
 from teledora.devices.drive.sim_lift import SimLiftServo
 
@@ -29,7 +33,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     args, _ = parser.parse_known_args(argv)  # dora may pass more
     config = load_drive_config(args.config)
     io = NodeIO(make_node(node), node_id("lift"), clock)
-    run_lift(io, SimLiftServo(config.lift, args.start_height_mm, clock), config.lift, clock)
+    limits = LiftCommandLimits.from_profile(models.load_profile(os.environ.get("TELEDORA_PROFILE") or None))
+    run_lift(io, SimLiftServo(config.lift, args.start_height_mm, clock), config.lift, limits, clock)
 
 
 if __name__ == "__main__":

@@ -250,6 +250,7 @@ KINDS: dict[str, tuple[Field, ...]] = {
         Field("received", I64),
         Field("sent", I64),
         Field("rejected", I64),
+        Field("clamped", I64),
         Field("dropped", I64),
         Field("last_error", STR),
         Field("details_json", STR),

@@ -70,6 +70,12 @@ def joint_raw_from_rad(cal: ServoCalibration, q_rad: float) -> int:
     return int(round(raw))
 
 
+def joint_range_rad(cal: ServoCalibration) -> tuple[float, float]:
+    """The joint angles (rad, lower first) at the two ends of the recorded range."""
+    a, b = joint_rad_from_raw(cal, cal.range_min), joint_rad_from_raw(cal, cal.range_max)
+    return (a, b) if a <= b else (b, a)
+
+
 def joint_velocity_rad_s(cal: ServoCalibration, raw_velocity: int) -> float:
     """Joint velocity (rad/s) from the servo's present velocity (ticks/s)."""
     v = raw_velocity * 2.0 * math.pi / 4096.0

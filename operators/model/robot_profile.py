@@ -5,6 +5,7 @@ reads the file; this module only interprets the data)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -61,6 +62,31 @@ class SimRates:
 
 
 @dataclass(frozen=True)
+class CommandLimitsProfile:
+    """What the actuator nodes accept (the caps themselves are the base and
+    lift speed caps and the model's joint ranges).
+
+    Attributes:
+        reject_factor: A speed over this many times its cap is rejected as absurd.
+        joint_reject_margin_rad: A joint position farther than this outside its
+            range is rejected as absurd.
+        arm_max_speed_rad_s: Cap on the arms' velocity feedforward.
+    """
+
+    reject_factor: float
+    joint_reject_margin_rad: float
+    arm_max_speed_rad_s: float
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.reject_factor) and self.reject_factor > 1):
+            raise ProfileError(f"reject_factor must be finite and > 1, got {self.reject_factor}")
+        for key in ("joint_reject_margin_rad", "arm_max_speed_rad_s"):
+            v = getattr(self, key)
+            if not (math.isfinite(v) and v > 0):
+                raise ProfileError(f"{key} must be finite and > 0, got {v}")
+
+
+@dataclass(frozen=True)
 class RobotProfile:
     """Everything in profile.yaml."""
 
@@ -76,6 +102,7 @@ class RobotProfile:
     lift: LiftProfile
     base: BaseProfile
     sim: SimRates
+    command_limits: CommandLimitsProfile
 
     def __post_init__(self) -> None:
         if set(self.arms) != {"left", "right"}:

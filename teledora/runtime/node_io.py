@@ -186,6 +186,14 @@ class NodeIO:
         self.diag.reject(reason)
         self.log("warn", f"rejected {reason}")
 
+    def clamp(self, reason: str) -> None:
+        """Counts an input cut down to a limit before use; logs the first of
+        each diagnostics period only (a held stick can clamp every message)."""
+        first = self.diag.clamped_since_snapshot() == 0
+        self.diag.clamp(reason)
+        if first:
+            self.log("warn", f"clamped {reason}")
+
     def send(self, output: str, kind: str, msg: Mapping[str, Any], metadata: dict[str, Any] | None = None) -> bool:
         """Encodes and sends a contract message. A message that would break the
         contract is not sent: it is counted as an error and logged."""

@@ -68,13 +68,18 @@ def test_demo_ends_by_itself_and_records_every_topic(demo_run) -> None:
     assert "sim.yml" in json.dumps(manifest)
 
 
-def test_no_node_rejected_anything(demo_run) -> None:
+def test_no_node_rejected_or_clamped_anything(demo_run) -> None:
+    """The demo stays inside every cap: no actuator's command limits cut a command."""
     reader = RunReader(run_dir := demo_run[0])
     diag_topics = [t for t in reader.topics if t.endswith("__diagnostics")]
     assert len(diag_topics) >= 6, diag_topics
     for topic in diag_topics:
         last = _messages(reader, topic, "Diagnostics")[-1]
         assert last["rejected"] == 0, (topic, last["last_error"])
+        assert last["clamped"] == 0, (topic, last["message"])
+    for node in ("base", "lift", "arms"):
+        limits = json.loads(_messages(reader, f"{node}__diagnostics", "Diagnostics")[-1]["details_json"])["limits"]
+        assert limits == {"rejected": 0, "clamped": 0, "clamped_by": {}}, node
 
 
 def test_base_drove_turned_and_the_lift_rose(demo_run) -> None:

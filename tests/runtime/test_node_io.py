@@ -137,3 +137,19 @@ def test_ends_with_names_the_command_input_of_a_feedback_loop(monkeypatch) -> No
     io = io_over(MockNode([{"type": "INPUT_CLOSED", "id": "base_cmd"}, {"type": "INPUT", "id": "other", "value": 1, "metadata": {}}]))
     assert io.next_batch() is not None
     assert io.next_batch() is None  # 'other' is still open, but the command input ended
+
+
+def test_clamps_are_counted_each_time_and_logged_once_per_period() -> None:
+    node = MockNode([])
+    now = [5_000_000_000]
+    io = dora_io.NodeIO(node, "lift", clock=lambda: now[0])
+    for _ in range(5):
+        io.clamp("lift_cmd: velocity_m_s 0.2 m/s to 0.08 m/s")
+    io.publish_diagnostics()
+    now[0] += 1_000_000_000
+    io.clamp("lift_cmd: velocity_m_s 0.1 m/s to 0.08 m/s")
+    io.publish_diagnostics()
+    first, second = (decode("Diagnostics", v) for v in node.outputs["diagnostics"])
+    assert (first["clamped"], first["level"]) == (5, "warn") and "5 input(s) clamped" in first["message"]
+    assert (second["clamped"], second["level"]) == (6, "warn") and "0.1 m/s" in second["message"]
+    assert sum("clamped" in log["message"] for log in node.logs) == 2

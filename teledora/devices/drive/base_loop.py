@@ -9,7 +9,11 @@ Outputs: ``wheel_commands`` (WheelCommands), ``odom`` (Odometry, odom ->
 base_link), ``diagnostics``. A command older than the watchdog timeout
 (drive.yaml ``base.watchdog_timeout_s``) is replaced by zero velocity, and so
 is every command while the run is not being recorded (input
-``recorder_status``, see ``NodeIO.recording_hold``).
+``recorder_status``, see ``NodeIO.recording_hold``). Every command passes the
+base's command limits first
+(:class:`~teledora.operators.drive.base_command_limits.BaseCommandLimits`):
+a non-finite or absurd one is rejected and the last valid command stands,
+one over the profile's speed caps is clamped to them.
 """
 
 from __future__ import annotations
@@ -19,21 +23,26 @@ from typing import Callable
 
 from teledora.devices.device import Device, stopped_on_exit
 from teledora.runtime.node_io import NodeIO
+from teledora.operators.drive.base_command_limits import BaseCommandLimits
+from teledora.operators.drive.command_limits import CommandRejected
 from teledora.operators.drive.command_watchdog import CommandWatchdog
-from teledora.operators.drive.omni_drive import BodyTwist, DriveInputError, OmniDrive
+from teledora.operators.drive.omni_drive import BodyTwist, OmniDrive
 from teledora.operators.drive.drive_config import DriveConfig
 from teledora.operators.drive.wheel_odometry import WheelOdometry
 
 ZERO_TWIST = BodyTwist(0.0, 0.0, 0.0)
 
 
-def run_base(io: NodeIO, wheels: Device, config: DriveConfig, clock: Callable[[], int]) -> None:
+def run_base(io: NodeIO, wheels: Device, config: DriveConfig, limits: BaseCommandLimits,
+             clock: Callable[[], int]) -> None:
     """Runs the base event loop until the input stream ends.
 
     ``wheels`` (:class:`~teledora.devices.drive.sim_wheels.SimWheels` or
     :class:`~teledora.devices.drive.feetech_wheels.FeetechWheels`) is written
     the wheel goals (WheelTicks) and read back the measured velocities; it is
     left stopped however the loop ends (:func:`~teledora.devices.device.stopped_on_exit`).
+    ``limits`` bounds every ``base_cmd`` before it is used; what it rejects or
+    clamps is counted in ``diagnostics``.
 
     Raises:
         Exception: whatever the device raised after the wheels were stopped
@@ -53,15 +62,17 @@ def run_base(io: NodeIO, wheels: Device, config: DriveConfig, clock: Callable[[]
                     continue  # STOP / INPUT_CLOSED: finish the stream first
                 if event["id"] == "base_cmd":
                     msg = io.decode(event, "BaseCommand")
-                    if msg is not None:
-                        candidate = BodyTwist(msg["forward_m_s"], msg["left_m_s"], msg["yaw_rad_s"])
-                        try:
-                            drive.body_to_wheel_raw(*candidate)
-                        except DriveInputError as exc:
-                            io.reject(f"base_cmd: {exc}")
-                            continue
-                        twist = candidate
-                        watchdog.feed(clock())
+                    if msg is None:
+                        continue
+                    try:
+                        bounded = limits.bound(BodyTwist(msg["forward_m_s"], msg["left_m_s"], msg["yaw_rad_s"]))
+                    except CommandRejected as exc:
+                        io.reject(f"base_cmd: {exc}")
+                        continue
+                    if bounded.clamps:
+                        io.clamp(f"base_cmd: {bounded.describe()}")
+                    twist = bounded.value
+                    watchdog.feed(clock())
                 elif event["id"] == "tick":
                     now = clock()
                     held = io.recording_hold(now)
@@ -83,4 +94,5 @@ def run_base(io: NodeIO, wheels: Device, config: DriveConfig, clock: Callable[[]
                     io.diag.set_status("warn" if watchdog.expired(now) else "ok", "no base_cmd within watchdog: wheels stopped" if watchdog.expired(now) else "")
                     if held:
                         io.diag.set_status("error", f"safe stop: {io.recording_hold_reason}")
+            io.diag.details["limits"] = limits.counts()
             io.publish_diagnostics()

@@ -19,6 +19,7 @@ from teledora.operators.drive.servo_calibration import (
     gripper_rad_from_raw,
     gripper_raw_from_rad,
     joint_rad_from_raw,
+    joint_range_rad,
     joint_raw_from_rad,
     joint_velocity_rad_s,
 )
@@ -95,6 +96,11 @@ class ArmServos:
             self.bus.sync_write("Goal_Position", raw)
         return written
 
+    def joint_ranges_rad(self) -> dict[str, tuple[float, float]]:
+        """Each joint's calibrated range in model radians (the gripper: open to closed)."""
+        return {j: (0.0, self.arms.gripper_closed_rad) if j == self.gripper else joint_range_rad(self.cal[j])
+                for j in self.joints}
+
     def rad_from_raw(self, joint: str, raw: float) -> float:
         """Model joint value (rad) of a raw servo position of ``joint``."""
         cal = self.cal[joint]
@@ -140,6 +146,10 @@ class FeetechArms(Device):
             p, v, c = a.read(self.ma_per_raw)
             pos.update(p), vel.update(v), cur.update(c)
         return pos, vel, cur
+
+    def joint_ranges_rad(self) -> dict[str, tuple[float, float]]:
+        """The calibrated range (rad) of every joint present."""
+        return {j: r for a in self.arms for j, r in a.joint_ranges_rad().items()}
 
     def write(self, goals_rad: dict[str, float]) -> dict[str, float]:
         written: dict[str, float] = {}

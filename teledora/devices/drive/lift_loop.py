@@ -7,7 +7,11 @@ into a goal velocity with the driver's clamp, floor guard and soft limits, and
 publishes ``state`` (LiftState: height_m = driver mm / 1000, 0 at the homed
 floor; velocity_m_s; homed). While homing, ``homed`` is false and ``height_m``
 is 0. A command older than the watchdog timeout (drive.yaml
-``lift.watchdog_timeout_s``) stops the lift.
+``lift.watchdog_timeout_s``) stops the lift. Every command passes the lift's
+command limits first
+(:class:`~teledora.operators.drive.lift_command_limits.LiftCommandLimits`):
+a non-finite or absurd one is rejected and the last valid command stands,
+one over the profile's lift speed cap is clamped to it.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from typing import Callable
 from teledora.devices.device import stopped_on_exit
 from teledora.devices.drive.lift_device import LiftDevice, LiftGoal
 from teledora.runtime.node_io import NodeIO
+from teledora.operators.drive.command_limits import CommandRejected
 from teledora.operators.drive.command_watchdog import CommandWatchdog
+from teledora.operators.drive.lift_command_limits import LiftCommandLimits
 from teledora.operators.drive.lift_axis import HomingAction, HomingPhase, LiftAxis, LiftAxisConfig, LiftHoming
 
 
@@ -26,9 +32,11 @@ def _goal(action: HomingAction) -> LiftGoal:
     return LiftGoal(velocity_raw=action.goal_velocity_raw, torque=action.torque_enable)
 
 
-def run_lift(io: NodeIO, lift: LiftDevice, config: LiftAxisConfig, clock: Callable[[], int]) -> None:
+def run_lift(io: NodeIO, lift: LiftDevice, config: LiftAxisConfig, limits: LiftCommandLimits,
+             clock: Callable[[], int]) -> None:
     """Runs the lift event loop until the input stream ends; the lift is left
-    holding however the loop ends (device errors are re-raised after that)."""
+    holding however the loop ends (device errors are re-raised after that).
+    ``limits`` bounds every ``lift_cmd`` (homing or not) before it is used."""
     watchdog = CommandWatchdog(config.watchdog_timeout_s)
     poll_ns = int(config.home_poll_period_s * 1e9)
     with stopped_on_exit(lift, io, "lift"):
@@ -50,8 +58,15 @@ def run_lift(io: NodeIO, lift: LiftDevice, config: LiftAxisConfig, clock: Callab
                     msg = io.decode(event, "LiftCommand")
                     if msg is None:
                         continue
+                    try:
+                        bounded = limits.bound(msg["velocity_m_s"])
+                    except CommandRejected as exc:
+                        io.reject(f"lift_cmd: {exc}")
+                        continue
+                    if bounded.clamps:
+                        io.clamp(f"lift_cmd: {bounded.describe()}")
                     if homing.phase is HomingPhase.DONE:
-                        velocity_cmd = msg["velocity_m_s"]
+                        velocity_cmd = bounded.value
                         watchdog.feed(clock())
                     else:
                         ignored += 1
@@ -85,4 +100,5 @@ def run_lift(io: NodeIO, lift: LiftDevice, config: LiftAxisConfig, clock: Callab
                         })
                         io.diag.details = {"height_mm": height_mm, "goal_velocity_raw": goal, "watchdog_trips": watchdog.trips,
                                            "ignored_while_homing": ignored, **lift.diagnostics_details()}
+            io.diag.details["limits"] = limits.counts()
             io.publish_diagnostics()

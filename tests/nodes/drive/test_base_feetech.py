@@ -102,3 +102,23 @@ def test_bus_counters_reach_the_diagnostics():
         node = run(script, clock, fake)
     bus = json.loads(node.outputs_decoded("diagnostics", "Diagnostics")[-1]["details_json"])["bus"]
     assert bus["length_errors"] == 1 and bus["retries"] == 1 and bus["timeouts"] == 0
+
+
+def test_absurd_commands_write_no_motion_and_over_cap_ones_write_the_capped_goals():
+    clock = FakeClock()
+    with FakeFeetechBus(wheels(), clock=clock) as fake:
+        script = [("base_cmd", cmd(1e300, 0.0, 0.0), 0.0)] + [("tick", TICK, 0.01) for _ in range(3)]
+        script += [("base_cmd", cmd(-1.5, 0.0, 4.0), 0.0)] + [("tick", TICK, 0.01) for _ in range(3)]
+        script += [("base_cmd", cmd(0.0, 0.0, -1e300), 0.0)] + [("tick", TICK, 0.01) for _ in range(3)]
+        node = run(script, clock, fake)
+        assert fake.wait_for(lambda: len(fake.writes_to(8, 46)) == 11)  # connect + 9 ticks + final stop
+        written = {sid: [_goal(d) for d in fake.writes_to(sid, 46)] for sid in (8, 9, 10)}
+    capped = DRIVE.body_to_wheel_raw(-0.25, 0.0, 0.65)  # 1.5 m/s back and 4 rad/s yaw, each cut to its cap
+    for k, sid in enumerate((8, 9, 10)):
+        # connect; 3 ticks with no valid command yet (zero); 3 + 3 ticks of the capped command; stop
+        assert written[sid] == [0] + [0] * 3 + [capped[k]] * 6 + [0], sid
+    assert capped != DRIVE.body_to_wheel_raw(-1.5, 0.0, 4.0)  # what the wheels would have been told unbounded
+    diag = node.outputs_decoded("diagnostics", "Diagnostics")[-1]
+    assert (diag["rejected"], diag["clamped"], diag["level"]) == (2, 1, "warn")
+    assert "1 input(s) clamped (last: base_cmd: linear speed 1.5 m/s clamped to 0.25 m/s; yaw_rad_s 4 rad/s clamped to 0.65" in diag["message"]
+    assert "1 input(s) rejected" in diag["message"] and "yaw_rad_s -1e+300 rad/s is absurd" in diag["last_error"]
