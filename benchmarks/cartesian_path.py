@@ -33,9 +33,12 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 
 from teledora import models
-from teledora.operators.geometry.rotations import quat_multiply_xyzw
-from teledora.operators.ik.cartesian_path import CartesianPathPlanner, PathConfig, PathPlan, PathPlanningError
-from teledora.operators.ik.ik_solver import SIDES, BimanualIk, GripTarget, IkSettings, build_ik_model
+from teledora.models.config_files import load_ik_config
+from teledora.operators.geometry import Pose, quat_multiply
+from teledora.operators.ik.cartesian_path import CartesianPathPlanner, PathPlan, PathPlanningError
+from teledora.operators.ik.ik_model import build_ik_model
+from teledora.operators.ik.ik_solver import BimanualIk
+from teledora.operators.model.sides import SIDES
 
 START_L = np.array([0.20, 0.18, 0.30])
 END_L = np.array([0.45, 0.18, 0.545])
@@ -44,7 +47,7 @@ LIFT_JOINT = 0.0
 SPEEDS = (0.08, 1.0)
 
 
-def settle_to(ik: BimanualIk, q0: np.ndarray, targets: dict[str, GripTarget], tolerance_m: float = 1e-3) -> np.ndarray | None:
+def settle_to(ik: BimanualIk, q0: np.ndarray, targets: dict[str, Pose], tolerance_m: float = 1e-3) -> np.ndarray | None:
     """IK configuration reaching ``targets`` from q0, or None."""
     ik.reset(q0, LIFT_JOINT)
     ik.set_posture_target(q0)
@@ -58,8 +61,8 @@ def settle_to(ik: BimanualIk, q0: np.ndarray, targets: dict[str, GripTarget], to
 def configuration_at(ik: BimanualIk, q0: np.ndarray, left: np.ndarray) -> np.ndarray:
     """IK configuration with the left grip at ``left`` and the right one mirrored (orientation kept)."""
     ik.reset(q0, LIFT_JOINT)
-    targets = {"left": GripTarget.of(left, ik.grip_pose("left").orientation),
-               "right": GripTarget.of(left * MIRROR, ik.grip_pose("right").orientation)}
+    targets = {"left": Pose.of(left, ik.grip_pose("left").orientation),
+               "right": Pose.of(left * MIRROR, ik.grip_pose("right").orientation)}
     q = settle_to(ik, q0, targets)
     if q is None:
         raise RuntimeError("benchmark leg endpoint not reachable")
@@ -109,7 +112,7 @@ def random_legs(ik: BimanualIk, n: int, seed: int) -> list[tuple[np.ndarray, np.
         start = {}
         for s in SIDES:
             pose = ik.grip_pose(s)
-            start[s] = GripTarget.of(pose.position + rng.uniform([-0.05, -0.1, -0.2], [0.15, 0.1, 0.1]), pose.orientation)
+            start[s] = Pose.of(pose.position + rng.uniform([-0.05, -0.1, -0.2], [0.15, 0.1, 0.1]), pose.orientation)
         q_a = settle_to(ik, home, start)
         if q_a is None:
             continue
@@ -119,13 +122,13 @@ def random_legs(ik: BimanualIk, n: int, seed: int) -> list[tuple[np.ndarray, np.
             axis = rng.normal(size=3)
             angle = rng.uniform(0.0, 0.5)
             turn = np.concatenate([axis / np.linalg.norm(axis) * np.sin(angle / 2), [np.cos(angle / 2)]])
-            goal[s] = GripTarget.of(start[s].position + direction / np.linalg.norm(direction) * rng.uniform(0.1, 0.35),
-                                    quat_multiply_xyzw(turn, start[s].orientation))
+            goal[s] = Pose.of(start[s].position + direction / np.linalg.norm(direction) * rng.uniform(0.1, 0.35),
+                                    quat_multiply(turn, start[s].orientation))
         q_b = settle_to(ik, q_a, goal)
         if q_b is not None:
             legs.append((q_a, q_b))
     # the stretched leg: forward at shoulder height to the farthest reach (5 mm steps)
-    shoulder = np.array(models.load_yaml("alohamini2/ik.yaml")["workspace"]["shoulder_xy_m"]["left"])
+    shoulder = load_ik_config().workspace.shoulder_xy_m["left"]
     near = configuration_at(ik, home, np.array([0.30, 0.18, 0.50]))
     for reach in np.arange(0.55, 0.30, -0.005):
         try:
@@ -142,10 +145,10 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    data = models.load_yaml("alohamini2/ik.yaml")
-    settings = IkSettings.from_mapping(data)
+    ik_config = load_ik_config()
+    settings = ik_config.settings
     ik = BimanualIk(build_ik_model(models.path(settings.solver.model), True), models.load_profile(), settings)
-    config = PathConfig.from_mapping(data["path"])
+    config = ik_config.path
     planner = CartesianPathPlanner(ik, config)
     vcap, acap = planner.max_joint_speed_rad_s, planner.max_joint_accel_rad_s2
     q_a = configuration_at(ik, ik.arm_q(), START_L)

@@ -14,15 +14,16 @@ shorten a step. ``--no-guard`` measures the QP constraints alone.
 from __future__ import annotations
 
 import argparse
-import copy
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from teledora import models
-from teledora.operators.ik.ik_solver import BimanualIk, GripTarget, IkSettings, build_ik_model
-from teledora.operators.geometry.rotations import quat_normalize
+from teledora.operators.geometry import Pose, quat_normalize
+from teledora.operators.ik.ik_solver import BimanualIk
+from teledora.operators.ik.ik_model import build_ik_model
+from teledora.models.config_files import load_ik_config
 
 ATTACKS = ("grips_together", "into_chest", "into_floor")
 
@@ -39,15 +40,15 @@ class AdversarialResult:
 
 
 def make_ik(guard: bool = True) -> BimanualIk:
-    data = copy.deepcopy(models.load_yaml("alohamini2/ik.yaml"))
+    config = load_ik_config()
+    settings = config.settings
     if not guard:
-        data["collision"]["guard_distance_m"] = None
-    settings = IkSettings.from_mapping(data)
+        settings = replace(settings, collision=replace(config.collision, guard_distance_m=None))
     model = build_ik_model(models.path(settings.solver.model), settings.solver.add_floor)
     return BimanualIk(model, models.load_profile(), settings)
 
 
-def attack_targets(ik: BimanualIk, rng: np.random.Generator, attack: str) -> dict[str, GripTarget]:
+def attack_targets(ik: BimanualIk, rng: np.random.Generator, attack: str) -> dict[str, Pose]:
     """Targets of one adversarial leg, from the current configuration."""
     data = ik.configuration.data
     if attack == "grips_together":
@@ -60,8 +61,8 @@ def attack_targets(ik: BimanualIk, rng: np.random.Generator, attack: str) -> dic
         pl = np.array([rng.uniform(0.05, 0.5), rng.uniform(-0.1, 0.45), rng.uniform(-0.3, 0.02)])
         pr = np.array([rng.uniform(0.05, 0.5), rng.uniform(-0.45, 0.1), rng.uniform(-0.3, 0.02)])
     return {
-        "left": GripTarget.of(pl, quat_normalize(rng.normal(size=4))),
-        "right": GripTarget.of(pr, quat_normalize(rng.normal(size=4))),
+        "left": Pose.of(pl, quat_normalize(rng.normal(size=4))),
+        "right": Pose.of(pr, quat_normalize(rng.normal(size=4))),
     }
 
 

@@ -18,14 +18,17 @@ import time
 import numpy as np
 
 from teledora import models
-from teledora.operators.ik.ik_solver import SIDES, BimanualIk, GripTarget, IkSettings, build_ik_model
-from teledora.operators.geometry.rotations import quat_angle_xyzw
+from teledora.operators.geometry import Pose, quat_angle
+from teledora.operators.ik.ik_solver import BimanualIk
+from teledora.operators.ik.ik_model import build_ik_model
+from teledora.operators.model.sides import SIDES
+from teledora.models.config_files import load_ik_config
 
 POS_TOL_M = 1e-3
 ORI_TOL_RAD = 0.01
 
 
-def random_targets(ik: BimanualIk, n: int, spread: float, rng: np.random.Generator) -> list[dict[str, GripTarget]]:
+def random_targets(ik: BimanualIk, n: int, spread: float, rng: np.random.Generator) -> list[dict[str, Pose]]:
     home = ik.arm_q()
     out = []
     while len(out) < n:
@@ -39,7 +42,7 @@ def random_targets(ik: BimanualIk, n: int, spread: float, rng: np.random.Generat
 
 
 def run(n: int, max_ticks: int, spread: float, seed: int = 0) -> dict[str, float | np.ndarray]:
-    settings = IkSettings.from_mapping(models.load_yaml("alohamini2/ik.yaml"))
+    settings = load_ik_config().settings
     ik = BimanualIk(build_ik_model(models.path(settings.solver.model), True), models.load_profile(), settings)
     rng = np.random.default_rng(seed)
     home = ik.arm_q()
@@ -52,7 +55,7 @@ def run(n: int, max_ticks: int, spread: float, seed: int = 0) -> dict[str, float
         for k in range(1, max_ticks + 1):
             ik.tick(tg)
             pos = max(float(np.linalg.norm(ik.grip_pose(s).position - tg[s].position)) for s in SIDES)
-            ori = max(quat_angle_xyzw(ik.grip_pose(s).orientation, tg[s].orientation) for s in SIDES)
+            ori = max(quat_angle(ik.grip_pose(s).orientation, tg[s].orientation) for s in SIDES)
             if pos <= POS_TOL_M and ori <= ORI_TOL_RAD:
                 ticks[i] = k
                 break

@@ -18,24 +18,28 @@ and p99 per tick (ms) and our overhead as a ratio.
 from __future__ import annotations
 
 import argparse
-import copy
 import time
+from dataclasses import replace
 
 import mink
 import numpy as np
 
 from teledora import models
-from teledora.operators.ik.ik_solver import SIDES, BimanualIk, GripTarget, IkSettings, build_ik_model
+from teledora.operators.geometry import Pose
+from teledora.operators.ik.ik_solver import BimanualIk
+from teledora.operators.ik.ik_model import build_ik_model
+from teledora.operators.ik.ik_tasks import pose_to_se3
+from teledora.operators.model.sides import SIDES
+from teledora.models.config_files import load_ik_config
 
 
 def make(collisions: bool) -> BimanualIk:
-    data = copy.deepcopy(models.load_yaml("alohamini2/ik.yaml"))
-    data["collision"]["enabled"] = collisions
-    settings = IkSettings.from_mapping(data)
+    config = load_ik_config()
+    settings = replace(config.settings, collision=replace(config.collision, enabled=collisions))
     return BimanualIk(build_ik_model(models.path(settings.solver.model), True), models.load_profile(), settings)
 
 
-def target_walk(ik: BimanualIk, n: int, seed: int = 0) -> list[dict[str, GripTarget]]:
+def target_walk(ik: BimanualIk, n: int, seed: int = 0) -> list[dict[str, Pose]]:
     """Hand-like targets: each grip's velocity does a random walk (≤ 0.3 m/s),
     its position stays within ±6 cm of home; orientation is kept."""
     rng = np.random.default_rng(seed)
@@ -51,7 +55,7 @@ def target_walk(ik: BimanualIk, n: int, seed: int = 0) -> list[dict[str, GripTar
             bounce = np.abs(offset[s]) > 0.06
             velocity[s][bounce] *= -1
             offset[s] = np.clip(offset[s], -0.06, 0.06)
-            step[s] = GripTarget.of(home[s].position + offset[s], home[s].orientation)
+            step[s] = Pose.of(home[s].position + offset[s], home[s].orientation)
         out.append(step)
     return out
 
@@ -64,11 +68,11 @@ class BareMink:
         self.cfg = ik.configuration
         self.freeze = ik._freezer((True, True))
 
-    def tick(self, targets: dict[str, GripTarget]) -> None:
+    def tick(self, targets: dict[str, Pose]) -> None:
         ik = self.ik
         tasks = [ik.posture_task]
         for s in SIDES:
-            ik.frame_tasks[s].set_target(targets[s].se3())
+            ik.frame_tasks[s].set_target(pose_to_se3(targets[s]))
             tasks.append(ik.frame_tasks[s])
         v = mink.solve_ik(self.cfg, tasks, ik.dt, ik.settings.solver.qp_solver, damping=ik.settings.solver.regularization,
                           limits=ik.limits, constraints=[self.freeze])
@@ -82,7 +86,7 @@ class OurSolveIntegrate:
     def __init__(self, ik: BimanualIk) -> None:
         self.ik = ik
 
-    def tick(self, targets: dict[str, GripTarget]) -> None:
+    def tick(self, targets: dict[str, Pose]) -> None:
         ik = self.ik
         v = ik._solve(ik._set_targets(targets), (True, True))
         ik.configuration.integrate_inplace(v, ik.dt)

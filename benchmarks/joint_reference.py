@@ -31,7 +31,6 @@ the thread CPU time per tick.
 from __future__ import annotations
 
 import argparse
-import copy
 import time
 from dataclasses import dataclass
 from typing import Mapping
@@ -39,12 +38,16 @@ from typing import Mapping
 import numpy as np
 
 from teledora import models
-from teledora.operators.geometry.rotations import quat_multiply_xyzw
-from teledora.operators.ik.ik_solver import SIDES, BimanualIk, GripTarget, IkConfigError, IkSettings, IkSolveError, TickResult, build_ik_model
+from teledora.models.config_files import load_ik_config
+from teledora.operators.geometry import Pose, quat_multiply
+from teledora.operators.ik.ik_model import build_ik_model
+from teledora.operators.ik.ik_settings import IkConfigError
+from teledora.operators.ik.ik_solver import BimanualIk, IkSolveError, TickResult
 from teledora.operators.ik.joint_reference import JointReferenceConfig
+from teledora.operators.model.sides import SIDES
 
 TOLERANCE = 1e-6
-Targets = Mapping[str, GripTarget | None]
+Targets = Mapping[str, Pose | None]
 
 
 class UniformScalingReference:
@@ -146,13 +149,13 @@ class ScalingIk(BimanualIk):
 
 
 def make(kind: str) -> BimanualIk:
-    settings = IkSettings.from_mapping(copy.deepcopy(models.load_yaml("alohamini2/ik.yaml")))
+    settings = load_ik_config().settings
     model = build_ik_model(models.path(settings.solver.model), settings.solver.add_floor)
     cls = ScalingIk if kind == "scaling" else BimanualIk
     return cls(model, models.load_profile(), settings)
 
 
-def teleop_walk(ik: BimanualIk, n: int, seed: int) -> list[dict[str, GripTarget]]:
+def teleop_walk(ik: BimanualIk, n: int, seed: int) -> list[dict[str, Pose]]:
     """Each grip's velocity does a random walk (≤ 0.3 m/s) within ±6 cm of home."""
     rng = np.random.default_rng(seed)
     home = {s: ik.grip_pose(s) for s in SIDES}
@@ -167,20 +170,20 @@ def teleop_walk(ik: BimanualIk, n: int, seed: int) -> list[dict[str, GripTarget]
             bounce = np.abs(offset[s]) > 0.06
             velocity[s][bounce] *= -1
             offset[s] = np.clip(offset[s], -0.06, 0.06)
-            step[s] = GripTarget.of(home[s].position + offset[s], home[s].orientation)
+            step[s] = Pose.of(home[s].position + offset[s], home[s].orientation)
         out.append(step)
     return out
 
 
-def _turned(pose: GripTarget, rng: np.random.Generator) -> GripTarget:
+def _turned(pose: Pose, rng: np.random.Generator) -> Pose:
     axis = rng.normal(size=3)
     axis /= np.linalg.norm(axis)
     angle = rng.uniform(-0.6, 0.6)
     dq = np.concatenate([axis * np.sin(angle / 2), [np.cos(angle / 2)]])
-    return GripTarget.of(pose.position + rng.uniform(-0.15, 0.15, 3), quat_multiply_xyzw(dq, pose.orientation))
+    return Pose.of(pose.position + rng.uniform(-0.15, 0.15, 3), quat_multiply(dq, pose.orientation))
 
 
-def adversarial_stream(home: dict[str, GripTarget], n: int, rng: np.random.Generator) -> list[Targets]:
+def adversarial_stream(home: dict[str, Pose], n: int, rng: np.random.Generator) -> list[Targets]:
     """Jumps, reversals and holds (see the module docstring)."""
     out: list[Targets] = []
     current: Targets = {s: _turned(home[s], rng) for s in SIDES}

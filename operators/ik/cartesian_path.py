@@ -42,13 +42,16 @@ import numpy as np
 import numpy.typing as npt
 from scipy.interpolate import CubicSpline
 
-from teledora.operators.geometry.rotations import quat_angle_xyzw
-from teledora.operators.ik.ik_solver import SIDES, BimanualIk, GripTarget, IkSolveError
+from teledora.operators.config import config_from_mapping
+from teledora.operators.errors import TeledoraError
+from teledora.operators.geometry import Pose, quat_angle, quat_slerp
+from teledora.operators.ik.ik_settings import IkConfigError
+from teledora.operators.ik.ik_solver import BimanualIk, IkSolveError
 from teledora.operators.ik.path_timing import PathTimingError, check_joint_caps, sample_at_rate, time_parameterise
-from teledora.operators.ik.workspace_limits import slerp_xyzw
+from teledora.operators.model.sides import SIDES
 
 
-class PathPlanningError(RuntimeError):
+class PathPlanningError(TeledoraError, RuntimeError):
     """A path sample is unreachable, the trajectory leaves its line, or it would break a joint cap."""
 
 
@@ -77,30 +80,19 @@ class PathConfig:
     default_speed_m_s: float
     default_angular_speed_rad_s: float
 
+    def __post_init__(self) -> None:
+        if min(self.max_step_m, self.max_step_rad, self.output_rate_hz, self.line_check_step_m, self.max_tip_accel_m_s2,
+               self.max_tip_angular_accel_rad_s2, self.landing_tolerance_m, self.knot_refine_m) <= 0:
+            raise IkConfigError("rates, steps, tolerances and caps must be > 0")
+        if not 0 < self.joint_cap_margin <= 1:
+            raise IkConfigError("joint_cap_margin must be in (0, 1]")
+        if self.gridpoints_per_knot < 1:
+            raise IkConfigError("gridpoints_per_knot must be >= 1")
+
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> "PathConfig":
-        try:
-            cfg = cls(**{f: type_(data[f]) for f, type_ in _FIELD_TYPES.items()})
-        except KeyError as exc:
-            raise PathPlanningError(f"path config: missing key {exc}") from None
-        if min(cfg.max_step_m, cfg.max_step_rad, cfg.output_rate_hz, cfg.line_check_step_m, cfg.max_tip_accel_m_s2,
-               cfg.max_tip_angular_accel_rad_s2, cfg.landing_tolerance_m, cfg.knot_refine_m) <= 0:
-            raise PathPlanningError("path config: rates, steps, tolerances and caps must be > 0")
-        if not 0 < cfg.joint_cap_margin <= 1:
-            raise PathPlanningError("path config: joint_cap_margin must be in (0, 1]")
-        if cfg.gridpoints_per_knot < 1:
-            raise PathPlanningError("path config: gridpoints_per_knot must be >= 1")
-        return cfg
-
-
-_FIELD_TYPES = {
-    "max_step_m": float, "max_step_rad": float, "settle_fraction": float, "landing_tolerance_m": float,
-    "resettle_rounds": int, "max_settle_iterations": int, "pos_tolerance_m": float, "ori_tolerance_rad": float, "knot_refine_m": float,
-    "max_refinements": int, "line_tolerance_m": float, "line_check_step_m": float, "min_travel_m": float,
-    "min_rotation_rad": float, "same_branch_rad": float, "output_rate_hz": float, "joint_cap_margin": float, "gridpoints_per_knot": int,
-    "max_tip_accel_m_s2": float, "max_tip_angular_accel_rad_s2": float, "default_speed_m_s": float,
-    "default_angular_speed_rad_s": float,
-}
+        """The ``path`` section of ik.yaml, checked."""
+        return config_from_mapping(cls, data, "path", PathPlanningError)
 
 # a timing whose samples break a cap is planned again at this fraction of the
 # previous caps, at most this many times
@@ -119,8 +111,8 @@ class PathPlan:
     knot_q: np.ndarray
     duration_s: float
     pinned: dict[str, bool]
-    start: dict[str, GripTarget]
-    goal: dict[str, GripTarget]
+    start: dict[str, Pose]
+    goal: dict[str, Pose]
     max_line_deviation_m: float = 0.0  # samples and between them
     landing_error_m: float = 0.0
     peak_tip_accel_m_s2: float = 0.0
@@ -183,22 +175,22 @@ class CartesianPathPlanner:
         # step: the knots are offline, speed belongs to the timing
         self.settle_dt_s = max(ik.dt, config.max_step_rad / caps.max_speed_rad_s)
 
-    def grip_poses(self, q: npt.ArrayLike, lift_joint: float | None = None) -> dict[str, GripTarget]:
+    def grip_poses(self, q: npt.ArrayLike, lift_joint: float | None = None) -> dict[str, Pose]:
         """Grip poses in base_link for an arm configuration."""
         self.ik.reset(np.asarray(q, dtype=float), lift_joint)
         return {s: self.ik.grip_pose(s) for s in SIDES}
 
-    def _errors(self, targets: Mapping[str, GripTarget | None]) -> tuple[float, float]:
+    def _errors(self, targets: Mapping[str, Pose | None]) -> tuple[float, float]:
         pos, ori = 0.0, 0.0
         for s, t in targets.items():
             if t is None:
                 continue
             pose = self.ik.grip_pose(s)
             pos = max(pos, float(np.linalg.norm(pose.position - t.position)))
-            ori = max(ori, quat_angle_xyzw(pose.orientation, t.orientation))
+            ori = max(ori, quat_angle(pose.orientation, t.orientation))
         return pos, ori
 
-    def _settle(self, targets: Mapping[str, GripTarget | None], knot: str, pos_settle: float) -> int:
+    def _settle(self, targets: Mapping[str, Pose | None], knot: str, pos_settle: float) -> int:
         c = self.config
         ori_settle = pos_settle * c.max_step_rad / c.max_step_m
         iterations = 0
@@ -214,7 +206,7 @@ class CartesianPathPlanner:
                 break  # converged as close as the posture/limits allow
         return iterations
 
-    def _require_reached(self, targets: Mapping[str, GripTarget | None], knot: str) -> None:
+    def _require_reached(self, targets: Mapping[str, Pose | None], knot: str) -> None:
         c = self.config
         pos, ori = self._errors(targets)
         if pos > c.pos_tolerance_m or ori > c.ori_tolerance_rad:
@@ -225,14 +217,14 @@ class CartesianPathPlanner:
 
     def _solve_knot(self, s: float, q_seed: np.ndarray, leg: "_Leg", last: bool = False) -> np.ndarray:
         """The arm configuration whose grips sit at path parameter s, solved from q_seed."""
-        targets: dict[str, GripTarget | None] = {}
+        targets: dict[str, Pose | None] = {}
         for side in SIDES:
             if leg.pinned[side]:
                 targets[side] = None
                 continue
-            targets[side] = GripTarget.of(
+            targets[side] = Pose.of(
                 (1 - s) * leg.start[side].position + s * leg.goal[side].position,
-                slerp_xyzw(leg.start[side].orientation, leg.goal[side].orientation, float(s)),
+                quat_slerp(leg.start[side].orientation, leg.goal[side].orientation, float(s)),
             )
         self.ik.reset(q_seed, leg.lift_joint)
         self.ik.set_posture_target((1 - s) * leg.q_from + s * leg.q_to)
@@ -293,7 +285,7 @@ class CartesianPathPlanner:
         goal = self.grip_poses(q_to, lift_joint)
         start = self.grip_poses(q_from, lift_joint)
         travel = {s: float(np.linalg.norm(goal[s].position - start[s].position)) for s in SIDES}
-        turn = {s: quat_angle_xyzw(start[s].orientation, goal[s].orientation) for s in SIDES}
+        turn = {s: quat_angle(start[s].orientation, goal[s].orientation) for s in SIDES}
         pinned = {s: travel[s] < c.min_travel_m and turn[s] < c.min_rotation_rad for s in SIDES}
         moving = [s for s in SIDES if not pinned[s]]
         names = list(self.ik.arm_joint_names)
@@ -415,7 +407,7 @@ class _Leg:
     q_to: np.ndarray
     lift_joint: float | None
     pinned: dict[str, bool]
-    start: dict[str, GripTarget]
-    goal: dict[str, GripTarget]
+    start: dict[str, Pose]
+    goal: dict[str, Pose]
     travel_m: float  # the longest grip travel
     turn_rad: float  # the largest grip turn

@@ -18,8 +18,10 @@ import mink
 import mujoco
 import numpy as np
 
+from teledora.operators.errors import ConfigError
 
-class CollisionPairError(ValueError):
+
+class CollisionPairError(ConfigError):
     """A collision group or pair names something the model does not have."""
 
 

@@ -32,20 +32,17 @@ import mujoco
 import numpy as np
 import numpy.typing as npt
 
-# Settings, model building and task terms live in their own modules; they stay
-# importable from here, where callers have always found them.
+from teledora.operators.errors import TeledoraError
 from teledora.operators.ik.collision_pairs import CollisionGuard, CollisionPairs, joint_levers_m
-from teledora.operators.ik.ik_model import build_ik_model
-from teledora.operators.ik.ik_settings import CollisionConfig, IkConfigError, IkSettings, SolverConfig
-from teledora.operators.ik.ik_tasks import GripTarget, MeritFrameTask, MeritPostureTask
-from teledora.operators.ik.joint_reference import SAFER, JointReference, JointReferenceConfig
+from teledora.operators.ik.ik_settings import IkConfigError, IkSettings
+from teledora.operators.ik.ik_tasks import MeritFrameTask, MeritPostureTask, pose_to_se3
+from teledora.operators.ik.joint_reference import SAFER, JointReference
+from teledora.operators.geometry import Pose, matrix_to_quat
 from teledora.operators.model.robot_profile import RobotProfile
-from teledora.operators.geometry.rotations import matrix_to_quat_xyzw
-
-SIDES = ("left", "right")
+from teledora.operators.model.sides import SIDES
 
 
-class IkSolveError(RuntimeError):
+class IkSolveError(TeledoraError, RuntimeError):
     """The QP found no solution (or a non-finite one); nothing was changed."""
 
 
@@ -96,7 +93,7 @@ class BimanualIk:
         }
         self.posture_task = MeritPostureTask(model, cost=s.posture_cost)
         q0 = self.configuration.q.copy()
-        q0[self._lift_adr] = profile.lift_height_to_joint(profile.lift_travel_mm / 2000.0)
+        q0[self._lift_adr] = profile.lift_height_to_joint(profile.lift.travel_mm / 2000.0)
         for name, value in profile.home_q().items():
             if name in self._jid:
                 q0[model.jnt_qposadr[self._jid[name]]] = value
@@ -195,11 +192,11 @@ class BimanualIk:
         target[self._qadr] = np.asarray(arm_q, dtype=float)
         self.posture_task.set_target(target)
 
-    def grip_pose(self, side: str) -> GripTarget:
+    def grip_pose(self, side: str) -> Pose:
         """The grip site's current pose in base_link."""
         sid = self.model.site(self.profile.arms[side].grip_site).id
         data = self.configuration.data
-        return GripTarget(data.site_xpos[sid].copy(), matrix_to_quat_xyzw(data.site_xmat[sid].reshape(3, 3)))
+        return Pose(data.site_xpos[sid].copy(), matrix_to_quat(data.site_xmat[sid].reshape(3, 3)))
 
     def min_proxy_distance(self, distmax: float = 1.0) -> float:
         """Smallest signed proxy distance of the reference configuration, capped at
@@ -219,12 +216,12 @@ class BimanualIk:
             self._freezers[active] = mink.DofFreezingTask(self.model, dof_indices=sorted(set(dofs)))
         return self._freezers[active]
 
-    def _set_targets(self, targets: Mapping[str, GripTarget | None]) -> list[mink.Task]:
+    def _set_targets(self, targets: Mapping[str, Pose | None]) -> list[mink.Task]:
         tasks: list[mink.Task] = [self.posture_task]
         for side in SIDES:
             target = targets.get(side)
             if target is not None:
-                self.frame_tasks[side].set_target(target.se3())
+                self.frame_tasks[side].set_target(pose_to_se3(target))
                 tasks.append(self.frame_tasks[side])
         return tasks
 
@@ -254,7 +251,7 @@ class BimanualIk:
         self.backtracked += 1
         return q_from.copy()
 
-    def solve_velocity(self, targets: Mapping[str, GripTarget | None]) -> np.ndarray:
+    def solve_velocity(self, targets: Mapping[str, Pose | None]) -> np.ndarray:
         """The QP velocity (nv) for this tick; arms with a None target are frozen.
 
         Raises:
@@ -306,7 +303,7 @@ class BimanualIk:
 
         return self.guard.check(q_from, q_to, move)
 
-    def tick(self, targets: Mapping[str, GripTarget | None], dt: float | None = None) -> TickResult:
+    def tick(self, targets: Mapping[str, Pose | None], dt: float | None = None) -> TickResult:
         """Solves for a goal, guards it and advances the reference by one step.
 
         Args:
@@ -395,7 +392,7 @@ class BimanualIk:
         return TickResult(status, self.reference.q, self.reference.dq, active, 1.0 if status == "hold" else 0.0,
                           float("nan"), error)
 
-    def settle_step(self, targets: Mapping[str, GripTarget | None], dt: float | None = None) -> np.ndarray:
+    def settle_step(self, targets: Mapping[str, Pose | None], dt: float | None = None) -> np.ndarray:
         """One unpaced step for offline planning: QP, integrate, collision guard;
         the reference jumps to the result (no speed/acceleration guard, which
         belongs to real-time streaming). Returns the joint displacement taken.

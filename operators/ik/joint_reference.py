@@ -42,6 +42,9 @@ import numpy as np
 import numpy.typing as npt
 from ruckig import ControlInterface, InputParameter, Result, Ruckig, RuckigError, Synchronization, Trajectory
 
+from teledora.operators.config import config_from_mapping
+from teledora.operators.errors import TeledoraError
+
 # a plan may pass its goal or its start by this much (rad) and still count as
 # not overshooting: the generator's own rounding
 _OVERSHOOT_TOLERANCE_RAD = 1e-9
@@ -50,7 +53,7 @@ MODES = ("goal", "brake", "keep")  # from the most to the least responsive
 SAFER = {"goal": "brake", "brake": "keep", "keep": "keep"}
 
 
-class JointReferenceError(ValueError):
+class JointReferenceError(TeledoraError, ValueError):
     """Inconsistent joint reference set-up or a non-finite proposal."""
 
 
@@ -62,18 +65,14 @@ class JointReferenceConfig:
     max_accel_rad_s2: float
     max_jerk_rad_s3: float
 
+    def __post_init__(self) -> None:
+        if min(self.max_speed_rad_s, self.max_accel_rad_s2, self.max_jerk_rad_s3) <= 0:
+            raise JointReferenceError("caps must be > 0")
+
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> "JointReferenceConfig":
-        try:
-            cfg = cls(float(data["max_speed_rad_s"]), float(data["max_accel_rad_s2"]), float(data["max_jerk_rad_s3"]))
-        except KeyError as exc:
-            raise JointReferenceError(f"joint_reference: missing key {exc}") from None
-        caps = [cfg.max_speed_rad_s, cfg.max_accel_rad_s2, cfg.max_jerk_rad_s3]
-        if not all(np.isfinite(caps)):
-            raise JointReferenceError("joint_reference: caps must be finite")
-        if min(caps) <= 0:
-            raise JointReferenceError("joint_reference: caps must be > 0")
-        return cfg
+        """The ``joint_reference`` section, checked."""
+        return config_from_mapping(cls, data, "joint_reference", JointReferenceError)
 
     def stopping_time_s(self) -> float:
         """Time the reference needs to stop from full speed (deceleration ramps

@@ -26,10 +26,12 @@ import toppra
 import toppra.algorithm
 import toppra.constraint
 
+from teledora.operators.errors import TeledoraError
+
 toppra.setup_logging("WARNING")  # its INFO lines would flood the command's output
 
 
-class PathTimingError(RuntimeError):
+class PathTimingError(TeledoraError, RuntimeError):
     """No time-parameterisation exists under the caps (or the input is invalid)."""
 
 

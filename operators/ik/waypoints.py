@@ -12,8 +12,9 @@ from typing import Mapping
 import numpy as np
 import numpy.typing as npt
 
+from teledora.operators.geometry import Pose
 from teledora.operators.ik.cartesian_path import CartesianPathPlanner, PathPlan, PathPlanningError
-from teledora.operators.ik.ik_solver import SIDES, GripTarget
+from teledora.operators.model.sides import SIDES
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ def solve_offsets(planner: CartesianPathPlanner, q0: np.ndarray, offsets_m: Mapp
     targets = {}
     for s in SIDES:
         pose = ik.grip_pose(s)
-        targets[s] = GripTarget.of(pose.position + np.asarray(offsets_m.get(s, np.zeros(3)), dtype=float), pose.orientation)
+        targets[s] = Pose.of(pose.position + np.asarray(offsets_m.get(s, np.zeros(3)), dtype=float), pose.orientation)
     ik.set_posture_target(q0)
     for _ in range(c.max_settle_iterations * 4):
         step = ik.settle_step(targets)

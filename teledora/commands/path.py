@@ -26,13 +26,17 @@ import numpy as np
 import yaml
 
 from teledora import models
-from teledora.operators.ik.cartesian_path import CartesianPathPlanner, PathConfig, PathPlan, PathPlanningError
-from teledora.operators.ik.ik_solver import SIDES, BimanualIk, IkSettings, build_ik_model
+from teledora.models.config_files import load_ik_config
+from teledora.operators.errors import ConfigError
+from teledora.operators.ik.cartesian_path import CartesianPathPlanner, PathPlan, PathPlanningError
+from teledora.operators.ik.ik_model import build_ik_model
+from teledora.operators.ik.ik_solver import BimanualIk
 from teledora.operators.ik.path_timing import check_joint_caps
 from teledora.operators.ik.waypoints import Waypoint, plan_waypoints
+from teledora.operators.model.sides import SIDES
 
 
-class WaypointFileError(ValueError):
+class WaypointFileError(ConfigError):
     """The waypoint YAML is malformed."""
 
 
@@ -97,15 +101,14 @@ def parse_waypoints(data: Any, joint_names: list[str], home: dict[str, float]) -
 
 
 def _run(args: argparse.Namespace) -> int:
-    cfg_data = models.load_yaml("alohamini2/ik.yaml") if args.config is None else yaml.safe_load(Path(args.config).read_text())
-    settings = IkSettings.from_mapping(cfg_data)
+    config = load_ik_config(args.config)
     profile = models.load_profile()
-    ik = BimanualIk(build_ik_model(models.path(settings.solver.model), settings.solver.add_floor), profile, settings)
-    planner = CartesianPathPlanner(ik, PathConfig.from_mapping(cfg_data["path"]))
+    ik = BimanualIk(build_ik_model(models.path(config.solver.model), config.solver.add_floor), profile, config.settings)
+    planner = CartesianPathPlanner(ik, config.path)
     try:
         data = yaml.safe_load(Path(args.waypoints).read_text())
         waypoints = parse_waypoints(data, ik.arm_joint_names, profile.home_q())
-        lift_h = float(data.get("lift_height_m", profile.lift_travel_mm / 2000.0))
+        lift_h = float(data.get("lift_height_m", profile.lift.travel_mm / 2000.0))
         plans = plan_waypoints(planner, waypoints, profile.lift_height_to_joint(lift_h))
     except (OSError, yaml.YAMLError, WaypointFileError, PathPlanningError) as exc:
         print(f"teledora path: {exc}", file=sys.stderr)

@@ -80,8 +80,8 @@ GRIP_QUAT = list(_LOOP.ik.grip_pose("left").orientation)
 
 
 def teleop_state(t_ns: int, reset_count: int, estop: bool = False) -> pa.Array:
-    return encode("TeleopState", dict(stamp_ns=t_ns, estop_latched=estop, arms_paused=True, left_clutched=False,
-                                      right_clutched=False, left_slow=False, right_slow=False, left_pinch="full",
+    return encode("TeleopState", dict(stamp_ns=t_ns, estop_latched=estop, release_armed=False, arms_paused=True,
+                                      left_clutched=False, right_clutched=False, left_slow=False, right_slow=False, left_pinch="full",
                                       right_pinch="full", reset_count=reset_count, events=[]))
 
 
@@ -315,5 +315,7 @@ def test_a_teleop_reset_request_homes_the_arms_with_status_homing():
     assert gap[-1] < 0.5 * gap[0] and gap[-1] > 0.005  # on its way home, not there at once
     details = json.loads(diags[-1]["details_json"])
     assert details["resets"] == 1 and details["homing"] == {"left": True, "right": True}
-    assert diags[-1]["level"] == "ok"  # homing is the robot's own motion, not a fault
+    # homing is the robot's own motion, not a fault: the node's own level stays ok, and only the
+    # rejected teleop_state of this period raises the report to warn (with its own message)
+    assert diags[-1]["level"] == "warn" and diags[-1]["message"].startswith("since the last report: 1 input(s) rejected")
     assert diags[-1]["rejected"] == 1 and "reset_count" in diags[-1]["last_error"]

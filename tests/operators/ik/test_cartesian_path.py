@@ -10,15 +10,19 @@ import numpy as np
 import pytest
 
 from teledora import models
+from teledora.models.config_files import load_ik_config
+from teledora.operators.geometry import Pose
 from teledora.operators.ik import cartesian_path
 from teledora.operators.ik.cartesian_path import CartesianPathPlanner, PathConfig, PathPlanningError
-from teledora.operators.ik.ik_solver import BimanualIk, GripTarget, IkSettings, build_ik_model
+from teledora.operators.ik.ik_model import build_ik_model
+from teledora.operators.ik.ik_solver import BimanualIk
 
 DATA = models.load_yaml("alohamini2/ik.yaml")
-SETTINGS = IkSettings.from_mapping(DATA)
+IK = load_ik_config()
+SETTINGS = IK.settings
 MODEL = build_ik_model(models.path(SETTINGS.solver.model), SETTINGS.solver.add_floor)
 PROFILE = models.load_profile()
-CONFIG = PathConfig.from_mapping(DATA["path"])
+CONFIG = IK.path
 CAPS = SETTINGS.joint_reference
 DT = 1.0 / CONFIG.output_rate_hz
 
@@ -32,7 +36,7 @@ def solve_offsets(planner, q0, left_offset, right_offset):
     """A configuration whose grips sit at the given offsets from q0's grips."""
     ik = planner.ik
     ik.reset(q0, 0.0)
-    targets = {s: GripTarget.of(ik.grip_pose(s).position + off, ik.grip_pose(s).orientation)
+    targets = {s: Pose.of(ik.grip_pose(s).position + off, ik.grip_pose(s).orientation)
                for s, off in (("left", left_offset), ("right", right_offset))}
     for _ in range(400):
         ik.settle_step(targets)

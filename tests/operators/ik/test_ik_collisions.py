@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from teledora.operators.ik.ik_solver import GripTarget
+from teledora.operators.geometry import Pose
+from teledora.operators.model.sides import SIDES
 
 _BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "ik_collisions.py"
 _spec = importlib.util.spec_from_file_location("ik_collisions_bench", _BENCH)
@@ -45,7 +46,7 @@ def test_grips_pushed_into_each_other_stop_near_the_minimum_distance(ik):
     home = np.array([ik.profile.home_q()[n] for n in ik.arm_joint_names])
     ik.reset(home, lift_joint=0.0)
     mid = 0.5 * (ik.grip_pose("left").position + ik.grip_pose("right").position)
-    targets = {s: GripTarget.of(mid, ik.grip_pose(s).orientation) for s in ("left", "right")}
+    targets = {s: Pose.of(mid, ik.grip_pose(s).orientation) for s in SIDES}
     for _ in range(150):
         ik.tick(targets)
     d = ik.min_proxy_distance()
@@ -55,13 +56,23 @@ def test_grips_pushed_into_each_other_stop_near_the_minimum_distance(ik):
 def test_guard_shortens_a_step_that_would_penetrate(ik):
     home = np.array([ik.profile.home_q()[n] for n in ik.arm_joint_names])
     ik.reset(home, lift_joint=0.0)
+    guard = ik.settings.collision.guard_distance_m
     q_from = ik.arm_q()
-    # a step that lowers the left arm's shoulder lift far enough to hit the floor/chest
+    assert ik.min_proxy_distance() > guard  # the step starts clear of everything
+    # swinging the left shoulder pan 1.5 rad inwards drives the left arm through the right one
     q_to = q_from.copy()
-    q_to[ik.joint_index(["left_elbow_flex"])] -= 2.5
-    q, fraction, _ = ik._guard(q_from, q_to)
-    ik._set_q(q)
-    assert ik.min_proxy_distance() >= ik.settings.collision.guard_distance_m - 1e-9 or fraction == 0.0
+    q_to[ik.joint_index(["left_shoulder_pan"])] += 1.5
     ik._set_q(q_to)
-    if ik.min_proxy_distance() < 0:
-        assert fraction < 1.0
+    assert ik.min_proxy_distance() < 0.0  # unguarded, the step penetrates
+
+    q, fraction, _ = ik._guard(q_from, q_to)
+
+    # part of the step is kept (a guard that never moves fails here), along the step
+    assert 0.0 < fraction < 1.0
+    np.testing.assert_array_equal(q, q_from + fraction * (q_to - q_from))
+    # the kept part ends clear of contact (a guard that lets the step through fails here)
+    ik._set_q(q)
+    assert ik.min_proxy_distance() >= guard
+    # and it is no shorter than it must be: 1 % more of the step is already too close
+    ik._set_q(q_from + (fraction + 0.01) * (q_to - q_from))
+    assert ik.min_proxy_distance() < guard

@@ -7,14 +7,16 @@ import numpy as np
 import pytest
 
 from teledora import models
-from teledora.operators.ik.ik_loop import IkLoop, IkNodeConfig
-from teledora.operators.ik.ik_solver import BimanualIk, IkSettings, build_ik_model
+from teledora.models.config_files import load_ik_config
+from teledora.operators.ik.ik_loop import IkLoop
+from teledora.operators.ik.ik_solver import BimanualIk
+from teledora.operators.ik.ik_model import build_ik_model
 from teledora.operators.contract.messages import MessageError
-from teledora.operators.ik.workspace_limits import WorkspaceConfig
 
 PROFILE = models.load_profile()
 DATA = models.load_yaml("alohamini2/ik.yaml")
-SETTINGS = IkSettings.from_mapping(DATA)
+CONFIG = load_ik_config()
+SETTINGS = CONFIG.settings
 MODEL = build_ik_model(models.path(SETTINGS.solver.model), SETTINGS.solver.add_floor)
 ARM = list(PROFILE.arm_joint_names)
 HOME = PROFILE.home_q()
@@ -23,7 +25,7 @@ MS = 1_000_000
 
 def make_loop() -> IkLoop:
     ik = BimanualIk(MODEL, PROFILE, SETTINGS)
-    return IkLoop(ik, WorkspaceConfig.from_mapping(DATA["workspace"]), IkNodeConfig.from_mapping(DATA["node"]), PROFILE)
+    return IkLoop(ik, CONFIG.workspace, CONFIG.node, PROFILE)
 
 
 def joints(t_ns: int, q: dict | None = None) -> dict:

@@ -6,20 +6,16 @@ import numpy as np
 import pytest
 
 from teledora import models
-from teledora.operators.ik.ik_solver import (
-    BimanualIk,
-    CollisionConfig,
-    GripTarget,
-    IkConfigError,
-    IkSettings,
-    SolverConfig,
-    build_ik_model,
-)
-from teledora.operators.geometry.rotations import quat_angle_xyzw, quat_multiply_xyzw
+from teledora.models.config_files import load_ik_config
+from teledora.operators.ik.ik_solver import BimanualIk
+from teledora.operators.ik.ik_settings import CollisionConfig, IkConfigError, SolverConfig
+from teledora.operators.ik.ik_model import build_ik_model
+from teledora.operators.geometry import Pose, quat_angle, quat_multiply
 
 PROFILE = models.load_profile()
 DATA = models.load_yaml("alohamini2/ik.yaml")
-SETTINGS = IkSettings.from_mapping(DATA)
+CONFIG = load_ik_config()
+SETTINGS = CONFIG.settings
 MODEL = build_ik_model(models.path(SETTINGS.solver.model), SETTINGS.solver.add_floor)
 
 
@@ -28,10 +24,10 @@ def ik() -> BimanualIk:
     return BimanualIk(MODEL, PROFILE, SETTINGS)
 
 
-def _offset(ik: BimanualIk, side: str, dp, rot_z: float = 0.0) -> GripTarget:
+def _offset(ik: BimanualIk, side: str, dp, rot_z: float = 0.0) -> Pose:
     pose = ik.grip_pose(side)
     dq = np.array([0.0, 0.0, np.sin(rot_z / 2), np.cos(rot_z / 2)])
-    return GripTarget.of(pose.position + np.asarray(dp), quat_multiply_xyzw(dq, pose.orientation))
+    return Pose.of(pose.position + np.asarray(dp), quat_multiply(dq, pose.orientation))
 
 
 def test_parameters_come_from_the_config(ik):
@@ -52,7 +48,7 @@ def test_both_arms_converge_in_position_and_orientation(ik):
     for side, t in (("left", tl), ("right", tr)):
         pose = ik.grip_pose(side)
         assert np.linalg.norm(pose.position - t.position) < 1e-3
-        assert quat_angle_xyzw(pose.orientation, t.orientation) < 0.01
+        assert quat_angle(pose.orientation, t.orientation) < 0.01
 
 
 def test_speed_cap_holds_every_tick(ik):
@@ -171,7 +167,7 @@ def test_lift_moves_the_grips_with_it(ik):
     z0 = ik.grip_pose("left").position[2]
     ik.set_lift(0.1)
     z1 = ik.grip_pose("left").position[2]
-    assert z1 - z0 == pytest.approx(0.1 - PROFILE.lift_height_to_joint(PROFILE.lift_travel_mm / 2000.0), abs=1e-9)
+    assert z1 - z0 == pytest.approx(0.1 - PROFILE.lift_height_to_joint(PROFILE.lift.travel_mm / 2000.0), abs=1e-9)
 
 
 def test_config_errors_name_the_key():
