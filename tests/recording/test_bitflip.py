@@ -8,7 +8,6 @@ import hashlib
 import os
 import random
 import shutil
-import signal
 import traceback
 
 import numpy as np
