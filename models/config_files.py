@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
 import yaml
-
 from teledora.models import MODELS_DIR
 from teledora.operators.config import ConfigError
 
@@ -106,6 +105,15 @@ def load_profile(name_or_path: PathLike | None = None) -> RobotProfile:
     from teledora.operators.model.robot_profile import profile_from_dict
 
     return load_config(name_or_path or PROFILE, profile_from_dict)
+
+
+PROFILE_ENV = "TELEDORA_PROFILE"
+
+
+def load_node_profile() -> RobotProfile:
+    """The robot profile a node runs with: the file named by ``TELEDORA_PROFILE``
+    (set per node in a dataflow), else the shipped one."""
+    return load_profile(os.environ.get(PROFILE_ENV) or None)
 
 
 def load_drive_config(name_or_path: PathLike | None = None) -> DriveConfig:

@@ -34,24 +34,32 @@ robot profile (model and command limits).
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from typing import Any, Callable, Sequence
 
 import mujoco
-
+from teledora.models.config_files import (
+    DRIVE,
+    add_config_arg,
+    load_calibration,
+    load_drive_config,
+    load_node_profile,
+)
+from teledora.operators.contract.messages import MessageError, require_joint_names
+from teledora.operators.drive.arm_command_limits import ArmCommandLimits
+from teledora.operators.drive.command_limits import CommandRejected
+from teledora.operators.drive.current_protection import (
+    CurrentHoldLimiter,
+    OvercurrentTrip,
+)
+from teledora.operators.drive.drive_config import DriveConfig
 from teledora.operators.errors import DeviceError
-from teledora.devices.device import stopped_on_exit
+
 from teledora import models
+from teledora.devices.device import stopped_on_exit
 from teledora.devices.drive.feetech_arms import ArmServos, FeetechArms
 from teledora.devices.drive.feetech_bus import FeetechBus
 from teledora.runtime.node_io import NodeIO, make_node, node_id
-from teledora.models.config_files import DRIVE, add_config_arg, load_calibration, load_drive_config
-from teledora.operators.drive.arm_command_limits import ArmCommandLimits
-from teledora.operators.drive.command_limits import CommandRejected
-from teledora.operators.drive.current_protection import CurrentHoldLimiter, OvercurrentTrip
-from teledora.operators.drive.drive_config import DriveConfig
-from teledora.operators.contract.messages import MessageError, require_joint_names
 
 
 class OvercurrentTripError(DeviceError, RuntimeError):
@@ -146,7 +154,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         port = getattr(args, f"{side}_port") or bus_cfg.port
         arms.append(ArmServos(side, FeetechBus(port, bus_cfg.baud_rate, args.timeout_s or bus_cfg.timeout_s), config.arms, cals))
     device = FeetechArms(arms, config.current_protection.ma_per_raw)
-    profile = models.load_profile(os.environ.get("TELEDORA_PROFILE") or None)
+    profile = load_node_profile()
     model = mujoco.MjModel.from_xml_path(str(models.path(profile.model)))
     # the model's joint ranges, cut to what each servo was calibrated to reach
     limits = ArmCommandLimits.from_model(model, profile).narrowed(device.joint_ranges_rad())

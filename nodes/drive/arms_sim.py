@@ -20,21 +20,23 @@ Env: TELEDORA_PROFILE (default alohamini2/profile.yaml).
 
 from __future__ import annotations
 
-import os
-
 import mujoco
 import numpy as np
-
-from teledora import models
-from teledora.runtime.node_io import NodeIO, make_node, node_id
+from teledora.models.config_files import load_node_profile
 from teledora.operators.contract.messages import MessageError, require_joint_names
 from teledora.operators.drive.arm_command_limits import ArmCommandLimits
 from teledora.operators.drive.command_limits import CommandRejected
-from teledora.operators.drive.servo_quantization import quantize_rad, quantize_rad_within
+from teledora.operators.drive.servo_quantization import (
+    quantize_rad,
+    quantize_rad_within,
+)
+
+from teledora import models
+from teledora.runtime.node_io import NodeIO, make_node, node_id
 
 
 def main(argv: list[str] | None = None, node=None) -> None:
-    profile = models.load_profile(os.environ.get("TELEDORA_PROFILE") or None)  # default: the shipped profile
+    profile = load_node_profile()
     joints = profile.arm_joint_names
     limits = ArmCommandLimits.from_model(mujoco.MjModel.from_xml_path(str(models.path(profile.model))), profile)
     io = NodeIO(make_node(node), node_id("arms"))

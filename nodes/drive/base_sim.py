@@ -9,16 +9,20 @@ the model's planar base joints from ``odom``. Inputs/outputs: see
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from typing import Any, Callable, Sequence
 
-from teledora import models
-from teledora.devices.drive.base_loop import run_base
-from teledora.models.config_files import DRIVE, add_config_arg, load_drive_config
-from teledora.runtime.node_io import NodeIO, make_node, node_id
+from teledora.models.config_files import (
+    DRIVE,
+    add_config_arg,
+    load_drive_config,
+    load_node_profile,
+)
 from teledora.operators.drive.base_command_limits import BaseCommandLimits
+
+from teledora.devices.drive.base_loop import run_base
 from teledora.devices.drive.sim_wheels import SimWheels
+from teledora.runtime.node_io import NodeIO, make_node, node_id
 
 
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
@@ -27,7 +31,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     args, _ = parser.parse_known_args(argv)  # dora may pass more
     config = load_drive_config(args.config)
     io = NodeIO(make_node(node), node_id("base"), clock)
-    limits = BaseCommandLimits.from_profile(models.load_profile(os.environ.get("TELEDORA_PROFILE") or None))
+    limits = BaseCommandLimits.from_profile(load_node_profile())
     run_base(io, SimWheels(), config, limits, clock)
 
 

@@ -10,17 +10,21 @@ env ``TELEDORA_PROFILE`` the robot profile (command caps).
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from typing import Any, Callable, Sequence
 
-from teledora import models
-from teledora.models.config_files import DRIVE, add_config_arg, load_drive_config
-from teledora.runtime.node_io import NodeIO, make_node, node_id
+from teledora.models.config_files import (
+    DRIVE,
+    add_config_arg,
+    load_drive_config,
+    load_node_profile,
+)
 from teledora.operators.drive.lift_command_limits import LiftCommandLimits
+
 from teledora.devices.drive.feetech_bus import add_left_bus_args, left_bus_from_args
 from teledora.devices.drive.feetech_lift import FeetechLift
 from teledora.devices.drive.lift_loop import run_lift
+from teledora.runtime.node_io import NodeIO, make_node, node_id
 
 
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
@@ -31,7 +35,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     config = load_drive_config(args.config)
     bus = left_bus_from_args(args, config)
     io = NodeIO(make_node(node), node_id("lift"), clock)
-    limits = LiftCommandLimits.from_profile(models.load_profile(os.environ.get("TELEDORA_PROFILE") or None))
+    limits = LiftCommandLimits.from_profile(load_node_profile())
     run_lift(io, FeetechLift(bus, config.lift.servo_id), config.lift, limits, clock)
 
 

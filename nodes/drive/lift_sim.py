@@ -14,16 +14,20 @@ Args: ``--config`` drive.yaml, ``--start-height-mm`` where the lift starts
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from typing import Any, Callable, Sequence
 
-from teledora import models
-from teledora.models.config_files import DRIVE, add_config_arg, load_drive_config
-from teledora.runtime.node_io import NodeIO, make_node, node_id
+from teledora.models.config_files import (
+    DRIVE,
+    add_config_arg,
+    load_drive_config,
+    load_node_profile,
+)
 from teledora.operators.drive.lift_command_limits import LiftCommandLimits
+
 from teledora.devices.drive.lift_loop import run_lift
 from teledora.devices.drive.sim_lift import SimLiftServo
+from teledora.runtime.node_io import NodeIO, make_node, node_id
 
 
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
@@ -33,7 +37,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     args, _ = parser.parse_known_args(argv)  # dora may pass more
     config = load_drive_config(args.config)
     io = NodeIO(make_node(node), node_id("lift"), clock)
-    limits = LiftCommandLimits.from_profile(models.load_profile(os.environ.get("TELEDORA_PROFILE") or None))
+    limits = LiftCommandLimits.from_profile(load_node_profile())
     run_lift(io, SimLiftServo(config.lift, args.start_height_mm, clock), config.lift, limits, clock)
 
 

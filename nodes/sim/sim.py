@@ -20,17 +20,18 @@ import os
 import time
 
 import mujoco
+from teledora.models.config_files import load_node_profile
+from teledora.operators.contract.messages import MessageError
+from teledora.operators.sim.sim_physics import SimPhysics, apply_joint_command
 
 from teledora import models
 from teledora.runtime.node_io import NodeIO, make_node, node_id
-from teledora.operators.contract.messages import MessageError
-from teledora.operators.sim.sim_physics import SimPhysics, apply_joint_command
 
 MAX_STEPS_PER_WAKE = 100  # never try to catch up more than 0.2 s of physics at once
 
 
 def main(argv: list[str] | None = None, node=None, clock=time.monotonic_ns) -> None:
-    profile = models.load_profile(os.environ.get("TELEDORA_PROFILE") or None)  # default: the shipped profile
+    profile = load_node_profile()
     speed = float(os.environ.get("TELEDORA_SIM_SPEED", "1.0"))
     model = mujoco.MjModel.from_xml_path(str(models.path(profile.scene)))
     sim = SimPhysics(model, profile)
