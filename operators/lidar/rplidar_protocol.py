@@ -13,8 +13,13 @@ timeout) and feeds them in. Facts used (Slamtec protocol, A1 firmware 1.x):
   byte 2 = angle_q6[14:7], bytes 3-4 = distance_q2 (mm * 4), little endian.
   Angles are clockwise degrees * 64; distance 0 means "no valid measurement".
 
-:class:`SampleStreamParser` resynchronises on a corrupted stream by dropping
-one byte at a time until a 5-byte window passes both the S/!S and C checks.
+:class:`SampleStreamParser` checks more than those bits: the protocol has no
+checksum, so a random 5-byte window passes the S/!S and C checks (and angle <
+360 degrees) about one time in six. A window is taken as a sample only when its
+angle also continues the previous sample's (the head turns one way at a nearly
+steady rate) and, if it carries the start flag, when it lies just past 0
+degrees. Any window that fails makes the parser lose sync and look for a new
+run of ``confirm_windows`` windows that pass every check with each other.
 """
 
 from __future__ import annotations
@@ -175,6 +180,35 @@ def sample_is_valid(b0: int, b1: int, b2: int) -> bool:
     return start != inverse and (b1 & 0x1) == 1 and angle_q6 < ANGLE_Q6_LIMIT
 
 
+def sample_angle_q6(b1: int, b2: int) -> int:
+    """Angle of a sample window in 1/64 degree."""
+    return (b1 >> 1) | (b2 << 7)
+
+
+@dataclass(frozen=True)
+class ContinuityLimits:
+    """How far one sample's angle may move from the previous sample's.
+
+    Attributes:
+        max_step_deg: Largest clockwise step between consecutive samples
+            (the A1 steps ~1 degree at 5.5 Hz, ~1.8 degrees at 10 Hz).
+        max_backstep_deg: Largest step backwards tolerated (measurement jitter).
+    """
+
+    max_step_deg: float
+    max_backstep_deg: float
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.max_step_deg < 180.0:
+            raise ValueError(f"max_step_deg must be in (0, 180), got {self.max_step_deg}")
+        if not 0.0 <= self.max_backstep_deg < 180.0:
+            raise ValueError(f"max_backstep_deg must be in [0, 180), got {self.max_backstep_deg}")
+
+
+# Used where no limits are given (protocol-level tests, tools): generous for any A1 rate.
+DEFAULT_LIMITS = ContinuityLimits(max_step_deg=3.0, max_backstep_deg=1.0)
+
+
 @dataclass
 class SampleBatch:
     """Samples decoded from one chunk of bytes, as parallel arrays.
@@ -183,7 +217,7 @@ class SampleBatch:
         start: True for the first sample of a new revolution.
         quality: Signal quality 0-63.
         angle_deg: Clockwise angle in degrees, [0, 360) (device frame).
-        distance_m: Distance in metres; 0 means no valid measurement.
+        distance_m: Distances in metres; 0 means no valid measurement.
         end_offset: For each sample, the byte offset (in the fed chunk) just
             after its last byte, so the caller can estimate its arrival time.
     """
@@ -201,59 +235,116 @@ class SampleBatch:
 class SampleStreamParser:
     """Turns a byte stream of SCAN samples into :class:`SampleBatch` es.
 
-    Keeps a partial sample between calls; when a 5-byte window fails the
-    protocol checks it drops one byte at a time until ``confirm_windows``
-    consecutive windows pass (``resync_bytes`` counts the dropped bytes,
-    ``resync_events`` the separate losses of sync).
+    In sync, each 5-byte window must pass the S/!S and C checks, continue the
+    previous sample's angle within ``limits`` and, when it carries the start
+    flag, lie within one step of 0 degrees. A window that fails is not a
+    sample: the parser loses sync at that window and takes a new anchor only
+    where ``confirm_windows`` consecutive windows pass every check among
+    themselves, dropping one byte at a time until they do. So a sample that
+    breaks the run is dropped, while a good one after a bad anchor starts the
+    new run and is kept.
+
+    Counters: ``resync_bytes`` (bytes dropped), ``resync_events`` (losses of
+    sync), ``rejected_windows`` (windows that passed the bit checks but not
+    the angle checks: phantom samples), ``samples`` (accepted), ``bytes_fed``
+    (stream position: bytes fed since the last reset, for the sample clock).
+    Memory is bounded: at most ``5 * confirm_windows`` bytes wait between calls.
 
     Args:
         confirm_windows: Consecutive valid windows needed to regain sync.
+        limits: Angle continuity limits.
     """
 
-    def __init__(self, confirm_windows: int = 3) -> None:
+    def __init__(self, confirm_windows: int = 3, limits: ContinuityLimits = DEFAULT_LIMITS) -> None:
         if confirm_windows < 1:
             raise ValueError("confirm_windows must be >= 1")
         self.confirm_windows = confirm_windows
+        self.limits = limits
+        self._max_step_q6 = int(round(limits.max_step_deg * 64))
+        self._max_back_q6 = int(round(limits.max_backstep_deg * 64))
         self._pending = b""
         self.resync_bytes = 0
         self.resync_events = 0
+        self.rejected_windows = 0
         self.samples = 0
+        self.bytes_fed = 0
         self._in_sync = False  # the first bytes after a flush may start mid-sample
+        self._ref_q6: int | None = None  # angle of the last accepted sample
 
     def reset(self) -> None:
         """Forgets buffered bytes (after a stop / flush / restart)."""
         self._pending = b""
         self._in_sync = False
+        self._ref_q6 = None
+        self.bytes_fed = 0
+
+    def _continues(self, prev_q6: int, b0: int, b1: int, b2: int) -> bool:
+        """Whether a bit-valid window continues a sample at ``prev_q6``."""
+        angle = sample_angle_q6(b1, b2)
+        step = (angle - prev_q6) % ANGLE_Q6_LIMIT
+        if not (step <= self._max_step_q6 or ANGLE_Q6_LIMIT - step <= self._max_back_q6):
+            return False
+        return self._start_plausible(b0, angle)
+
+    def _start_plausible(self, b0: int, angle_q6: int) -> bool:
+        """A start flag only on a sample just past 0 degrees (or jitter just before it)."""
+        if not b0 & 0x1:
+            return True
+        return angle_q6 <= self._max_step_q6 or ANGLE_Q6_LIMIT - angle_q6 <= self._max_back_q6
+
+    def _run_passes(self, data: bytes, i: int) -> bool:
+        """``confirm_windows`` windows from ``i`` pass the bit checks and continue each other."""
+        prev: int | None = None
+        for j in range(i, i + SAMPLE_LEN * self.confirm_windows, SAMPLE_LEN):
+            b0, b1, b2 = data[j], data[j + 1], data[j + 2]
+            if not sample_is_valid(b0, b1, b2):
+                return False
+            if prev is None:
+                if not self._start_plausible(b0, sample_angle_q6(b1, b2)):
+                    return False
+            elif not self._continues(prev, b0, b1, b2):
+                return False
+            prev = sample_angle_q6(b1, b2)
+        return True
 
     def feed(self, chunk: bytes) -> SampleBatch:
         """Decodes every complete sample in ``pending + chunk``."""
         data = self._pending + chunk
         base = len(self._pending)  # offsets reported relative to ``chunk``
+        self.bytes_fed += len(chunk)
         starts: list[int] = []
         i = 0
         n = len(data)
         while i + SAMPLE_LEN <= n:
             if not self._in_sync:
-                # Out of sync a random window passes the checks one time in four:
-                # require a run of consecutive valid windows before trusting one.
-                need = i + SAMPLE_LEN * self.confirm_windows
-                if need > n:
+                # Out of sync a random window passes the bit checks about one time
+                # in six: require a run of windows that also continue each other.
+                if i + SAMPLE_LEN * self.confirm_windows > n:
                     break
-                if all(sample_is_valid(data[j], data[j + 1], data[j + 2]) for j in range(i, need, SAMPLE_LEN)):
+                if self._run_passes(data, i):
                     self._in_sync = True
+                    self._ref_q6 = None  # the run is the new anchor
                     continue
                 self.resync_bytes += 1
                 i += 1
                 continue
-            if sample_is_valid(data[i], data[i + 1], data[i + 2]):
-                starts.append(i)
-                i += SAMPLE_LEN
-            else:
-                if self._in_sync:
-                    self.resync_events += 1
-                    self._in_sync = False
+            b0, b1, b2 = data[i], data[i + 1], data[i + 2]
+            if not sample_is_valid(b0, b1, b2):
+                self.resync_events += 1
+                self._in_sync = False
                 self.resync_bytes += 1
                 i += 1
+                continue
+            if self._ref_q6 is not None and not self._continues(self._ref_q6, b0, b1, b2):
+                # Either this window is a phantom or the last sample was: look for a
+                # fresh run starting here (kept if good, else dropped byte by byte).
+                self.rejected_windows += 1
+                self.resync_events += 1
+                self._in_sync = False
+                continue
+            starts.append(i)
+            self._ref_q6 = sample_angle_q6(b1, b2)
+            i += SAMPLE_LEN
         self._pending = data[i:]
         if not starts:
             empty = np.zeros(0)

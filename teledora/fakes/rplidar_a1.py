@@ -8,9 +8,20 @@ check bit set, distance 0 where nothing is in range.
 Failure modes a driver must survive are switches on the fake:
 ``streaming_at_start`` (a previous process exited without STOP),
 ``silent`` (answers nothing), ``stall_after_samples`` (stops mid-stream),
-``garbage_every_samples`` (a stray byte now and then), ``health_status``
-(warning / error), and ``burst_revolutions`` (dumps turns faster than real time,
-overflowing a slow reader's buffer).
+``garbage_every_samples`` (a stray byte now and then), :meth:`inject_garbage`
+(a burst of random bytes), ``bit_error_rate`` (one flipped bit in that
+fraction of the sample bytes), ``scan_rate_hz`` changed while streaming (0: the
+motor is frozen but samples keep coming; 0.8: a motor browning out),
+``health_status`` (warning / error), ``burst_revolutions`` (dumps turns faster
+than real time, overflowing a slow reader's buffer), and :meth:`unplug` /
+:meth:`replug` (the port vanishes, then comes back at the same path, as a udev
+symlink does).
+
+Timing: samples are measured on the device's own clock, one every
+``1 / samples_per_second`` from the SCAN request, and written as soon as they
+are due (in bursts of a few ms, like a USB serial bridge). The true host time
+(``time.time_ns``) at which each turn passed 0 degrees is kept in
+``turn_starts_ns`` so a test can check the driver's stamps against it.
 
 The encoding here is written bit by bit from the protocol description and is
 kept separate from the parser under test.
@@ -18,9 +29,13 @@ kept separate from the parser under test.
 
 from __future__ import annotations
 
+import collections
 import math
 import os
+import random
 import select
+import shutil
+import tempfile
 import threading
 import time
 import tty
@@ -91,13 +106,16 @@ RESET_BANNER = b"RP LIDAR System.\r\nFirmware Ver 1.29 - rtm, HW Ver 7\r\nModel:
 
 
 class FakeRplidarA1:
-    """The fake device. ``port`` is the path a driver opens.
+    """The fake device. ``port`` is the path a driver opens (a symlink to the pty).
 
     Args:
         room: What the lidar sees.
-        scan_rate_hz: Turns per second.
-        samples_per_second: Measurement rate (A1: ~2000).
+        scan_rate_hz: Turns per second (may be changed while streaming; 0 = frozen motor).
+        samples_per_second: Measurement rate (A1: ~2000; 10 kB/s, i.e. ~100 us per
+            byte, slower than the 86.8 us per byte of the 115200 baud line).
         range_max_m: Farther than this reads as distance 0.
+        bit_error_rate: Fraction of sample bytes that get one random bit flipped.
+        seed: Seed of the random faults (garbage bytes, bit errors).
     """
 
     def __init__(
@@ -114,6 +132,8 @@ class FakeRplidarA1:
         health_error_code: int = 0,
         burst_revolutions: int = 0,
         angle_jitter_deg: float = 0.0,
+        bit_error_rate: float = 0.0,
+        seed: int = 0,
     ) -> None:
         self.room = room or SyntheticRoom()
         self.scan_rate_hz = scan_rate_hz
@@ -126,20 +146,32 @@ class FakeRplidarA1:
         self.health_error_code = health_error_code
         self.burst_revolutions = burst_revolutions
         self.angle_jitter_deg = angle_jitter_deg
+        self.bit_error_rate = bit_error_rate
         self.requests: list[int] = []
         self.error: Exception | None = None
         self.samples_sent = 0
         self.scan_starts = 0
+        self.corrupted_bytes = 0
+        self.garbage_bytes = 0
+        # true host time of each turn's 0-degree crossing (bounded: a long run keeps the newest)
+        self.turn_starts_ns: collections.deque[int] = collections.deque(maxlen=100_000)
+        # (true angle deg, true distance mm) of every sample sent, newest kept, for error counts
+        self.sent: collections.deque[tuple[float, float]] = collections.deque(maxlen=200_000)
+        self._rng = random.Random(seed)
         self._streaming = streaming_at_start
         self._angle_deg = 137.0  # mid-turn, as after an unclean exit
         self._sample_index = 0
-        self._master, self._slave = os.openpty()
-        tty.setraw(self._slave)
-        os.set_blocking(self._master, False)
-        self._out = bytearray()
-        self.port = os.ttyname(self._slave)
-        self._stop = threading.Event()
+        self._t0_ns = time.time_ns()
+        self._due_base = 0  # samples already accounted for before the clock restarted
+        self._pending_garbage = 0
+        self._dir = tempfile.mkdtemp(prefix="fake-rplidar-")
+        self.port = os.path.join(self._dir, "rplidar")
+        self._master: int | None = None
+        self._slave: int | None = None
         self._lock = threading.Lock()
+        self._plug()
+        self._out = bytearray()
+        self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="fake-rplidar", daemon=True)
 
     def __enter__(self) -> "FakeRplidarA1":
@@ -152,15 +184,55 @@ class FakeRplidarA1:
     def start(self) -> None:
         self._thread.start()
 
+    def _plug(self) -> None:
+        master, slave = os.openpty()
+        tty.setraw(slave)
+        os.set_blocking(master, False)
+        link_tmp = self.port + ".new"
+        os.symlink(os.ttyname(slave), link_tmp)
+        os.replace(link_tmp, self.port)
+        with self._lock:
+            self._master, self._slave = master, slave
+
+    def _unplug_fds(self) -> None:
+        with self._lock:
+            fds, self._master, self._slave = (self._master, self._slave), None, None
+        for fd in fds:
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+    def unplug(self) -> None:
+        """The USB cable is pulled: the port disappears and an open one fails."""
+        self._unplug_fds()
+        try:
+            os.unlink(self.port)
+        except FileNotFoundError:
+            pass
+        self._streaming = False
+
+    def replug(self) -> None:
+        """The cable is back: a fresh pty at the same path; the device has rebooted (idle)."""
+        self._out.clear()
+        self._streaming = False
+        self._plug()
+
+    @property
+    def plugged(self) -> bool:
+        return self._master is not None
+
+    def inject_garbage(self, count: int) -> None:
+        """Puts ``count`` random bytes on the line after the sample being sent."""
+        self._pending_garbage += count
+
     def close(self) -> None:
         """Stops the device thread and closes the pty; re-raises a thread failure."""
         self._stop.set()
         self._thread.join(timeout=2.0)
-        for fd in (self._master, self._slave):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        self._unplug_fds()
+        shutil.rmtree(self._dir, ignore_errors=True)
         if self.error is not None:
             raise RuntimeError(f"fake RPLIDAR thread failed: {self.error!r}") from self.error
 
@@ -172,10 +244,10 @@ class FakeRplidarA1:
         """Queues bytes for the line; ``_flush_out`` moves them as the pty accepts them."""
         self._out += data
 
-    def _flush_out(self) -> None:
+    def _flush_out(self, master: int) -> None:
         while self._out and not self._stop.is_set():
             try:
-                n = os.write(self._master, self._out[:4096])
+                n = os.write(master, self._out[:4096])
             except (BlockingIOError, InterruptedError):
                 return
             except OSError:
@@ -217,26 +289,56 @@ class FakeRplidarA1:
                 self._streaming = True
                 self.scan_starts += 1
                 self._angle_deg = 0.0
-                self._sample_index = 0
+                self._restart_clock()
+
+    def _restart_clock(self) -> None:
+        self._t0_ns = time.time_ns()
+        self._sample_index = 0
+        self._due_base = 0
+
+    def _sample_time_ns(self, index: int) -> float:
+        """True host time at which sample ``index`` (1-based since SCAN) was measured."""
+        return self._t0_ns + (index - self._due_base) * 1e9 / self.samples_per_second
+
+    def _corrupt(self, data: bytes) -> bytes:
+        if not self.bit_error_rate:
+            return data
+        out = bytearray(data)
+        for i in range(len(out)):
+            if self._rng.random() < self.bit_error_rate:
+                out[i] ^= 1 << self._rng.randrange(8)
+                self.corrupted_bytes += 1
+        return bytes(out)
 
     def _next_samples(self, count: int) -> bytes:
-        step = 360.0 * self.scan_rate_hz / self.samples_per_second
         out = bytearray()
         for _ in range(count):
             if self.stall_after_samples is not None and self.samples_sent >= self.stall_after_samples:
                 break
+            step = 360.0 * self.scan_rate_hz / self.samples_per_second
             prev = self._angle_deg
             self._angle_deg = (self._angle_deg + step) % 360.0
+            self._sample_index += 1
             start = self._angle_deg < prev  # wrapped past 0: first sample of a new turn
+            if start:
+                # the turn began when the angle passed 360, a fraction of a sample period ago
+                before = self._angle_deg / step
+                self.turn_starts_ns.append(int(self._sample_time_ns(self._sample_index) - before * 1e9 / self.samples_per_second))
             jitter = self.angle_jitter_deg * math.sin(self._sample_index * 1.7)
             angle = (self._angle_deg + jitter) % 360.0
             dist = self.room.distance_at_device_angle(angle)
             valid = dist <= self.range_max_m
-            out += encode_sample(start, 47 if valid else 0, angle, dist * 1000.0 if valid else 0.0)
-            self._sample_index += 1
+            dist_mm = dist * 1000.0 if valid else 0.0
+            self.sent.append((angle, dist_mm))
+            out += self._corrupt(encode_sample(start, 47 if valid else 0, angle, dist_mm))
             self.samples_sent += 1
             if self.garbage_every_samples and self.samples_sent % self.garbage_every_samples == 0:
                 out += b"\x00"
+                self.garbage_bytes += 1
+            if self._pending_garbage:
+                out += bytes(self._rng.randrange(256) for _ in range(self._pending_garbage))
+                self.garbage_bytes += self._pending_garbage
+                self._pending_garbage = 0
         return bytes(out)
 
     def _run(self) -> None:
@@ -248,33 +350,38 @@ class FakeRplidarA1:
 
     def _serve(self) -> None:
         buf = bytearray()
-        last = time.monotonic()
-        owed = 0.0
         while not self._stop.is_set():
+            with self._lock:
+                master = self._master
+            if master is None:  # unplugged
+                buf.clear()
+                time.sleep(0.005)
+                continue
             try:
-                ready, _, _ = select.select([self._master], [self._master] if self._out else [], [], 0.005)
+                ready, _, _ = select.select([master], [master] if self._out else [], [], 0.002)
             except (OSError, ValueError):
-                return
+                time.sleep(0.005)
+                continue
             if ready:
                 try:
-                    buf += os.read(self._master, 4096)
+                    buf += os.read(master, 4096)
                 except BlockingIOError:
                     pass
                 except OSError:
-                    return
+                    time.sleep(0.005)
+                    continue
                 self._handle(buf)
-            self._flush_out()
-            now = time.monotonic()
             if self._streaming and not self.silent:
                 if self.burst_revolutions:
-                    per_turn = int(self.samples_per_second / self.scan_rate_hz)
-                    self._write(self._next_samples(self.burst_revolutions * per_turn))
-                    self.burst_revolutions = 0
-                owed += (now - last) * self.samples_per_second
-                n = int(owed)
-                if n:
-                    owed -= n
+                    per_turn = int(self.samples_per_second / max(self.scan_rate_hz, 1e-3))
+                    n = self.burst_revolutions * per_turn
                     self._write(self._next_samples(n))
-            else:
-                owed = 0.0
-            last = now
+                    self._due_base += n  # burst samples are extra: the clock keeps its pace
+                    self.burst_revolutions = 0
+                due = int((time.time_ns() - self._t0_ns) * 1e-9 * self.samples_per_second) + self._due_base
+                n = due - self._sample_index
+                if n > 0:
+                    self._write(self._next_samples(n))
+                    if self.stall_after_samples is not None and self.samples_sent >= self.stall_after_samples:
+                        self._sample_index = due  # a stalled device's clock runs on
+            self._flush_out(master)

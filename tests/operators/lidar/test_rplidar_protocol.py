@@ -1,12 +1,15 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from teledora.operators.lidar.rplidar_protocol import (
     CMD_GET_HEALTH,
     CMD_SCAN,
     MODE_MULTIPLE,
     TYPE_SCAN,
+    SAMPLE_LEN,
     RplidarProtocolError,
     SampleStreamParser,
     encode_request,
@@ -17,8 +20,8 @@ from teledora.operators.lidar.rplidar_protocol import (
 )
 from teledora.fakes.rplidar_a1 import INFO_PAYLOAD, descriptor, encode_sample  # noqa: E402
 
-# quality 15, new turn, 90.0 deg, 1000 mm, worked out by hand from the protocol.
-HAND_SAMPLE = bytes([0x3D, 0x01, 0x2D, 0xA0, 0x0F])
+# quality 15, within a turn (S 0, !S 1), 90.0 deg, 1000 mm, worked out by hand from the protocol.
+HAND_SAMPLE = bytes([0x3E, 0x01, 0x2D, 0xA0, 0x0F])
 
 
 def test_requests_without_and_with_payload():
@@ -61,10 +64,12 @@ def test_hand_computed_sample():
     parser = SampleStreamParser(confirm_windows=1)
     batch = parser.feed(HAND_SAMPLE)
     assert len(batch) == 1
-    assert bool(batch.start[0]) and batch.quality[0] == 15
+    assert not batch.start[0] and batch.quality[0] == 15
     assert batch.angle_deg[0] == pytest.approx(90.0)
     assert batch.distance_m[0] == pytest.approx(1.0)
-    assert encode_sample(True, 15, 90.0, 1000.0) == HAND_SAMPLE
+    assert encode_sample(False, 15, 90.0, 1000.0) == HAND_SAMPLE
+    # the same with the start flag: S 1, !S 0 in the two low bits
+    assert encode_sample(True, 15, 0.5, 1000.0)[0] == 0x3D
 
 
 def test_samples_split_across_chunks_keep_offsets_relative_to_each_chunk():
@@ -103,3 +108,79 @@ def test_window_with_broken_check_bit_or_angle_over_360_is_not_a_sample():
     assert len(parser.feed(bad_check)) == 0
     parser.reset()
     assert len(parser.feed(bad_angle)) == 0
+
+
+def _turn_stream(n: int = 200, step_deg: float = 1.2, first: float = 0.6) -> tuple[bytes, np.ndarray]:
+    angles = (first + step_deg * np.arange(n)) % 360.0
+    starts = np.r_[True, angles[1:] < angles[:-1]]
+    data = b"".join(encode_sample(bool(s), 40, float(a), 1500.0) for s, a in zip(starts, angles))
+    return data, angles
+
+
+def test_phantom_window_that_passes_the_bit_checks_is_rejected():
+    data, angles = _turn_stream(60)
+    phantom = encode_sample(False, 40, 200.0, 300.0)  # well formed, but 190 degrees off
+    stream = data[: 30 * 5] + phantom + data[30 * 5:]
+    parser = SampleStreamParser()
+    batch = parser.feed(stream)
+    np.testing.assert_allclose(batch.angle_deg, np.round(angles * 64) / 64)
+    assert parser.rejected_windows == 1 and parser.resync_bytes == 5
+
+
+def test_start_flag_in_mid_turn_is_a_phantom():
+    data, angles = _turn_stream(60)
+    stream = data[: 20 * 5] + encode_sample(True, 40, float(angles[19]) + 0.5, 1500.0) + data[20 * 5:]
+    batch = SampleStreamParser().feed(stream)
+    assert len(batch) == 60 and int(batch.start.sum()) == 1
+
+
+def test_flipped_high_angle_bit_drops_only_that_sample():
+    data, angles = _turn_stream(60)
+    broken = bytearray(data)
+    broken[25 * 5 + 2] ^= 0x10  # angle + 32 degrees
+    batch = SampleStreamParser().feed(bytes(broken))
+    expected = np.delete(np.round(angles * 64) / 64, 25)
+    np.testing.assert_allclose(batch.angle_deg, expected)
+
+
+def test_a_good_sample_after_a_bad_anchor_starts_the_new_run():
+    data, angles = _turn_stream(60)
+    parser = SampleStreamParser()
+    parser.feed(encode_sample(False, 40, 90.0, 1.0) * 3)  # a wrong anchor
+    batch = parser.feed(data)  # the first good sample does not continue it
+    assert len(batch) == 60 and batch.angle_deg[0] == pytest.approx(0.6, abs=1 / 64)
+
+
+def test_random_garbage_bursts_never_decode_as_samples():
+    rng = np.random.default_rng(1)
+    data, angles = _turn_stream(2000)
+    pieces, truth = [], set(np.round(angles * 64).astype(int).tolist())
+    for k in range(0, 2000, 50):
+        pieces.append(data[k * 5:(k + 50) * 5])
+        pieces.append(rng.integers(0, 256, int(rng.integers(1, 60)), dtype=np.uint8).tobytes())
+    parser = SampleStreamParser()
+    batch = parser.feed(b"".join(pieces))
+    decoded = set(np.round(batch.angle_deg * 64).astype(int).tolist())
+    assert decoded <= truth
+    assert np.all(batch.distance_m == pytest.approx(1.5))
+    assert len(batch) > 1700 and parser.resync_bytes > 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=3000), st.lists(st.integers(1, 400), max_size=20))
+def test_parser_survives_any_bytes_in_any_chunking(data, cuts):
+    whole = SampleStreamParser()
+    ref = whole.feed(data)
+    split = SampleStreamParser()
+    parts, pos = [], 0
+    for c in cuts:
+        parts.append(split.feed(data[pos:pos + c]))
+        assert len(split._pending) < SAMPLE_LEN * split.confirm_windows
+        pos += c
+    parts.append(split.feed(data[pos:]))
+    got = np.concatenate([p.angle_deg for p in parts])
+    np.testing.assert_array_equal(got, ref.angle_deg)
+    np.testing.assert_array_equal(np.concatenate([p.distance_m for p in parts]), ref.distance_m)
+    assert np.all((ref.angle_deg >= 0) & (ref.angle_deg < 360)) and np.all(ref.distance_m >= 0)
+    assert np.all((ref.end_offset >= SAMPLE_LEN) & (ref.end_offset <= len(data)))
+    assert whole.samples * SAMPLE_LEN + whole.resync_bytes + len(whole._pending) == len(data)
