@@ -6,10 +6,12 @@ Outputs: ``scan`` (LaserScan in the lidar's frame, one per revolution, on the
 1-degree grid of ``operators/lidar/scan_binning.py``), ``diagnostics`` (~1 Hz).
 
 The device is :class:`teledora.devices.lidar.rplidar_a1.RplidarA1Backend`
-(rplidar-roboticia with reads that time out). At start, and after any fault,
-the node stops the lidar, waits, flushes the input buffer, checks health and
-restarts the scan; a lidar that sends nothing for ``read_timeout_s`` raises
-``LidarTimeoutError`` and is restarted, with a growing back-off.
+(rplidar-roboticia with reads that time out). When to connect, restart the
+scan or give up is :class:`teledora.operators.lidar.restart_policy.RestartPolicy`:
+every connect waits the unit's ``power_up_delay_s``; a fault (timeout, no turn
+for ``revolution_timeout_s``, protocol or serial error) is reported and retried
+with a growing back-off; after ``hardware.max_restarts`` failed attempts in a
+row the node closes the port and stays in error until it is restarted.
 
 Args: ``--lidar front|back`` (or env ``LIDAR``), ``--port`` (or env
 ``LIDAR_PORT``, overrides lidar.yaml), ``--config`` lidar YAML (default:
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from teledora.devices.lidar.rplidar_a1 import RECOVERABLE, RplidarA1Backend
+from teledora.operators.lidar.restart_policy import CONNECT, RestartPolicy
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.models.config_files import load_lidar_setup
 
@@ -47,43 +50,52 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     unit = setup.lidars[args.lidar]
     backend = RplidarA1Backend(args.port or unit.port, unit.frame_id, setup.grid, setup.hardware, clock, sleep)
     io = NodeIO(make_node(node), node_id(f"lidar_{args.lidar}"), clock)
-    io.diag.set_status("warn", f"connecting to {backend.port}")
-    if not args.no_power_up_delay:
-        sleep(unit.power_up_delay_s)  # the two units must not spin up together on one hub
-    connected, failures, retry_at = False, 0, 0
+    delay_s = 0.0 if args.no_power_up_delay else unit.power_up_delay_s
+    policy = RestartPolicy(setup.hardware.max_restarts, delay_s)
+    policy.start(clock())
+    io.diag.set_status("warn", f"waiting power_up_delay_s {delay_s} s, then connecting to {backend.port}")
+    scanning = False
 
     def fault(exc: Exception) -> None:
-        nonlocal connected, failures, retry_at
-        failures += 1
-        connected = False
-        io.diag.error(f"{type(exc).__name__}: {exc}")
-        io.diag.set_status("error", f"lidar fault ({failures} in a row), recovering")
-        io.log("error", f"{backend.port}: {type(exc).__name__}: {exc}")
-        backoff_s = min(0.2 * 2 ** min(failures, 5), 5.0)
-        retry_at = clock() + int(backoff_s * 1e9)
+        nonlocal scanning
+        scanning = False
+        reason = f"{type(exc).__name__}: {exc}"
+        io.diag.error(reason)
+        io.log("error", f"{backend.port}: {reason}")
+        if policy.fault(clock(), port_lost=backend.lidar is None or not backend.info or isinstance(exc, OSError)) is None:
+            backend.close()  # stops the motor
+            io.diag.set_status("error", f"gave up after {policy.max_restarts} restarts in a row without a scan "
+                                        f"(hardware.max_restarts); last: {reason}; restart the node")
+            io.log("error", f"{backend.port}: restart budget spent, staying in error")
+        else:
+            io.diag.set_status("error", f"lidar fault ({policy.failures} in a row, budget {policy.max_restarts}), "
+                                        f"recovering in {policy.backoff_s():.1f} s: {reason}")
 
     while (batch := io.next_batch()) is not None:
         for event in io.newest(batch, {"tick"}):
             if event["type"] != "INPUT" or event["id"] != "tick":
                 continue  # STOP / INPUT_CLOSED: keep serving until the stream ends
             try:
-                if not connected:
-                    if clock() < retry_at:
-                        continue
-                    if backend.lidar is None or not backend.info or failures >= 3:
+                action = policy.due(clock())
+                if action is not None:
+                    if action == CONNECT:
                         backend.close()  # reopen the port from scratch
                         backend.connect()
                     else:
                         backend.restart_scan("fault")
-                    connected = True
+                    scanning = True
+                    io.diag.set_status("warn", f"connected to {backend.port}, waiting for the first complete turn")
                     io.log("info", f"{backend.port}: scanning, info {backend.info}, health {backend.health}")
-                for scan in backend.read():
-                    failures = 0
-                    io.diag.set_status("ok" if backend.health == "good" else "warn", f"scanning, health {backend.health}")
-                    io.send("scan", "LaserScan", scan.to_message())
+                if scanning:
+                    for scan in backend.read():
+                        policy.turn_completed()
+                        io.diag.set_status("ok" if backend.health == "good" else "warn",
+                                           f"scanning at {1.0 / scan.scan_time:.1f} Hz, health {backend.health}")
+                        io.send("scan", "LaserScan", scan.to_message())
             except RECOVERABLE as exc:
                 fault(exc)
-            io.diag.details = {**backend.diagnostics_details(), "consecutive_failures": failures}
+            io.diag.details = {**backend.diagnostics_details(), "consecutive_failures": policy.failures,
+                               "gave_up": policy.gave_up}
             io.publish_diagnostics()
     backend.close()
     io.publish_diagnostics(force=True)

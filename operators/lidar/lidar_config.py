@@ -48,12 +48,31 @@ class HardwareConfig:
     reset_settle_s: float
     max_buffered_bytes: int
     min_samples_per_revolution: int
+    max_samples_per_revolution: int
+    min_scan_rate_hz: float
+    revolution_timeout_s: float
+    max_restarts: int
+    max_angle_step_deg: float
+    max_angle_backstep_deg: float
+    sample_clock_window_s: float
 
     def __post_init__(self) -> None:
         if not self.read_timeout_s > 0:
             raise ValueError("read_timeout_s must be > 0")
         if self.stop_settle_s < 0.1:
             raise ValueError("stop_settle_s must be >= 0.1 (the A1 needs that long after STOP)")
+        if not 1 <= self.min_samples_per_revolution < self.max_samples_per_revolution:
+            raise ValueError("need 1 <= min_samples_per_revolution < max_samples_per_revolution")
+        if not self.min_scan_rate_hz > 0:
+            raise ValueError("min_scan_rate_hz must be > 0")
+        if not self.revolution_timeout_s > 1.0 / self.min_scan_rate_hz:
+            raise ValueError("revolution_timeout_s must exceed one turn at min_scan_rate_hz")
+        if self.max_restarts < 0:
+            raise ValueError("max_restarts must be >= 0")
+        if not 0 < self.max_angle_step_deg < 180 or not 0 <= self.max_angle_backstep_deg < 180:
+            raise ValueError("max_angle_step_deg must be in (0, 180) and max_angle_backstep_deg in [0, 180)")
+        if not self.sample_clock_window_s > 0.1:
+            raise ValueError("sample_clock_window_s must be > 0.1")
 
 
 @dataclass(frozen=True)

@@ -1,20 +1,29 @@
 """One RPLIDAR A1 over USB serial: the lidar node's hardware device.
 
-The serial port is opened, GET_INFO asked and the motor switched through
-rplidar-roboticia (``RPLidar``), with the library's blocking reads replaced:
-its response reader busy-waits forever, its scan iterator cannot time out and
-its health answer reads the error code in the wrong byte order. Health, SCAN
-and the sample stream therefore go through ``operators/lidar/rplidar_protocol.py``,
+The serial port is opened and the motor switched through rplidar-roboticia
+(``RPLidar``), with the library's blocking reads replaced: its response reader
+busy-waits forever, its descriptor reader reports a silent device as a
+"length mismatch", its scan iterator cannot time out and its health answer
+reads the error code in the wrong byte order. GET_INFO, health, SCAN and the
+sample stream therefore go through ``operators/lidar/rplidar_protocol.py``,
 read in chunks with timeouts. Connecting (and :meth:`RplidarA1Backend.restart_scan`
 after any fault) stops the lidar, waits, flushes the input buffer, checks
-health and starts a fresh scan; a lidar that sends nothing for
-``read_timeout_s`` raises :class:`LidarTimeoutError`.
+health and starts a fresh scan. Faults raised while scanning:
+
+* :class:`LidarTimeoutError`: nothing (or not a whole answer) for ``read_timeout_s``;
+* :class:`LidarWatchdogError`: bytes arrive but no turn completed for
+  ``revolution_timeout_s`` (frozen or slow motor, noise), with the reason.
+
+Samples are stamped from the device's measured byte pace
+(:mod:`teledora.operators.lidar.sample_clock`), not from the line rate.
 """
 
 from __future__ import annotations
 
 import time
 from typing import Any, Callable
+
+import numpy as np
 
 from rplidar import RPLidar, RPLidarException
 
@@ -23,24 +32,31 @@ from teledora.devices.device import Device
 from teledora.operators.lidar.laser_scan import LaserScan
 from teledora.operators.lidar.lidar_config import HardwareConfig
 from teledora.operators.lidar.revolution_assembler import RevolutionAssembler
+from teledora.operators.lidar.revolution_watchdog import RevolutionWatchdog, StreamCounters, WatchdogLimits, diagnose
+from teledora.operators.lidar.sample_clock import SampleClock
 from teledora.operators.lidar.rplidar_protocol import (
     CMD_GET_HEALTH,
+    CMD_GET_INFO,
     CMD_RESET,
     CMD_SCAN,
     CMD_STOP,
     DESCRIPTOR_LEN,
     HEALTH_LEN,
+    INFO_LEN,
     MODE_MULTIPLE,
     MODE_SINGLE,
     SAMPLE_LEN,
     TYPE_HEALTH,
+    TYPE_INFO,
     TYPE_SCAN,
+    ContinuityLimits,
     DeviceHealth,
     RplidarProtocolError,
     SampleStreamParser,
     encode_request,
     expect_descriptor,
     parse_health,
+    parse_info,
 )
 from teledora.operators.lidar.scan_binning import ScanGrid, bin_revolution
 
@@ -51,6 +67,13 @@ class LidarTimeoutError(DeviceError, TimeoutError):
 
 class LidarHealthError(DeviceError, RuntimeError):
     """The lidar reports a hardware error (protection stop) even after a reset."""
+
+
+class LidarWatchdogError(DeviceError, RuntimeError):
+    """Bytes arrive but no turn completed within ``revolution_timeout_s``."""
+
+
+REQUEST_NAMES = {CMD_GET_INFO: "GET_INFO", CMD_GET_HEALTH: "GET_HEALTH", CMD_SCAN: "SCAN"}
 
 
 class TimedRPLidar(RPLidar):
@@ -123,8 +146,16 @@ class RplidarA1Backend(Device):
         self.sleep = sleep
         self.poll_wait_s = poll_wait_s
         self.byte_ns = 10e9 / hw.baudrate  # 8N1: ten bit times per byte
-        self.parser = SampleStreamParser()
-        self.assembler = RevolutionAssembler(min_samples=hw.min_samples_per_revolution)
+        self.parser = SampleStreamParser(limits=ContinuityLimits(hw.max_angle_step_deg, hw.max_angle_backstep_deg))
+        self.assembler = RevolutionAssembler(
+            min_samples=hw.min_samples_per_revolution,
+            max_samples=hw.max_samples_per_revolution,
+            max_scan_time_s=1.0 / hw.min_scan_rate_hz,
+        )
+        self.sample_clock = SampleClock(self.byte_ns, hw.sample_clock_window_s)
+        self.watchdog = RevolutionWatchdog(
+            WatchdogLimits(hw.revolution_timeout_s, hw.min_scan_rate_hz, hw.min_samples_per_revolution)
+        )
         self.lidar: TimedRPLidar | None = None
         self.info: dict[str, Any] = {}
         self.health = ""
@@ -132,7 +163,10 @@ class RplidarA1Backend(Device):
         self.connects = 0
         self.overflows = 0
         self.timeouts = 0
+        self.watchdog_faults = 0
         self._last_data_ns = 0
+        self._since: dict[str, Any] = {}
+        self._reset_since()
 
     def connect(self) -> None:
         """Opens the port and starts scanning (stop, settle, flush, health, scan)."""
@@ -141,19 +175,16 @@ class RplidarA1Backend(Device):
         except RPLidarException as exc:
             raise ConnectionError(f"cannot open {self.port}: {exc}") from None
         self.connects += 1
+        self.lidar.port_handle.timeout = self.hw.read_timeout_s
         self._stop_and_flush()
-        self.info = self._call(self.lidar.get_info)
+        info = parse_info(self._request(CMD_GET_INFO, INFO_LEN, MODE_SINGLE, TYPE_INFO))
+        self.info = {
+            "model": info.model,
+            "firmware": (info.firmware_major, info.firmware_minor),
+            "hardware": info.hardware,
+            "serialnumber": info.serial_number,
+        }
         self.restart_scan("connect")
-
-    def _call(self, fn, *args):
-        """Runs a library call, turning its failure modes into clear exceptions."""
-        try:
-            result = fn(*args)
-        except RPLidarException as exc:
-            raise RplidarProtocolError(f"{fn.__name__}: {exc}") from None
-        if isinstance(result, str):  # the library's "data in buffer" answer
-            raise RplidarProtocolError(f"{fn.__name__}: {result.strip()}")
-        return result
 
     def _stop_and_flush(self) -> None:
         port = self.lidar.port_handle
@@ -163,24 +194,58 @@ class RplidarA1Backend(Device):
         self.lidar.scanning[0] = False
         self.parser.reset()
         self.assembler.reset()
+        self.sample_clock.reset()
 
     def _request(self, command: int, length: int, mode: int, data_type: int) -> bytes:
         """Sends a request and reads its descriptor and (single-mode) payload, with timeouts."""
         port = self.lidar.port_handle
+        name = REQUEST_NAMES.get(command, f"0x{command:02x}")
         port.write(encode_request(command))
         desc = port.read(DESCRIPTOR_LEN)
         if len(desc) != DESCRIPTOR_LEN:
+            self.timeouts += 1
             raise LidarTimeoutError(
-                f"lidar {self.port} sent {len(desc)} of {DESCRIPTOR_LEN} descriptor bytes "
-                f"within {port.timeout} s (request 0x{command:02x})"
+                f"lidar {self.port} did not answer {name}: {len(desc)} of {DESCRIPTOR_LEN} descriptor bytes "
+                f"within read_timeout_s {port.timeout} s (powered? right port?)"
             )
         expect_descriptor(desc, length, mode, data_type)
         if mode == MODE_MULTIPLE:
             return b""
         payload = port.read(length)
         if len(payload) != length:
-            raise LidarTimeoutError(f"lidar {self.port} sent {len(payload)} of {length} payload bytes")
+            self.timeouts += 1
+            raise LidarTimeoutError(
+                f"lidar {self.port} sent {len(payload)} of {length} {name} payload bytes within {port.timeout} s"
+            )
         return payload
+
+    def _reset_since(self) -> None:
+        """Starts the counts the watchdog explains itself with (at a scan start or a turn)."""
+        a = self.assembler
+        self._since = {
+            "bytes": 0, "samples": 0, "rejected": self.parser.rejected_windows, "travel_deg": 0.0,
+            "last_angle": None, "starts": 0, "short": a.dropped_short, "slow": a.dropped_slow, "long": a.dropped_long,
+        }
+
+    def _stream_counters(self) -> StreamCounters:
+        a, s = self.assembler, self._since
+        return StreamCounters(
+            bytes_read=s["bytes"], samples=s["samples"], rejected_windows=self.parser.rejected_windows - s["rejected"],
+            angle_span_deg=s["travel_deg"], start_flags=s["starts"], dropped_short=a.dropped_short - s["short"],
+            dropped_slow=a.dropped_slow - s["slow"], dropped_long=a.dropped_long - s["long"],
+            last_slow_scan_time_s=a.last_dropped_scan_time_s, last_dropped_samples=a.last_dropped_samples,
+        )
+
+    def _count_batch(self, batch) -> None:
+        s = self._since
+        s["samples"] += len(batch)
+        s["starts"] += int(batch.start.sum())
+        angles = batch.angle_deg
+        if s["last_angle"] is not None:
+            angles = np.concatenate([[s["last_angle"]], angles])
+        steps = np.mod(np.diff(angles), 360.0)
+        s["travel_deg"] = min(s["travel_deg"] + float(steps[steps < 180.0].sum()), 720.0)
+        s["last_angle"] = float(batch.angle_deg[-1])
 
     def check_health(self) -> DeviceHealth:
         """GET_HEALTH with our own parser (the library reads the error code big-endian)."""
@@ -206,6 +271,8 @@ class RplidarA1Backend(Device):
         self.lidar.scanning = [True, SAMPLE_LEN, "normal"]
         port.timeout = self.poll_wait_s
         self._last_data_ns = self.clock()
+        self.watchdog.arm(self._last_data_ns)
+        self._reset_since()
         if reason != "connect":
             self.restarts += 1
 
@@ -214,6 +281,7 @@ class RplidarA1Backend(Device):
 
         Raises:
             LidarTimeoutError: nothing arrived for ``read_timeout_s``.
+            LidarWatchdogError: no turn completed for ``revolution_timeout_s``.
         """
         port = self.lidar.port_handle
         waiting = port.in_waiting
@@ -231,16 +299,34 @@ class RplidarA1Backend(Device):
                     f"lidar {self.port} sent nothing for {(now - self._last_data_ns) * 1e-9:.2f} s "
                     f"(read_timeout_s {self.hw.read_timeout_s})"
                 )
+            self._check_watchdog(now)
             return []
         self._last_data_ns = now
+        self._since["bytes"] += len(chunk)
         batch = self.parser.feed(chunk)
+        self.sample_clock.observe(self.parser.bytes_fed, now)
         if len(batch) == 0:
+            self._check_watchdog(now)
             return []
-        # A sample arrived before the bytes read after it, at the line rate.
-        behind = len(chunk) - batch.end_offset
-        arrival = now - (behind * self.byte_ns).astype("int64")
+        self._count_batch(batch)
+        # each sample's time from the device's measured pace (see sample_clock.py)
+        arrival = self.sample_clock.stamp(self.parser.bytes_fed - len(chunk) + batch.end_offset)
         revs = self.assembler.add(batch.start, batch.angle_deg, batch.distance_m, batch.quality, arrival)
+        if revs:
+            self.watchdog.arm(now)
+            self._reset_since()
+        else:
+            self._check_watchdog(now)
         return [bin_revolution(r, self.grid, self.frame_id) for r in revs]
+
+    def _check_watchdog(self, now: int) -> None:
+        elapsed = self.watchdog.overdue_s(now)
+        if elapsed is None:
+            return
+        self.watchdog_faults += 1
+        message = diagnose(self._stream_counters(), self.watchdog.limits, elapsed)
+        self.watchdog.arm(now)  # one report per timeout; the node restarts the scan
+        raise LidarWatchdogError(f"lidar {self.port}: {message}")
 
     def close(self) -> None:
         """Stops the scan and the motor and closes the port (errors ignored)."""
@@ -264,13 +350,19 @@ class RplidarA1Backend(Device):
             "connects": self.connects,
             "overflows": self.overflows,
             "timeouts": self.timeouts,
+            "watchdog_faults": self.watchdog_faults,
             "resync_bytes": self.parser.resync_bytes,
+            "phantom_windows_rejected": self.parser.rejected_windows,
             "revolutions": self.assembler.revolutions,
             "dropped_short_revolutions": self.assembler.dropped_short,
             "dropped_slow_revolutions": self.assembler.dropped_slow,
+            "dropped_long_revolutions": self.assembler.dropped_long,
+            "held_samples": self.assembler.held_samples,
+            "byte_us": round(self.sample_clock.byte_ns / 1e3, 2) if self.sample_clock.byte_ns else None,
             "dtr_errors": self.lidar.dtr_errors if self.lidar else 0,
         }
 
 
 # the faults a node recovers from by restarting the scan or reopening the port
-RECOVERABLE = (LidarTimeoutError, RplidarProtocolError, RPLidarException, OSError, ConnectionError, LidarHealthError)
+RECOVERABLE = (LidarTimeoutError, LidarWatchdogError, RplidarProtocolError, RPLidarException, OSError,
+               ConnectionError, LidarHealthError)

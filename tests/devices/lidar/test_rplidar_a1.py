@@ -9,9 +9,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from teledora.devices.lidar.rplidar_a1 import LidarHealthError, LidarTimeoutError, RplidarA1Backend
+from teledora.devices.lidar.rplidar_a1 import LidarHealthError, LidarTimeoutError, LidarWatchdogError, RplidarA1Backend
 from teledora.operators.lidar.lidar_config import HardwareConfig
-from teledora.operators.lidar.rplidar_protocol import RplidarProtocolError
 from teledora.models.config_files import load_lidar_setup
 from teledora.fakes.rplidar_a1 import FakeRplidarA1, SyntheticRoom  # noqa: E402
 
@@ -20,6 +19,7 @@ from teledora.fakes.rplidar_a1 import FakeRplidarA1, SyntheticRoom  # noqa: E402
 SETUP = load_lidar_setup()
 HW = replace(SETUP.hardware, read_timeout_s=2.0, stop_settle_s=0.1, reset_settle_s=0.1, max_buffered_bytes=3500)
 HW_SHORT_TIMEOUT = replace(HW, read_timeout_s=0.6)
+HW_WATCHDOG = replace(HW, revolution_timeout_s=1.0, max_buffered_bytes=20000)
 FAKE_RATE = dict(scan_rate_hz=10.0, samples_per_second=3000.0)
 
 
@@ -99,8 +99,10 @@ def test_the_bare_library_fails_on_a_streaming_lidar():
 def test_silent_lidar_raises_a_clear_error_instead_of_blocking(make_backend):
     with FakeRplidarA1(silent=True, **FAKE_RATE) as fake:
         backend = make_backend(fake, HW_SHORT_TIMEOUT)
-        with pytest.raises(RplidarProtocolError, match="get_info"):
+        # the documented timeout, naming the request; not the library's "Descriptor length mismatch"
+        with pytest.raises(LidarTimeoutError, match="did not answer GET_INFO: 0 of 7 descriptor bytes"):
             backend.connect()
+        assert backend.timeouts == 1
 
 
 def test_lidar_going_quiet_mid_scan_times_out_and_restarts(make_backend):
@@ -142,3 +144,85 @@ def test_health_error_resets_then_gives_up_with_the_code(make_backend):
         with pytest.raises(LidarHealthError, match="32769"):
             backend.connect()
         assert 0x40 in fake.requests  # RESET was tried
+
+
+def _read_for(backend: RplidarA1Backend, seconds: float, period_s: float = 0.02, check=None) -> list:
+    out: list = []
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        time.sleep(period_s)
+        out += backend.read()
+        if check is not None:
+            check(backend)
+    return out
+
+
+def test_frozen_motor_trips_the_watchdog_and_memory_stays_bounded(make_backend):
+    with FakeRplidarA1(**FAKE_RATE) as fake:
+        backend = make_backend(fake, HW_WATCHDOG)
+        backend.connect()
+        assert len(_scans(backend, 2)) == 2
+        fake.scan_rate_hz = 0.0  # the head stops; samples keep coming, all at one angle
+        held = []
+        with pytest.raises(LidarWatchdogError, match="motor not turning"):
+            _read_for(backend, 10.0, check=lambda b: held.append(b.assembler.held_samples))
+    assert max(held) <= HW_WATCHDOG.max_samples_per_revolution
+    assert backend.assembler.dropped_long >= 1 and backend.watchdog_faults == 1
+
+
+def test_slow_motor_trips_the_watchdog_with_the_measured_rate(make_backend):
+    with FakeRplidarA1(scan_rate_hz=0.8, samples_per_second=2000.0) as fake:
+        backend = make_backend(fake, replace(HW_WATCHDOG, revolution_timeout_s=3.0))
+        backend.connect()
+        with pytest.raises(LidarWatchdogError, match=r"motor too slow: .* \(0\.[78]\d Hz"):
+            _read_for(backend, 10.0)
+    assert backend.assembler.dropped_slow >= 1 and backend.assembler.revolutions == 0
+
+
+def _phantom_rays(scan, room: SyntheticRoom) -> int:
+    """Rays whose range no sample in their sector could have measured."""
+    bad = 0
+    for i in np.flatnonzero(np.isfinite(scan.ranges)):
+        a = scan.angles()[i]
+        half = scan.angle_increment / 2
+        d = [room.distance(x) for x in np.linspace(a - half, a + half, 9)]
+        if not min(d) - 0.03 <= scan.ranges[i] <= max(d) + 0.03:
+            bad += 1
+    return bad
+
+
+def test_garbage_bursts_never_reach_the_scans(make_backend):
+    room = SyntheticRoom()
+    with FakeRplidarA1(room, seed=3, **FAKE_RATE) as fake:
+        backend = make_backend(fake)
+        backend.connect()
+
+        def burst(b):
+            fake.inject_garbage(40)  # 40 random bytes every read: ~25 bursts per turn
+
+        scans = _read_for(backend, 3.0, check=burst)
+    assert len(scans) >= 5 and fake.garbage_bytes > 2000
+    assert sum(_phantom_rays(s, room) for s in scans) == 0
+    assert backend.parser.resync_bytes >= fake.garbage_bytes // 2
+
+
+def test_stamps_follow_the_device_pace_not_the_line_rate(make_backend):
+    """An A1 streams ~100 us per byte, the line carries 86.8 us: with 100 ms reads,
+    stamps counted back at the line rate come out ~8 ms late."""
+    with FakeRplidarA1(scan_rate_hz=5.5, samples_per_second=2000.0) as fake:
+        backend = make_backend(fake)
+        backend.connect()
+        scans = _read_for(backend, 3.5, period_s=0.1)
+        truth = np.array(fake.turn_starts_ns)
+    errors = []
+    for scan in scans:
+        n = len(scan)
+        start = scan.stamp_ns - (n - 0.5) / n * scan.scan_time * 1e9
+        k = int(np.argmin(np.abs(truth - start)))
+        if k + 1 < len(truth):
+            true_stamp = truth[k] + (n - 0.5) / n * (truth[k + 1] - truth[k])
+            errors.append((scan.stamp_ns - true_stamp) * 1e-6)
+    assert len(errors) >= 10
+    # the first turns are stamped before the pace is measured: judge the rest
+    assert abs(np.mean(errors[3:])) < 3.0, errors
+    assert backend.sample_clock.byte_ns == pytest.approx(100_000, rel=0.05)
