@@ -48,3 +48,18 @@ def test_short_and_overlong_turns_are_dropped():
     assert asm.dropped_short == 1
     asm.add(*_turn(100, 2_000_000_000, 100_000_000))  # the 100-sample turn lasted 1.9 s
     assert asm.dropped_slow == 1 and asm.revolutions == 0
+
+
+def test_a_turn_that_never_ends_is_bounded_dropped_and_counted():
+    asm = RevolutionAssembler(min_samples=10, max_samples=500, max_scan_time_s=0.5)
+    asm.add(*_turn(100, 0, 100_000_000))  # a normal turn opens
+    frozen = np.zeros(1000, dtype=bool), np.full(1000, 42.0), np.full(1000, 1.0), np.full(1000, 40.0), np.arange(1000) * 500_000
+    for _ in range(10):  # the motor froze: samples keep coming, no start flag
+        asm.add(*frozen)
+        assert asm.held_samples <= 500
+    assert asm.dropped_long == 1 and asm.discarded_overlong == 100 + 10_000 - 0
+    # the next start flag closes it without a revolution; a slow one is also counted slow
+    assert asm.add(*_turn(100, 6_000_000_000, 100_000_000)) == []
+    assert asm.dropped_slow == 1 and asm.last_dropped_scan_time_s == pytest.approx(6.0)
+    out = asm.add(*_turn(100, 6_100_000_000, 100_000_000))
+    assert len(out) == 1 and asm.held_samples == 100
