@@ -70,6 +70,9 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         else:
             io.diag.set_status("error", f"lidar fault ({policy.failures} in a row, budget {policy.max_restarts}), "
                                         f"recovering in {policy.backoff_s():.1f} s: {reason}")
+        io.diag.details = {**backend.diagnostics_details(), "consecutive_failures": policy.failures,
+                           "gave_up": policy.gave_up}
+        io.publish_diagnostics(force=True)  # every fault is seen, however short the recovery
 
     while (batch := io.next_batch()) is not None:
         for event in io.newest(batch, {"tick"}):
@@ -84,7 +87,11 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                     else:
                         backend.restart_scan("fault")
                     scanning = True
-                    io.diag.set_status("warn", f"connected to {backend.port}, waiting for the first complete turn")
+                    if policy.failures:  # still in error until a turn proves the fault gone
+                        io.diag.set_status("error", f"restarted after {policy.failures} faults in a row, waiting for a "
+                                                    f"complete turn; last: {io.diag.last_error}")
+                    else:
+                        io.diag.set_status("warn", f"connected to {backend.port}, waiting for the first complete turn")
                     io.log("info", f"{backend.port}: scanning, info {backend.info}, health {backend.health}")
                 if scanning:
                     for scan in backend.read():

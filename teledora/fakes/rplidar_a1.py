@@ -148,6 +148,7 @@ class FakeRplidarA1:
         self.angle_jitter_deg = angle_jitter_deg
         self.bit_error_rate = bit_error_rate
         self.requests: list[int] = []
+        self.request_times_ns: list[int] = []  # host time each request was read
         self.error: Exception | None = None
         self.samples_sent = 0
         self.scan_starts = 0
@@ -269,6 +270,7 @@ class FakeRplidarA1:
             else:
                 del buf[:2]
             self.requests.append(cmd)
+            self.request_times_ns.append(time.time_ns())
             if self.silent:
                 continue
             if cmd == 0x25:  # STOP: no answer; samples not yet on the line are never sent

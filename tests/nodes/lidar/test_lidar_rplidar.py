@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import time
+
+import pytest
 from pathlib import Path
 
 import numpy as np
@@ -43,10 +45,11 @@ class TimerNode(MockNode):
         return []
 
 
-def _config(tmp_path, port: str, read_timeout_s: float = 2.0) -> Path:
+def _config(tmp_path, port: str, read_timeout_s: float = 2.0, power_up_delay_s: float = 0.0, **hardware) -> Path:
     cfg = models.load_yaml("alohamini2/lidar.yaml")
     cfg["lidars"]["front"]["port"] = port
-    cfg["hardware"].update(read_timeout_s=read_timeout_s, stop_settle_s=0.1)
+    cfg["lidars"]["front"]["power_up_delay_s"] = power_up_delay_s
+    cfg["hardware"].update(read_timeout_s=read_timeout_s, stop_settle_s=0.1, **hardware)
     path = tmp_path / "lidar.yaml"
     path.write_text(json.dumps(cfg))
     return path
@@ -107,3 +110,70 @@ def test_node_recovers_by_itself_from_a_lidar_that_went_quiet(tmp_path):
     stamps = np.array([decode("LaserScan", v)["stamp_ns"] for v in node.outputs["scan"]])
     assert np.count_nonzero(stamps < state["unstall_ns"]) >= 1
     assert np.count_nonzero(stamps > state["unstall_ns"]) >= 2
+
+
+def _diags(node) -> list[dict]:
+    return [decode("Diagnostics", v) for v in node.outputs.get("diagnostics", [])]
+
+
+def _run(tmp_path, fake, node, *extra, **config) -> None:
+    lidar_rplidar.main(["--lidar", "front", "--config", str(_config(tmp_path, fake.port, **config)), *extra], node=node)
+
+
+@pytest.mark.parametrize("rate_hz, reason", [(0.0, "motor not turning"), (0.8, "motor too slow")])
+def test_frozen_or_slow_motor_is_an_error_not_ok_or_connecting(tmp_path, rate_hz, reason):
+    with FakeRplidarA1(**FAKE_RATE) as fake:
+        def motor_fails_after_two_scans(node):
+            if len(node.outputs.get("scan", [])) >= 2:
+                fake.scan_rate_hz = rate_hz
+
+        node = TimerNode(1000, on_tick=motor_fails_after_two_scans,
+                         until=lambda n: any(reason in d["last_error"] for d in _diags(n)))
+        _run(tmp_path, fake, node, "--no-power-up-delay", revolution_timeout_s=1.0)
+    diags = _diags(node)
+    hit = next(d for d in diags if reason in d["last_error"])
+    assert hit["level"] == "error" and "LidarWatchdogError" in hit["last_error"]
+    details = json.loads(diags[-1]["details_json"])
+    assert details["watchdog_faults"] >= 1 and details["held_samples"] <= 2000
+    assert len(node.outputs["scan"]) == 2  # nothing published while the motor is wrong
+
+
+def test_restart_budget_is_honoured_then_the_node_stays_in_error(tmp_path):
+    with FakeRplidarA1(silent=True, **FAKE_RATE) as fake:
+        node = TimerNode(400, period_s=0.01)  # ~4 s of ticks plus the timeouts: well past the budget
+        _run(tmp_path, fake, node, "--no-power-up-delay", read_timeout_s=0.2, max_restarts=2)
+        connects = fake.requests.count(0x50)
+    diags = _diags(node)
+    last = diags[-1]
+    assert connects == 3  # the first connect and max_restarts retries, then no more
+    assert last["level"] == "error" and "gave up after 2 restarts" in last["message"]
+    assert "did not answer GET_INFO" in last["last_error"]
+    assert json.loads(last["details_json"])["gave_up"] is True
+
+
+def test_power_up_stagger_is_applied_on_every_reconnect(tmp_path):
+    delay_s = 3.5  # longer than the back-offs before a reopen (0.4 + 0.8 + 1.6 s)
+    with FakeRplidarA1(**FAKE_RATE) as fake:
+        state = {"unplug_ns": None, "scans_at_replug": None}
+
+        def unplug_then_replug(node):
+            scans = len(node.outputs.get("scan", []))
+            if state["unplug_ns"] is None and scans >= 2:
+                state["unplug_ns"] = time.time_ns()
+                fake.unplug()
+            elif state["unplug_ns"] is not None and not fake.plugged and time.time_ns() - state["unplug_ns"] > 0.2e9:
+                fake.replug()
+                state["scans_at_replug"] = scans
+
+        def recovered(node):
+            n = state["scans_at_replug"]
+            return n is not None and len(node.outputs.get("scan", [])) >= n + 2
+
+        node = TimerNode(2000, on_tick=unplug_then_replug, until=recovered)
+        start_ns = time.time_ns()
+        _run(tmp_path, fake, node, power_up_delay_s=delay_s)
+        info_times = [t for c, t in zip(fake.requests, fake.request_times_ns) if c == 0x50]
+    assert recovered(node)
+    assert info_times[0] - start_ns >= delay_s * 1e9  # first connect
+    reconnects = [t for t in info_times if t > state["unplug_ns"]]
+    assert reconnects and all(t - state["unplug_ns"] >= delay_s * 1e9 for t in reconnects)
