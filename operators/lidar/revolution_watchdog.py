@@ -21,7 +21,7 @@ class StreamCounters:
         bytes_read: Bytes received.
         samples: Samples accepted by the parser.
         rejected_windows: Phantom windows rejected (bit checks passed, angles did not).
-        angle_span_deg: Clockwise span of the accepted samples' angles (0 if none).
+        angle_span_deg: Degrees the head swept, summed over the accepted samples' clockwise steps.
         start_flags: Samples carrying the start flag.
         dropped_short: Turns dropped for too few samples.
         dropped_slow: Turns dropped for lasting too long.
@@ -64,13 +64,17 @@ def diagnose(counters: StreamCounters, limits: WatchdogLimits, elapsed_s: float)
     if c.samples == 0:
         return head + (f"{c.bytes_read} bytes arrived but none decoded as a sample "
                        f"({c.rejected_windows} phantom windows rejected): line noise or wrong baud rate")
-    if c.dropped_slow:
-        hz = 1.0 / c.last_slow_scan_time_s if c.last_slow_scan_time_s > 0 else 0.0
-        return head + (f"motor too slow: {c.dropped_slow} turns dropped, the last took {c.last_slow_scan_time_s:.2f} s "
-                       f"({hz:.2f} Hz, below min_scan_rate_hz {limits.min_scan_rate_hz}); motor power?")
-    if c.start_flags <= 1 and c.angle_span_deg < 90.0:
+    if c.angle_span_deg < 10.0:
         return head + (f"motor not turning: {c.samples} samples with angles within {c.angle_span_deg:.1f} deg "
                        f"and {c.start_flags} start flags")
+    swept_hz = c.angle_span_deg / 360.0 / elapsed_s if elapsed_s > 0 else 0.0
+    if c.dropped_slow or swept_hz < limits.min_scan_rate_hz:
+        if c.dropped_slow and c.last_slow_scan_time_s > 0:
+            seen = (f"{c.dropped_slow} turns dropped, the last took {c.last_slow_scan_time_s:.2f} s "
+                    f"({1.0 / c.last_slow_scan_time_s:.2f} Hz")
+        else:
+            seen = f"the head swept {c.angle_span_deg:.0f} deg in {elapsed_s:.1f} s ({swept_hz:.2f} Hz"
+        return head + f"motor too slow: {seen}, below min_scan_rate_hz {limits.min_scan_rate_hz}); motor power?"
     if c.dropped_long:
         return head + (f"motor not completing turns: {c.dropped_long} turns dropped past {c.last_dropped_samples - 1} "
                        f"samples ({c.samples} samples, {c.start_flags} start flags)")

@@ -244,7 +244,7 @@ class RplidarA1Backend(Device):
         if s["last_angle"] is not None:
             angles = np.concatenate([[s["last_angle"]], angles])
         steps = np.mod(np.diff(angles), 360.0)
-        s["travel_deg"] = min(s["travel_deg"] + float(steps[steps < 180.0].sum()), 720.0)
+        s["travel_deg"] = s["travel_deg"] + float(steps[steps < 180.0].sum())
         s["last_angle"] = float(batch.angle_deg[-1])
 
     def check_health(self) -> DeviceHealth:

@@ -29,8 +29,9 @@ def test_a_timeout_shorter_than_the_slowest_turn_is_refused():
     (_counters(samples=0, rejected_windows=900), "none decoded as a sample (900 phantom"),
     (_counters(dropped_slow=2, last_slow_scan_time_s=1.25, start_flags=2, angle_span_deg=720), "motor too slow: 2 turns dropped, the last took 1.25 s (0.80 Hz"),
     (_counters(angle_span_deg=0.0), "motor not turning: 4000 samples with angles within 0.0 deg"),
-    (_counters(dropped_long=1, last_dropped_samples=2001, start_flags=2, angle_span_deg=720), "not completing turns"),
-    (_counters(dropped_short=3, last_dropped_samples=12, start_flags=3, angle_span_deg=720), "turns too short: 3 dropped"),
+    (_counters(angle_span_deg=576.0, start_flags=1), "motor too slow: the head swept 576 deg in 2.0 s (0.80 Hz"),
+    (_counters(dropped_long=1, last_dropped_samples=2001, start_flags=2, angle_span_deg=3000), "not completing turns"),
+    (_counters(dropped_short=3, last_dropped_samples=12, start_flags=3, angle_span_deg=3000), "turns too short: 3 dropped"),
 ])
 def test_the_reason_is_read_from_the_counters(counters, words):
-    assert words in diagnose(counters, LIMITS, 2.1)
+    assert words in diagnose(counters, LIMITS, 2.0)
