@@ -228,7 +228,7 @@ def faults(seconds: float):
         ("garbage bursts", {"seed": 1}, garbage),
         ("bit errors 1e-3", {"seed": 1}, bit_errors),
         ("silent device", {"silent": True, "__seconds": 20.0}, silent),
-        ("unplug 1.5 s, replug", {}, unplug),
+        ("unplug 1.5 s, replug", {"__seconds": 9.0}, unplug),
     ]
 
 

@@ -28,6 +28,8 @@ class StreamCounters:
         dropped_long: Turns dropped for too many samples.
         last_slow_scan_time_s: Duration of the last turn dropped as too slow.
         last_dropped_samples: Samples in the last turn dropped as too short or too long.
+        overflows: Times the reader fell more than ``max_buffered_bytes`` behind
+            (each one flushes the input and restarts the scan).
     """
 
     bytes_read: int
@@ -40,6 +42,7 @@ class StreamCounters:
     dropped_long: int
     last_slow_scan_time_s: float
     last_dropped_samples: int
+    overflows: int
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,9 @@ def diagnose(counters: StreamCounters, limits: WatchdogLimits, elapsed_s: float)
     """The reason no turn completed in ``elapsed_s``, in words a person can act on."""
     c = counters
     head = f"no complete turn for {elapsed_s:.1f} s (revolution_timeout_s {limits.timeout_s}): "
+    if c.overflows:
+        return head + (f"the reader fell behind {c.overflows} times (more than max_buffered_bytes waiting; "
+                       "each flushes the input and restarts the scan): host overloaded or ticks too slow")
     if c.bytes_read == 0:
         return head + "no bytes arrived"
     if c.samples == 0:

@@ -237,8 +237,9 @@ class SampleStreamParser:
 
     In sync, each 5-byte window must pass the S/!S and C checks, continue the
     previous sample's angle within ``limits`` and, when it carries the start
-    flag, lie within one step of 0 degrees. A window that fails is not a
-    sample: the parser loses sync at that window and takes a new anchor only
+    flag, lie within one step of 0 degrees; and the window after it must
+    continue it in turn (so a sample is handed out one sample late). A window
+    that fails is not a sample: the parser loses sync at that window and takes a new anchor only
     where ``confirm_windows`` consecutive windows pass every check among
     themselves, dropping one byte at a time until they do. So a sample that
     breaks the run is dropped, while a good one after a bad anchor starts the
@@ -248,7 +249,7 @@ class SampleStreamParser:
     sync), ``rejected_windows`` (windows that passed the bit checks but not
     the angle checks: phantom samples), ``samples`` (accepted), ``bytes_fed``
     (stream position: bytes fed since the last reset, for the sample clock).
-    Memory is bounded: at most ``5 * confirm_windows`` bytes wait between calls.
+    Memory is bounded: fewer than ``5 * max(confirm_windows, 2)`` bytes wait between calls.
 
     Args:
         confirm_windows: Consecutive valid windows needed to regain sync.
@@ -339,6 +340,20 @@ class SampleStreamParser:
                 # Either this window is a phantom or the last sample was: look for a
                 # fresh run starting here (kept if good, else dropped byte by byte).
                 self.rejected_windows += 1
+                self.resync_events += 1
+                self._in_sync = False
+                continue
+            # One window passing by chance is likely enough (about 1 in 500 random
+            # windows continue the angle): the next one must continue this one too.
+            j = i + SAMPLE_LEN
+            if j + SAMPLE_LEN > n:
+                break  # decided when the next window has arrived
+            if not sample_is_valid(data[j], data[j + 1], data[j + 2]):
+                self.resync_events += 1
+                self._in_sync = False
+                continue
+            if not self._continues(sample_angle_q6(b1, b2), data[j], data[j + 1], data[j + 2]):
+                self.rejected_windows += 1  # this window or the next is a phantom
                 self.resync_events += 1
                 self._in_sync = False
                 continue

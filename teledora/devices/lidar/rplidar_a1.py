@@ -223,7 +223,7 @@ class RplidarA1Backend(Device):
         """Starts the counts the watchdog explains itself with (at a scan start or a turn)."""
         a = self.assembler
         self._since = {
-            "bytes": 0, "samples": 0, "rejected": self.parser.rejected_windows, "travel_deg": 0.0,
+            "bytes": 0, "samples": 0, "rejected": self.parser.rejected_windows, "travel_deg": 0.0, "overflows": 0,
             "last_angle": None, "starts": 0, "short": a.dropped_short, "slow": a.dropped_slow, "long": a.dropped_long,
         }
 
@@ -234,6 +234,7 @@ class RplidarA1Backend(Device):
             angle_span_deg=s["travel_deg"], start_flags=s["starts"], dropped_short=a.dropped_short - s["short"],
             dropped_slow=a.dropped_slow - s["slow"], dropped_long=a.dropped_long - s["long"],
             last_slow_scan_time_s=a.last_dropped_scan_time_s, last_dropped_samples=a.last_dropped_samples,
+            overflows=s["overflows"],
         )
 
     def _count_batch(self, batch) -> None:
@@ -271,8 +272,9 @@ class RplidarA1Backend(Device):
         self.lidar.scanning = [True, SAMPLE_LEN, "normal"]
         port.timeout = self.poll_wait_s
         self._last_data_ns = self.clock()
-        self.watchdog.arm(self._last_data_ns)
-        self._reset_since()
+        if reason != "overflow":  # falling behind again and again is no progress: the watchdog keeps running
+            self.watchdog.arm(self._last_data_ns)
+            self._reset_since()
         if reason != "connect":
             self.restarts += 1
 
@@ -288,7 +290,9 @@ class RplidarA1Backend(Device):
         if waiting > self.hw.max_buffered_bytes:
             # We fell behind: old bytes are worthless and the buffer would only grow.
             self.overflows += 1
+            self._since["overflows"] += 1
             self.restart_scan("overflow")
+            self._check_watchdog(self.clock())
             return []
         chunk = port.read(max(waiting, 1))
         now = self.clock()

@@ -226,3 +226,13 @@ def test_stamps_follow_the_device_pace_not_the_line_rate(make_backend):
     # the first turns are stamped before the pace is measured: judge the rest
     assert abs(np.mean(errors[3:])) < 3.0, errors
     assert backend.sample_clock.byte_ns == pytest.approx(100_000, rel=0.05)
+
+
+def test_a_reader_that_keeps_falling_behind_is_a_fault_not_endless_restarts(make_backend):
+    with FakeRplidarA1(**FAKE_RATE) as fake:
+        # 100 ms between reads lets ~1500 bytes wait: always over a 600-byte limit
+        backend = make_backend(fake, replace(HW_WATCHDOG, max_buffered_bytes=600))
+        backend.connect()
+        with pytest.raises(LidarWatchdogError, match="the reader fell behind"):
+            _read_for(backend, 10.0, period_s=0.1)
+    assert backend.overflows >= 3

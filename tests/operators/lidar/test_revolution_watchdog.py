@@ -7,7 +7,8 @@ LIMITS = WatchdogLimits(timeout_s=2.0, min_scan_rate_hz=2.0, min_samples=50)
 
 def _counters(**kw):
     base = dict(bytes_read=20000, samples=4000, rejected_windows=0, angle_span_deg=0.0, start_flags=0,
-                dropped_short=0, dropped_slow=0, dropped_long=0, last_slow_scan_time_s=0.0, last_dropped_samples=0)
+                dropped_short=0, dropped_slow=0, dropped_long=0, last_slow_scan_time_s=0.0, last_dropped_samples=0,
+                overflows=0)
     return StreamCounters(**{**base, **kw})
 
 
@@ -26,6 +27,7 @@ def test_a_timeout_shorter_than_the_slowest_turn_is_refused():
 
 @pytest.mark.parametrize("counters, words", [
     (_counters(bytes_read=0, samples=0), "no bytes arrived"),
+    (_counters(overflows=7), "the reader fell behind 7 times"),
     (_counters(samples=0, rejected_windows=900), "none decoded as a sample (900 phantom"),
     (_counters(dropped_slow=2, last_slow_scan_time_s=1.25, start_flags=2, angle_span_deg=720), "motor too slow: 2 turns dropped, the last took 1.25 s (0.80 Hz"),
     (_counters(angle_span_deg=0.0), "motor not turning: 4000 samples with angles within 0.0 deg"),

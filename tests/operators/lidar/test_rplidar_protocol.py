@@ -62,7 +62,8 @@ def test_info_and_health_payloads():
 
 def test_hand_computed_sample():
     parser = SampleStreamParser(confirm_windows=1)
-    batch = parser.feed(HAND_SAMPLE)
+    assert len(parser.feed(HAND_SAMPLE)) == 0  # handed out once the next window confirms it
+    batch = parser.feed(encode_sample(False, 15, 91.0, 1000.0))
     assert len(batch) == 1
     assert not batch.start[0] and batch.quality[0] == 15
     assert batch.angle_deg[0] == pytest.approx(90.0)
@@ -73,31 +74,31 @@ def test_hand_computed_sample():
 
 
 def test_samples_split_across_chunks_keep_offsets_relative_to_each_chunk():
-    stream = b"".join(encode_sample(i == 0, 40, i * 1.5, 500 + i) for i in range(6))
+    stream = b"".join(encode_sample(i == 0, 40, i * 1.5, 500 + i) for i in range(7))
     parser = SampleStreamParser()
     a = parser.feed(stream[:13])  # not enough windows yet to confirm sync
     b = parser.feed(stream[13:])
-    assert len(a) + len(b) == 6
+    assert len(a) + len(b) == 6  # the seventh waits for the window that confirms it
     np.testing.assert_allclose(np.concatenate([a.angle_deg, b.angle_deg]), np.arange(6) * 1.5)
-    assert b.end_offset[-1] == len(stream) - 13
+    assert b.end_offset[-1] == 6 * 5 - 13
 
 
-def test_resync_after_garbage_byte_loses_only_the_broken_sample():
-    samples = [encode_sample(i == 0, 40, i * 1.0, 1000 + i) for i in range(20)]
+def test_resync_after_a_stray_byte_loses_only_the_sample_it_follows():
+    samples = [encode_sample(i == 0, 40, i * 1.0, 1000 + i) for i in range(21)]
     stream = b"".join(samples[:10]) + b"\x00" + b"".join(samples[10:])
     parser = SampleStreamParser()
     batch = parser.feed(stream)
-    assert len(batch) == 20
-    np.testing.assert_allclose(batch.distance_m * 1000, 1000 + np.arange(20))
-    assert parser.resync_events == 1 and parser.resync_bytes == 1
+    # sample 9 cannot be confirmed by the window after it; the last waits for its successor
+    np.testing.assert_allclose(batch.distance_m * 1000, 1000 + np.delete(np.arange(20), 9))
+    assert parser.resync_events == 1 and parser.resync_bytes == 6
 
 
 def test_starting_mid_sample_finds_the_sample_boundary():
     samples = b"".join(encode_sample(False, 40, 10.0 + i, 2000) for i in range(30))
     parser = SampleStreamParser()
     batch = parser.feed(samples[3:])  # the first two and a half bytes belong to a lost sample
-    assert len(batch) == 29
-    np.testing.assert_allclose(batch.angle_deg, 11.0 + np.arange(29))
+    assert len(batch) == 28  # the last waits for the window that confirms it
+    np.testing.assert_allclose(batch.angle_deg, 11.0 + np.arange(28))
     assert parser.resync_bytes == 2
 
 
@@ -123,23 +124,24 @@ def test_phantom_window_that_passes_the_bit_checks_is_rejected():
     stream = data[: 30 * 5] + phantom + data[30 * 5:]
     parser = SampleStreamParser()
     batch = parser.feed(stream)
-    np.testing.assert_allclose(batch.angle_deg, np.round(angles * 64) / 64)
-    assert parser.rejected_windows == 1 and parser.resync_bytes == 5
+    # lost: the phantom, the sample before it (no window confirms it) and the last (still waiting)
+    np.testing.assert_allclose(batch.angle_deg, np.delete(np.round(angles * 64) / 64, [29, 59]))
+    assert parser.rejected_windows == 1 and parser.resync_bytes == 10
 
 
 def test_start_flag_in_mid_turn_is_a_phantom():
     data, angles = _turn_stream(60)
     stream = data[: 20 * 5] + encode_sample(True, 40, float(angles[19]) + 0.5, 1500.0) + data[20 * 5:]
     batch = SampleStreamParser().feed(stream)
-    assert len(batch) == 60 and int(batch.start.sum()) == 1
+    assert len(batch) == 58 and int(batch.start.sum()) == 1  # the phantom, sample 19 and the waiting last are out
 
 
-def test_flipped_high_angle_bit_drops_only_that_sample():
+def test_flipped_high_angle_bit_drops_that_sample_and_the_one_it_should_confirm():
     data, angles = _turn_stream(60)
     broken = bytearray(data)
     broken[25 * 5 + 2] ^= 0x10  # angle + 32 degrees
     batch = SampleStreamParser().feed(bytes(broken))
-    expected = np.delete(np.round(angles * 64) / 64, 25)
+    expected = np.delete(np.round(angles * 64) / 64, [24, 25, 59])  # and the one before it, and the waiting last
     np.testing.assert_allclose(batch.angle_deg, expected)
 
 
@@ -148,7 +150,7 @@ def test_a_good_sample_after_a_bad_anchor_starts_the_new_run():
     parser = SampleStreamParser()
     parser.feed(encode_sample(False, 40, 90.0, 1.0) * 3)  # a wrong anchor
     batch = parser.feed(data)  # the first good sample does not continue it
-    assert len(batch) == 60 and batch.angle_deg[0] == pytest.approx(0.6, abs=1 / 64)
+    assert len(batch) == 59 and batch.angle_deg[0] == pytest.approx(0.6, abs=1 / 64)  # the last waits
 
 
 def test_random_garbage_bursts_never_decode_as_samples():
@@ -175,7 +177,7 @@ def test_parser_survives_any_bytes_in_any_chunking(data, cuts):
     parts, pos = [], 0
     for c in cuts:
         parts.append(split.feed(data[pos:pos + c]))
-        assert len(split._pending) < SAMPLE_LEN * split.confirm_windows
+        assert len(split._pending) < SAMPLE_LEN * max(split.confirm_windows, 2)
         pos += c
     parts.append(split.feed(data[pos:]))
     got = np.concatenate([p.angle_deg for p in parts])
