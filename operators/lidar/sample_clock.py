@@ -7,7 +7,7 @@ emits samples at a steady rate (an A1: ~2000 per second, ~100 us per byte,
 slower than the 86.8 us per byte of its 115200 baud line), so over a window the
 observations lie on or above the line ``t = t0 + pos * byte_ns``; a read that
 came late only lies higher. :class:`SampleClock` fits that line: the slope by
-least squares on the lower half of the observations (refitted once), the
+least squares, refitted twice on the observations below the median residual, the
 offset through the earliest observation (the smallest delay seen in the
 window). A byte's time is then read off the line.
 
