@@ -17,7 +17,10 @@ from teledora.fakes.rplidar_a1 import FakeRplidarA1, SyntheticRoom  # noqa: E402
 # Generous timeout where a timeout is not the subject (the test machine may be busy);
 # a short one where it is.
 SETUP = load_lidar_setup()
-HW = replace(SETUP.hardware, read_timeout_s=2.0, stop_settle_s=0.1, reset_settle_s=0.1, max_buffered_bytes=3500)
+# The watchdog gets a long timeout where it is not the subject: on a loaded machine the fake
+# itself may fall behind its own rate for a while.
+HW = replace(SETUP.hardware, read_timeout_s=2.0, stop_settle_s=0.1, reset_settle_s=0.1, max_buffered_bytes=3500,
+             revolution_timeout_s=10.0)
 HW_SHORT_TIMEOUT = replace(HW, read_timeout_s=0.6)
 HW_WATCHDOG = replace(HW, revolution_timeout_s=1.0, max_buffered_bytes=20000)
 FAKE_RATE = dict(scan_rate_hz=10.0, samples_per_second=3000.0)
@@ -175,8 +178,10 @@ def test_slow_motor_trips_the_watchdog_with_the_measured_rate(make_backend):
     with FakeRplidarA1(scan_rate_hz=0.8, samples_per_second=2000.0) as fake:
         backend = make_backend(fake, replace(HW_WATCHDOG, revolution_timeout_s=3.0))
         backend.connect()
-        with pytest.raises(LidarWatchdogError, match=r"motor too slow: .* \(0\.[78]\d Hz"):
+        with pytest.raises(LidarWatchdogError, match=r"motor too slow: .* \(\d\.\d\d Hz, below min_scan_rate_hz 2\.0") as err:
             _read_for(backend, 10.0)
+    # the rate read from the stream (the fake may lag its own clock on a loaded machine: never faster)
+    assert 0.1 < float(err.value.args[0].split(" Hz")[0].rsplit("(", 1)[1]) < 0.85
     assert backend.assembler.dropped_slow >= 1 and backend.assembler.revolutions == 0
 
 

@@ -49,7 +49,8 @@ def _config(tmp_path, port: str, read_timeout_s: float = 2.0, power_up_delay_s: 
     cfg = models.load_yaml("alohamini2/lidar.yaml")
     cfg["lidars"]["front"]["port"] = port
     cfg["lidars"]["front"]["power_up_delay_s"] = power_up_delay_s
-    cfg["hardware"].update(read_timeout_s=read_timeout_s, stop_settle_s=0.1, **hardware)
+    # a long revolution timeout where the watchdog is not the subject (a loaded machine may slow the fake)
+    cfg["hardware"].update(read_timeout_s=read_timeout_s, stop_settle_s=0.1, **{"revolution_timeout_s": 10.0, **hardware})
     path = tmp_path / "lidar.yaml"
     path.write_text(json.dumps(cfg))
     return path
