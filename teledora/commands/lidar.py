@@ -57,7 +57,8 @@ def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
         if turns < args.turns:
             out(f"only {turns} of {args.turns} turns arrived")
             return 1
-        out(f"ok: {backend.parser.resync_bytes} bytes skipped resyncing, {backend.restarts} restarts")
+        out(f"ok: {backend.parser.resync_bytes} bytes skipped resyncing, "
+            f"{backend.parser.rejected_windows} phantom windows rejected, {backend.restarts} restarts")
         return 0
     except RECOVERABLE as exc:
         out(f"{backend.port}: {type(exc).__name__}: {exc}")
