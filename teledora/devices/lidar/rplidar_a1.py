@@ -341,7 +341,10 @@ class RplidarA1Backend(Device):
             self.lidar.stop_motor()
         except (OSError, RPLidarException):
             pass
-        self.lidar.disconnect()
+        try:
+            self.lidar.disconnect()
+        except OSError:  # the port may already be gone (unplugged)
+            pass
         self.lidar = None
 
     def diagnostics_details(self) -> dict[str, Any]:
