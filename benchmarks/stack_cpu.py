@@ -143,6 +143,17 @@ def _cpu_s(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
 
 
+def _pss_kb(pid: int) -> int:
+    """Proportional set size: resident pages, each shared page split among its sharers."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def _hwm_kb(pid: int) -> int:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -162,20 +173,23 @@ class Sampler(threading.Thread):
         self.names: dict[int, str] = {}
         self.series: dict[int, list[tuple[int, float]]] = {}
         self.hwm_kb: dict[int, int] = {}
+        self.pss_kb: dict[int, int] = {}
         self.stopped = threading.Event()
 
     def run(self) -> None:
+        k = 0
         while not self.stopped.is_set():
             now = time.time_ns()
+            k += 1
             for pid in _descendants(self.root):
-                if pid not in self.names:
+                if self.names.get(pid, "dora") == "dora":  # a fresh fork is named by its exec'd node later
                     name = _node_name(pid)
                     if name is None:
                         try:
-                            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+                            exe = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
                         except OSError:
                             continue
-                        if b"dora" not in cmd:
+                        if not exe.endswith(b"dora"):
                             continue  # a shell or helper between dora and a node: not counted
                         name = "dora"
                     self.names[pid] = name
@@ -184,6 +198,8 @@ class Sampler(threading.Thread):
                     continue
                 self.series.setdefault(pid, []).append((now, cpu))
                 self.hwm_kb[pid] = max(self.hwm_kb.get(pid, 0), _hwm_kb(pid))
+                if k % 5 == 0:  # smaps_rollup walks the whole address space: once a second
+                    self.pss_kb[pid] = max(self.pss_kb.get(pid, 0), _pss_kb(pid))
             self.stopped.wait(self.period_s)
 
     def cpu_between(self, pid: int, t0: int, t1: int) -> float:
@@ -294,9 +310,10 @@ def main(argv: list[str] | None = None) -> int:
 
     per_node: dict[str, dict] = {}
     for pid, name in sampler.names.items():
-        row = per_node.setdefault(name, {"cpu_s": 0.0, "hwm_kb": 0, "procs": 0})
+        row = per_node.setdefault(name, {"cpu_s": 0.0, "hwm_kb": 0, "pss_kb": 0, "procs": 0})
         row["cpu_s"] += sampler.cpu_between(pid, t0, t1)
         row["hwm_kb"] += sampler.hwm_kb.get(pid, 0)
+        row["pss_kb"] += sampler.pss_kb.get(pid, 0)
         row["procs"] += 1
     counts = message_counts(flow, topic_counts, probe_counts, window_s)
     echo_per = None
@@ -305,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     order = sorted(per_node, key=lambda n: -per_node[n]["cpu_s"])
     print(f"stack_cpu: {'control path' if args.control_only else 'full sim dataflow'}, window {window_s:.1f} s of robot time "
           f"({wall:.0f} s wall in all), {os.cpu_count()} CPUs, load average at start {load_start}, at end {load_end}")
-    print(f"{'node':<14} {'cores':>6} {'in':>6} {'out':>6} {'in Hz':>6} {'out Hz':>6} {'ms/msg in':>9} {'x echo':>7} {'ms/out':>7} {'peak RSS MB':>11}")
+    print(f"{'node':<14} {'cores':>6} {'in':>6} {'out':>6} {'in Hz':>6} {'out Hz':>6} {'ms/msg in':>9} {'x echo':>7} {'ms/out':>7} {'peak RSS MB':>11} {'peak PSS MB':>11}")
     report = {"window_s": window_s, "load_start": load_start, "load_end": load_end, "cpus": os.cpu_count(), "nodes": {}}
     for name in order:
         r = per_node[name]
@@ -314,13 +331,16 @@ def main(argv: list[str] | None = None) -> int:
         ratio = per / echo_per if per is not None and echo_per else None
         print(f"{name:<14} {r['cpu_s'] / window_s:>6.3f} {n_in:>6} {n_out:>6} {n_in / window_s:>6.1f} {n_out / window_s:>6.1f} "
               f"{(per * 1e3 if per is not None else float('nan')):>9.3f} {(ratio if ratio is not None else float('nan')):>7.1f} "
-              f"{(r['cpu_s'] / n_out * 1e3 if n_out else float('nan')):>7.3f} {r['hwm_kb'] / 1024:>11.0f}")
+              f"{(r['cpu_s'] / n_out * 1e3 if n_out else float('nan')):>7.3f} {r['hwm_kb'] / 1024:>11.0f} {r['pss_kb'] / 1024:>11.0f}")
         report["nodes"][name] = {"cores": r["cpu_s"] / window_s, "in": n_in, "out": n_out, "ms_per_msg_in": per * 1e3 if per else None,
-                                 "x_echo": ratio, "peak_rss_mb": r["hwm_kb"] / 1024}
+                                 "x_echo": ratio, "peak_rss_mb": r["hwm_kb"] / 1024,
+                                 "peak_pss_mb": r["pss_kb"] / 1024}
     total_cpu = sum(r["cpu_s"] for n, r in per_node.items() if n not in ("echo", "probe"))
     total_rss = sum(r["hwm_kb"] for n, r in per_node.items() if n not in ("echo", "probe")) / 1024
-    print(f"total (without echo and probe): {total_cpu / window_s:.2f} cores on average, peak RSS summed over processes {total_rss:.0f} MB")
-    report.update(total_cores=total_cpu / window_s, total_peak_rss_mb=total_rss)
+    total_pss = sum(r["pss_kb"] for n, r in per_node.items() if n not in ("echo", "probe")) / 1024
+    print(f"total (without echo and probe): {total_cpu / window_s:.2f} cores on average; summed over processes: peak RSS "
+          f"{total_rss:.0f} MB (shared library pages counted in every process), peak PSS {total_pss:.0f} MB (shared pages split)")
+    report.update(total_cores=total_cpu / window_s, total_peak_rss_mb=total_rss, total_peak_pss_mb=total_pss)
     if echo_per:
         worst = max((per_node[n]["cpu_s"] / counts[n][0] / echo_per, n) for n in CONTROL if n in per_node and counts.get(n, (0, 0))[0])
         print(f"echo floor {echo_per * 1e3:.3f} ms CPU per message; worst control node {worst[1]} at {worst[0]:.1f}x")
