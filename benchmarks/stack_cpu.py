@@ -252,6 +252,22 @@ def message_counts(flow: dict, topic_counts: dict[str, int], probe_counts: dict[
     return out
 
 
+def command_counts(flow: dict, topic_counts: dict[str, int], probe_counts: dict[str, int]) -> dict[str, tuple[str, int, int]]:
+    """Per node with a command input (its ``TELEDORA_ENDS_WITH``, the echo's ``in``):
+    (that input's source, messages on it, messages on the node's first output)."""
+    counts = dict(topic_counts)
+    counts.update(probe_counts)
+    out = {}
+    for n in flow["nodes"]:
+        inputs = n.get("inputs") or {}
+        name = (n.get("env") or {}).get("TELEDORA_ENDS_WITH", "in" if n["id"] == "echo" else "").split(",")[0]
+        if name not in inputs or not n.get("outputs"):
+            continue
+        src = _source(inputs[name])
+        out[n["id"]] = (src, counts.get(src, 0), counts.get(f"{n['id']}/{n['outputs'][0]}", 0))
+    return out
+
+
 def _loadavg() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
@@ -316,6 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         row["pss_kb"] += sampler.pss_kb.get(pid, 0)
         row["procs"] += 1
     counts = message_counts(flow, topic_counts, probe_counts, window_s)
+    commands = command_counts(flow, topic_counts, probe_counts)
     echo_per = None
     if "echo" in per_node and counts.get("echo", (0, 0))[0]:
         echo_per = per_node["echo"]["cpu_s"] / counts["echo"][0]
@@ -343,7 +360,18 @@ def main(argv: list[str] | None = None) -> int:
     report.update(total_cores=total_cpu / window_s, total_peak_rss_mb=total_rss, total_peak_pss_mb=total_pss)
     if echo_per:
         worst = max((per_node[n]["cpu_s"] / counts[n][0] / echo_per, n) for n in CONTROL if n in per_node and counts.get(n, (0, 0))[0])
-        print(f"echo floor {echo_per * 1e3:.3f} ms CPU per message; worst control node {worst[1]} at {worst[0]:.1f}x")
+        print(f"echo floor {echo_per * 1e3:.3f} ms CPU per message; worst control node per message in {worst[1]} at {worst[0]:.1f}x")
+        print("per command (all of a node's CPU over the messages on its command input; ratio to the echo's per message):")
+        print(f"  {'node':<10} {'command input':<22} {'cmd Hz':>7} {'out Hz':>7} {'ms/cmd':>7} {'x echo':>7}")
+        report["per_command"] = {}
+        for name in ("echo",) + CONTROL:
+            if name not in commands or name not in per_node or not commands[name][1]:
+                continue
+            src, n_cmd, n_first = commands[name]
+            per_cmd = per_node[name]["cpu_s"] / n_cmd
+            print(f"  {name:<10} {src:<22} {n_cmd / window_s:>7.1f} {n_first / window_s:>7.1f} {per_cmd * 1e3:>7.3f} {per_cmd / echo_per:>7.1f}")
+            report["per_command"][name] = {"input": src, "cmd_hz": n_cmd / window_s, "first_out_hz": n_first / window_s,
+                                           "ms_per_cmd": per_cmd * 1e3, "x_echo": per_cmd / echo_per}
     xr_in = counts.get("teleop", (0, 0))
     n_ctrl = topic_counts.get("xr/controllers", 0)
     n_targets = topic_counts.get("teleop/arm_targets", 0)
