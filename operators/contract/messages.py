@@ -519,25 +519,6 @@ def _from_row(where: str, plan: _Plan, row: Mapping[str, Any]) -> dict[str, Any]
     return out
 
 
-_STRUCT_IDS: dict[str, int] = {}
-
-
-def _same_type(kind: str, value: pa.Array, struct: pa.StructType) -> bool:
-    """``value.type == struct``, remembered per kind by the type object's identity:
-    dora hands every message of an input the same type object, and comparing
-    nested struct types field by field costs tens of microseconds."""
-    t = value.type
-    if _STRUCT_IDS.get(kind) == id(t) and _TYPE_KEEP.get(kind) is t:
-        return True
-    if t != struct:
-        return False
-    _STRUCT_IDS[kind], _TYPE_KEEP[kind] = id(t), t
-    return True
-
-
-_TYPE_KEEP: dict[str, pa.DataType] = {}
-
-
 def decode(kind: str, value: pa.Array) -> dict[str, Any]:
     """Validates a received dora value of ``kind`` and returns it as a dict.
 
@@ -547,7 +528,7 @@ def decode(kind: str, value: pa.Array) -> dict[str, Any]:
     struct = schema(kind)
     if not isinstance(value, pa.Array):
         raise MessageError(f"{kind}: expected a pyarrow Array, got {type(value).__name__}")
-    if not _same_type(kind, value, struct):
+    if value.type != struct:  # a message fresh from dora brings its own type object: compared in full
         raise MessageError(f"{kind}: wrong Arrow type {value.type}; expected {struct}")
     if len(value) != 1:
         raise MessageError(f"{kind}: expected exactly one message, got {len(value)}")
