@@ -4,7 +4,8 @@ Feeds each node's ``main`` a ``dora.testing.MockNode`` holding a synthetic run
 on a simulated clock: the demo script's XR reports at 90 Hz, arm joint states
 at 90 Hz, lift states at 50 Hz and the node's 100 Hz timer ticks; ik gets the
 arm targets and states teleop produced from them, arms the joint commands ik
-produced. Every event carries its ``seq`` like a real one. It prints, per
+produced. Every event carries its ``seq`` like a real one and its value is
+imported through the Arrow C data interface, as dora delivers it. It prints, per
 node, the CPU time of its loop (first event to the end of its stream, model
 loading excluded) per input event and per command, and the outputs per
 command.
@@ -73,8 +74,15 @@ class TimedNode(MockNode):
         pass
 
 
+def _fresh(value: pa.Array) -> pa.Array:
+    """The array as dora hands it over: imported through the C data interface,
+    with a type object of its own (which makes the contract's type check compare
+    it in full, as in a live node)."""
+    return pa.Array._import_from_c_capsule(*value.__arrow_c_array__())
+
+
 def _input(input_id: str, value: pa.Array, seq: int | None) -> dict:
-    return {"type": "INPUT", "id": input_id, "value": value, "metadata": {} if seq is None else {"seq": seq}}
+    return {"type": "INPUT", "id": input_id, "value": _fresh(value), "metadata": {} if seq is None else {"seq": seq}}
 
 
 def _tick_value() -> pa.Array:
