@@ -76,6 +76,13 @@ def build_dataflow(tmp: Path, probe_out: Path, control_only: bool) -> tuple[Path
         if "path" in n and n["path"].startswith("../"):
             n["path"] = str((REPO / "dataflows" / n["path"]).resolve())
         nodes.append(n)
+    kept = {n["id"] for n in nodes}
+    for n in nodes:  # inputs from dropped nodes (the recorder's heartbeat) go with them
+        if n.get("inputs"):
+            n["inputs"] = {k: v for k, v in n["inputs"].items()
+                           if _source(v).startswith("dora/") or _source(v).split("/")[0] in kept}
+            if n.get("input_types"):
+                n["input_types"] = {k: v for k, v in n["input_types"].items() if k in n["inputs"]}
     here = str(Path(__file__).resolve())
     nodes.append({"id": "echo", "path": here, "args": "--echo", "inputs": {"in": ECHO_INPUT}, "outputs": ["out"]})
     nodes.append({
