@@ -26,7 +26,8 @@ the probe, and the load average at start and end (the machine may be shared:
 compare ratios, not absolute figures, across runs).
 
     python benchmarks/stack_cpu.py [--json out.json] [--keep-run DIR]
-    python benchmarks/stack_cpu.py --control-only   # xr, teleop, ik, arms, base, lift, sim (+ echo, probe)
+    python benchmarks/stack_cpu.py --control-only   # xr, teleop, ik, arms, base, lift, sim (+ echo, probe, and a
+                                                    # counter node standing in for the recorder's message counts)
 """
 
 from __future__ import annotations
@@ -65,6 +66,17 @@ def echo() -> None:
             node.send_output("out", event["value"], event["metadata"])
 
 
+def count(out_path: Path) -> None:
+    """Receive times per input, nothing else (message counts without the recorder)."""
+    from dora import Node
+
+    seen: dict[str, list[int]] = {}
+    for event in Node():
+        if event["type"] == "INPUT":
+            seen.setdefault(event["id"], []).append(time.time_ns())
+    out_path.write_text(json.dumps(seen))
+
+
 # ------------------------------------------------------------------ dataflow
 def build_dataflow(tmp: Path, probe_out: Path, control_only: bool) -> tuple[Path, dict]:
     flow = yaml.safe_load((REPO / "dataflows" / "sim.yml").read_text())
@@ -96,6 +108,9 @@ def build_dataflow(tmp: Path, probe_out: Path, control_only: bool) -> tuple[Path
             "echo": {"source": "echo/out", "queue_size": 10000},
         },
     })
+    if control_only:  # no recorder to count messages: a counter node takes every output of the control path
+        nodes.append({"id": "counter", "path": here, "args": f"--count {probe_out.with_suffix('.counts')}", "inputs": {
+            f"{n['id']}__{o}": {"source": f"{n['id']}/{o}", "queue_size": 10000} for n in nodes[:-2] for o in n.get("outputs", [])}})
     flow = {k: v for k, v in flow.items() if k != "nodes"}
     flow["nodes"] = nodes
     path = tmp / "stack_cpu.yml"
@@ -245,7 +260,7 @@ def message_counts(flow: dict, topic_counts: dict[str, int], probe_counts: dict[
     counts.update(probe_counts)
     out = {}
     for n in flow["nodes"]:
-        if n["id"] == "probe":
+        if n["id"] in ("probe", "counter"):
             continue
         msgs_in = 0
         for spec in (n.get("inputs") or {}).values():
@@ -282,6 +297,7 @@ def _loadavg() -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--echo", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--count", type=Path, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--control-only", action="store_true", help="only the control path (xr, teleop, ik, arms, base, lift, sim)")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     ap.add_argument("--keep-run", type=Path, default=None, help="copy the recording here")
@@ -289,6 +305,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.echo:
         echo()
+        return 0
+    if args.count is not None:
+        count(args.count)
         return 0
     sys.path.insert(0, str(REPO / "benchmarks"))
     from xr_latency import analyse
@@ -324,9 +343,10 @@ def main(argv: list[str] | None = None) -> int:
         window_s = (t1 - t0) / 1e9
         probe_counts = {"echo/out": sum(1 for r in rows if r["id"] == "echo" and t0 <= r["recv_ns"] < t1)}
         topic_counts = _recorded_counts(run_dir, t0, t1) if run_dir.exists() else {}
-        if not topic_counts:  # control only: no recorder; the probe saw the control topics
-            for rid, topic in (("controllers", "xr/controllers"), ("arm_targets", "teleop/arm_targets"), ("joint_commands", "ik/joint_commands")):
-                topic_counts[topic] = sum(1 for r in rows if r["id"] == rid and t0 <= r["recv_ns"] < t1)
+        counts_path = probe_out.with_suffix(".counts")
+        if not topic_counts and counts_path.exists():  # control only: the counter node's receive times
+            for input_id, stamps in json.loads(counts_path.read_text()).items():
+                topic_counts[input_id.replace("__", "/", 1)] = sum(1 for t in stamps if t0 <= t < t1)
         if args.keep_run and run_dir.exists():
             shutil.copytree(run_dir, args.keep_run)
     load_end = _loadavg()
@@ -359,10 +379,11 @@ def main(argv: list[str] | None = None) -> int:
         report["nodes"][name] = {"cores": r["cpu_s"] / window_s, "in": n_in, "out": n_out, "ms_per_msg_in": per * 1e3 if per else None,
                                  "x_echo": ratio, "peak_rss_mb": r["hwm_kb"] / 1024,
                                  "peak_pss_mb": r["pss_kb"] / 1024}
-    total_cpu = sum(r["cpu_s"] for n, r in per_node.items() if n not in ("echo", "probe"))
-    total_rss = sum(r["hwm_kb"] for n, r in per_node.items() if n not in ("echo", "probe")) / 1024
-    total_pss = sum(r["pss_kb"] for n, r in per_node.items() if n not in ("echo", "probe")) / 1024
-    print(f"total (without echo and probe): {total_cpu / window_s:.2f} cores on average; summed over processes: peak RSS "
+    extra = ("echo", "probe", "counter")
+    total_cpu = sum(r["cpu_s"] for n, r in per_node.items() if n not in extra)
+    total_rss = sum(r["hwm_kb"] for n, r in per_node.items() if n not in extra) / 1024
+    total_pss = sum(r["pss_kb"] for n, r in per_node.items() if n not in extra) / 1024
+    print(f"total (without echo, probe and counter): {total_cpu / window_s:.2f} cores on average; summed over processes: peak RSS "
           f"{total_rss:.0f} MB (shared library pages counted in every process), peak PSS {total_pss:.0f} MB (shared pages split)")
     report.update(total_cores=total_cpu / window_s, total_peak_rss_mb=total_rss, total_peak_pss_mb=total_pss)
     if echo_per:
