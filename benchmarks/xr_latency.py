@@ -92,6 +92,14 @@ def build_dataflow(tmp: Path, probe_out: Path, with_sensing: bool) -> Path:
             n["path"] = str(REPO / "nodes" / "xr" / "xr_udp.py")
             n["args"] = f"--port {PORT} --token {TOKEN}"
         nodes.append(n)
+    kept = {n["id"] for n in nodes}
+    for n in nodes:  # inputs from dropped nodes (the recorder's heartbeat) go with them
+        if n.get("inputs"):
+            n["inputs"] = {k: v for k, v in n["inputs"].items()
+                           if (v["source"] if isinstance(v, dict) else v).startswith("dora/")
+                           or (v["source"] if isinstance(v, dict) else v).split("/")[0] in kept}
+            if n.get("input_types"):
+                n["input_types"] = {k: v for k, v in n["input_types"].items() if k in n["inputs"]}
     nodes.append({
         "id": "probe",
         "path": str(Path(__file__).resolve()),

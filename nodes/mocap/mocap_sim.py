@@ -24,6 +24,9 @@ from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.models.config_files import load_mocap_config
 from teledora.operators.mocap.mocap_simulator import MocapSimError, MocapSimulator
 
+IDLE_WAIT_S = 0.5  # with no frame held: wake for diagnostics at least this often
+MIN_WAIT_S = 0.0002  # a frame already due: take only what is queued, then send it
+
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="mocap_sim", description=__doc__.splitlines()[0])
@@ -42,7 +45,15 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     io = NodeIO(make_node(node), node_id("mocap"), clock)
     io.diag.set_status("warn", "waiting for ground_truth")
 
-    while (batch := io.next_batch(timeout_s=0.5 / sim_cfg.rate_hz)) is not None:
+    def wait_s() -> float:
+        # sleep until the next held frame falls due (frames are made when ground truth
+        # arrives, which wakes the node anyway); with none held, until the next diagnostics
+        due = rig.next_due_ns
+        if due is None:
+            return IDLE_WAIT_S
+        return min(IDLE_WAIT_S, max(MIN_WAIT_S, (due - clock()) / 1e9))
+
+    while (batch := io.next_batch(timeout_s=wait_s())) is not None:
         for event in io.newest(batch, {"tick"}):
             if event["type"] != "INPUT":
                 continue  # STOP / INPUT_CLOSED: keep going until the stream ends

@@ -38,7 +38,7 @@ def _wait_for_input(io: NodeIO, input_id: str) -> tuple[bool, bool]:
 def _stop_requested(io: NodeIO) -> bool:
     """True once dora asks the node to stop (`dora stop`, Ctrl-C, --stop-after)
     or its event stream has ended."""
-    batch = io.next_batch(timeout_s=0)
+    batch = io.poll()
     return batch is None or any(event.get("type") == "STOP" for event in batch)
 
 

@@ -18,7 +18,7 @@ docs/messages.md lists every topic with units, frames and rates.
 
 from __future__ import annotations
 
-import functools
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -324,47 +324,13 @@ def schema(kind: str) -> pa.StructType:
 
 
 def _check_quaternion(where: str, q: np.ndarray) -> None:
-    norm = float(np.linalg.norm(q))
+    norm = math.sqrt(float(np.dot(q, q)))
     if abs(norm - 1.0) > _QUAT_TOLERANCE:
         raise MessageError(f"{where}: quaternion (x, y, z, w) must be unit length, norm is {norm:.6f}")
 
 
-def _validate_fields(where: str, fields: Sequence[Field], msg: Mapping[str, Any]) -> None:
-    """Checks values already converted to python/numpy against field rules."""
-    for f in fields:
-        v = msg[f.name]
-        path = f"{where}.{f.name}"
-        if f.type in _NESTED:
-            _validate_fields(path, _NESTED[f.type], v)
-            continue
-        if isinstance(v, np.ndarray):
-            if f.length is not None and v.shape[0] != f.length:
-                raise MessageError(f"{path}: expected length {f.length}, got {v.shape[0]}")
-            if f.finite and v.size and not np.all(np.isfinite(v)):
-                raise MessageError(f"{path}: contains NaN or Inf")
-            if f.same_length_as is not None:
-                other = len(msg[f.same_length_as])
-                if v.shape[0] != other and not (f.optional_empty and v.shape[0] == 0):
-                    raise MessageError(f"{path}: length {v.shape[0]} does not match {f.same_length_as} ({other})")
-            if f.quaternion:
-                _check_quaternion(path, v)
-        elif isinstance(v, float):
-            if f.finite and not np.isfinite(v):
-                raise MessageError(f"{path}: {v} is not finite")
-        elif isinstance(v, list) and f.unique:
-            if len(v) == 0:
-                raise MessageError(f"{path}: empty name list")
-            if any(not isinstance(s, str) or not s for s in v):
-                raise MessageError(f"{path}: names must be non-empty strings")
-            if len(set(v)) != len(v):
-                dup = sorted({s for s in v if v.count(s) > 1})
-                raise MessageError(f"{path}: duplicate names {dup}")
-
-
-@functools.lru_cache(maxsize=None)
-def _category(f_type: pa.DataType) -> str:
-    """What kind of python value a field of this Arrow type holds (cached: the
-    pyarrow type predicates are too slow for a per-message hot path)."""
+def _category_of(f_type: pa.DataType) -> str:
+    """What kind of python value a field of this Arrow type holds."""
     if f_type in _NESTED:
         return "nested"
     if pa.types.is_list(f_type):
@@ -382,13 +348,71 @@ def _category(f_type: pa.DataType) -> str:
     raise MessageError(f"unsupported type {f_type}")  # pragma: no cover
 
 
-def _to_python(f_type: pa.DataType, v: Any, where: str) -> Any:
+class _Spec:
+    """A field with everything the codecs ask of its Arrow type worked out once:
+    hashing and comparing ``pa.DataType`` objects per field and per message
+    cost more than the checks themselves."""
+
+    __slots__ = ("field", "name", "category", "nested")
+
+    def __init__(self, f: Field) -> None:
+        self.field, self.name, self.category = f, f.name, _category_of(f.type)
+        self.nested = _Plan(_NESTED[f.type]) if f.type in _NESTED else None
+
+
+class _Plan:
+    """The compiled fields of one message kind (or nested struct) and their names."""
+
+    __slots__ = ("specs", "names")
+
+    def __init__(self, fields: Sequence[Field]) -> None:
+        self.specs = tuple(_Spec(f) for f in fields)
+        self.names = frozenset(s.name for s in self.specs)
+
+
+_PLANS: dict[str, _Plan] = {kind: _Plan(fields) for kind, fields in KINDS.items()}
+
+
+def _validate_fields(where: str, plan: _Plan, msg: Mapping[str, Any]) -> None:
+    """Checks values already converted to python/numpy against field rules."""
+    for spec in plan.specs:
+        v = msg[spec.name]
+        if spec.nested is not None:
+            _validate_fields(f"{where}.{spec.name}", spec.nested, v)
+            continue
+        f = spec.field
+        if isinstance(v, np.ndarray):
+            if f.length is not None and v.shape[0] != f.length:
+                raise MessageError(f"{where}.{f.name}: expected length {f.length}, got {v.shape[0]}")
+            if f.finite and v.size and not np.isfinite(v).all():
+                raise MessageError(f"{where}.{f.name}: contains NaN or Inf")
+            if f.same_length_as is not None:
+                other = len(msg[f.same_length_as])
+                if v.shape[0] != other and not (f.optional_empty and v.shape[0] == 0):
+                    raise MessageError(f"{where}.{f.name}: length {v.shape[0]} does not match {f.same_length_as} ({other})")
+            if f.quaternion:
+                _check_quaternion(f"{where}.{f.name}", v)
+        elif isinstance(v, float):
+            if f.finite and not math.isfinite(v):
+                raise MessageError(f"{where}.{f.name}: {v} is not finite")
+        elif isinstance(v, list) and f.unique:
+            path = f"{where}.{f.name}"
+            if len(v) == 0:
+                raise MessageError(f"{path}: empty name list")
+            if any(not isinstance(s, str) or not s for s in v):
+                raise MessageError(f"{path}: names must be non-empty strings")
+            if len(set(v)) != len(v):
+                dup = sorted({s for s in v if v.count(s) > 1})
+                raise MessageError(f"{path}: duplicate names {dup}")
+
+
+def _to_python(spec: _Spec, v: Any, where: str) -> Any:
     """Normalises an encode() input value for validation."""
-    cat = _category(f_type)
-    if cat == "nested":
-        if not isinstance(v, Mapping):
-            raise MessageError(f"{where}: expected a mapping")
-        return _normalise(where, _NESTED[f_type], v)
+    cat = spec.category
+    if cat == "float":
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise MessageError(f"{where}: expected float, got {type(v).__name__}")
+        return float(v)
     if cat == "num_list":
         try:
             arr = np.asarray(v, dtype=np.float64)
@@ -397,6 +421,18 @@ def _to_python(f_type: pa.DataType, v: Any, where: str) -> Any:
         if arr.ndim != 1:
             raise MessageError(f"{where}: expected a flat list, got shape {arr.shape}")
         return arr
+    if cat == "nested":
+        if not isinstance(v, Mapping):
+            raise MessageError(f"{where}: expected a mapping")
+        return _normalise(where, spec.nested, v)
+    if cat == "bool":
+        if not isinstance(v, (bool, np.bool_)):
+            raise MessageError(f"{where}: expected bool, got {type(v).__name__}")
+        return bool(v)
+    if cat == "int":
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise MessageError(f"{where}: expected int, got {type(v).__name__}")
+        return int(v)
     if cat == "int_list":
         arr = np.asarray(v)
         if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
@@ -406,47 +442,40 @@ def _to_python(f_type: pa.DataType, v: Any, where: str) -> Any:
         if isinstance(v, (str, bytes)) or not isinstance(v, Iterable):
             raise MessageError(f"{where}: expected a list of strings")
         return list(v)
-    if cat == "bool":
-        if not isinstance(v, (bool, np.bool_)):
-            raise MessageError(f"{where}: expected bool, got {type(v).__name__}")
-        return bool(v)
-    if cat == "int":
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-            raise MessageError(f"{where}: expected int, got {type(v).__name__}")
-        return int(v)
-    if cat == "float":
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
-            raise MessageError(f"{where}: expected float, got {type(v).__name__}")
-        return float(v)
     if not isinstance(v, str):
         raise MessageError(f"{where}: expected str, got {type(v).__name__}")
     return v
 
 
-def _normalise(where: str, fields: Sequence[Field], msg: Mapping[str, Any]) -> dict[str, Any]:
-    names = [f.name for f in fields]
-    missing = [n for n in names if n not in msg]
-    extra = [k for k in msg if k not in names]
-    if missing:
-        raise MessageError(f"{where}: missing fields {missing}")
-    if extra:
-        raise MessageError(f"{where}: unknown fields {extra}")
-    return {f.name: _to_python(f.type, msg[f.name], f"{where}.{f.name}") for f in fields}
+def _normalise(where: str, plan: _Plan, msg: Mapping[str, Any]) -> dict[str, Any]:
+    names, specs = plan.names, plan.specs
+    if len(msg) != len(names) or not names.issuperset(msg):
+        missing = [s.name for s in specs if s.name not in msg]
+        extra = [k for k in msg if k not in names]
+        if missing:
+            raise MessageError(f"{where}: missing fields {missing}")
+        if extra:
+            raise MessageError(f"{where}: unknown fields {extra}")
+    return {s.name: _to_python(s, msg[s.name], f"{where}.{s.name}") for s in specs}
 
 
 def _check(kind: str, msg: Mapping[str, Any]) -> None:
-    _validate_fields(kind, KINDS[kind], msg)
+    _validate_fields(kind, _PLANS[kind], msg)
     extra = _EXTRA_CHECKS.get(kind)
     if extra:
         extra(msg)
 
 
-def _to_arrow_py(f_type: pa.DataType, v: Any) -> Any:
-    if f_type in _NESTED:
-        return {f.name: _to_arrow_py(f.type, v[f.name]) for f in _NESTED[f_type]}
-    if isinstance(v, np.ndarray):
-        return v.tolist()
-    return v
+def _to_arrow_py(plan: _Plan, clean: Mapping[str, Any]) -> dict[str, Any]:
+    row = {}
+    for s in plan.specs:
+        v = clean[s.name]
+        if s.nested is not None:
+            v = _to_arrow_py(s.nested, v)
+        elif isinstance(v, np.ndarray):
+            v = v.tolist()
+        row[s.name] = v
+    return row
 
 
 def encode(kind: str, msg: Mapping[str, Any]) -> pa.StructArray:
@@ -456,36 +485,37 @@ def encode(kind: str, msg: Mapping[str, Any]) -> pa.StructArray:
         MessageError: the message breaks the contract.
     """
     struct = schema(kind)
-    clean = _normalise(kind, KINDS[kind], msg)
+    plan = _PLANS[kind]
+    clean = _normalise(kind, plan, msg)
     _check(kind, clean)
-    row = {f.name: _to_arrow_py(f.type, clean[f.name]) for f in KINDS[kind]}
     try:
-        return pa.array([row], type=struct)
+        return pa.array([_to_arrow_py(plan, clean)], type=struct)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
         raise MessageError(f"{kind}: {exc}") from None
 
 
-def _from_row(where: str, fields: Sequence[Field], row: Mapping[str, Any]) -> dict[str, Any]:
+def _from_row(where: str, plan: _Plan, row: Mapping[str, Any]) -> dict[str, Any]:
     """Converts one row (from ``to_pylist``) into python/numpy, rejecting nulls."""
     out: dict[str, Any] = {}
-    for f in fields:
-        v = row[f.name]
+    for s in plan.specs:
+        v = row[s.name]
         if v is None:
-            raise MessageError(f"{where}.{f.name}: null value")
-        if f.type in _NESTED:
-            out[f.name] = _from_row(f"{where}.{f.name}", _NESTED[f.type], v)
-        elif _category(f.type) == "num_list":
+            raise MessageError(f"{where}.{s.name}: null value")
+        cat = s.category
+        if cat == "nested":
+            out[s.name] = _from_row(f"{where}.{s.name}", s.nested, v)
+        elif cat == "num_list":
             if None in v:
-                raise MessageError(f"{where}.{f.name}: null inside a numeric list")
-            out[f.name] = np.asarray(v, dtype=np.float64)
-        elif _category(f.type) == "int_list":
+                raise MessageError(f"{where}.{s.name}: null inside a numeric list")
+            out[s.name] = np.asarray(v, dtype=np.float64)
+        elif cat == "int_list":
             if None in v:
-                raise MessageError(f"{where}.{f.name}: null inside an integer list")
-            out[f.name] = np.asarray(v, dtype=np.int64)
-        elif _category(f.type) == "str_list" and None in v:
-            raise MessageError(f"{where}.{f.name}: null inside a string list")
+                raise MessageError(f"{where}.{s.name}: null inside an integer list")
+            out[s.name] = np.asarray(v, dtype=np.int64)
+        elif cat == "str_list" and None in v:
+            raise MessageError(f"{where}.{s.name}: null inside a string list")
         else:
-            out[f.name] = v
+            out[s.name] = v
     return out
 
 
@@ -498,14 +528,14 @@ def decode(kind: str, value: pa.Array) -> dict[str, Any]:
     struct = schema(kind)
     if not isinstance(value, pa.Array):
         raise MessageError(f"{kind}: expected a pyarrow Array, got {type(value).__name__}")
-    if value.type != struct:
+    if value.type != struct:  # a message fresh from dora brings its own type object: compared in full
         raise MessageError(f"{kind}: wrong Arrow type {value.type}; expected {struct}")
     if len(value) != 1:
         raise MessageError(f"{kind}: expected exactly one message, got {len(value)}")
     row = value.to_pylist()[0]
     if row is None:
         raise MessageError(f"{kind}: null message")
-    msg = _from_row(kind, KINDS[kind], row)
+    msg = _from_row(kind, _PLANS[kind], row)
     _check(kind, msg)
     return msg
 

@@ -170,3 +170,8 @@ class MocapSimulator:
     @property
     def pending(self) -> int:
         return len(self._pending)
+
+    @property
+    def next_due_ns(self) -> int | None:
+        """Host time at which the oldest held frame falls due, or None when none is held."""
+        return self._pending[0][0] if self._pending else None

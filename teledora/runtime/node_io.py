@@ -118,6 +118,17 @@ class NodeIO:
             return batch
         return self._take_recorder_status(batch)
 
+    def poll(self) -> list[Mapping[str, Any]] | None:
+        """The events already queued, without waiting (see
+        :meth:`~teledora.runtime.event_stream.EventStream.poll`); None at end
+        of stream. Not for a journaled node (its batches are its journal's)."""
+        if self.journal is not None:
+            raise ValueError(f"{self.name}: a journaled node reads whole batches through next_batch")
+        batch = self.stream.poll()
+        if batch is None or self.recorder_watch is None:
+            return batch
+        return self._take_recorder_status(batch)
+
     def _take_recorder_status(self, batch: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         """Feeds the recorder's heartbeats to the watch; the node never sees them."""
         kept = []
