@@ -219,15 +219,13 @@ class ScanMerger:
     def _move(self, name, scan, bx, by, mode, poses, pose_out):
         """Moves base-frame points to the merged stamp; returns (x, y, ref_times) or None on no odometry."""
         times = scan.ray_stamps_ns()
-        if mode == "none":
-            return bx, by, times
         ref = times if mode == "per_ray" else np.full(times.shape, scan.stamp_ns, dtype=np.int64)
         px, py, pyaw = poses.interpolate(ref)
         wx, wy = _se2_apply(bx, by, px, py, pyaw)
         x, y = _se2_apply_inverse(wx, wy, pose_out[0][0], pose_out[1][0], pose_out[2][0])
         return x, y, ref
 
-    def _layer(self, scan, angles, x, y, kind, brk, times, ref, t_out, n_out, inc_out) -> _Layer:
+    def _layer(self, scan, mount, angles, x, y, kind, brk, times, ref, t_out, n_out, inc_out) -> _Layer:
         rng_out = np.full(n_out, np.inf)
         inten_out = np.zeros(n_out)
         stamp_out = np.zeros(n_out, dtype=np.int64)
@@ -270,7 +268,10 @@ class ScanMerger:
         n = len(scan)
         brk_count = np.cumsum(brk)
         a, b = pts, np.roll(pts, -1)
-        gap = np.abs(_wrap(angles[b] - angles[a]))
+        # the gap between two rays as the lidar sees them now: after moving them in time
+        # the two ends of a turn made while turning lie apart by the angle turned meanwhile
+        seen = np.arctan2(y - mount.y, x - mount.x)
+        gap = np.maximum(np.abs(_wrap(angles[b] - angles[a])), np.abs(_wrap(seen[b] - seen[a])))
         between = brk_count[b] - brk_count[a] - brk[b].astype(np.int64)  # breaks strictly between a and b
         wrapped = b <= a
         if np.any(wrapped):
@@ -313,8 +314,8 @@ class ScanMerger:
             bad = ~np.isfinite(r_cut) | (r_cut <= 0) | (np.abs(r_cut - r_lin) > 0.5 * np.abs(rho[ib] - rho[ia]) + 0.05)
             r_cut = np.where(bad, r_lin, r_cut)
             is_surface = surface[link]
-            nearer_b = f > 0.5
-            src = np.where(nearer_b, ib, ia)
+            # across a discontinuity each side keeps its own range up to the midpoint (a tie: the nearer)
+            src = np.where(f > 0.5, ib, np.where(f < 0.5, ia, np.where(rho[ib] < rho[ia], ib, ia)))
             r_val = np.where(is_surface, r_cut, rho[src])
             valid_c = np.where(is_surface, True, kind[src] == _VALID)
             both_n = both_nothing[link]
@@ -384,7 +385,8 @@ class ScanMerger:
             """(layer or None, self hits, odometry error) of one scan."""
             angles, bx, by, kind, brk, hits = self._points(name, scan, current)
             times = scan.ray_stamps_ns()
-            x, y, ref, err = bx, by, times, ""  # uncompensated: each ray keeps its own time
+            # uncompensated: nothing moved, each ray keeps its own measurement time
+            x, y, ref, err = bx, by, np.full(times.shape, t_out, dtype=np.int64), ""
             if mode != "none":
                 try:
                     x, y, ref = self._move(name, scan, bx, by, mode, poses, pose_out)
@@ -392,7 +394,7 @@ class ScanMerger:
                     if not current:
                         return None, hits, str(exc)
                     err = f"{name}: {exc}"
-            return self._layer(scan, angles, x, y, kind, brk, times, ref, t_out, n_out, inc_out), hits, err
+            return self._layer(scan, self.mounts[name], angles, x, y, kind, brk, times, ref, t_out, n_out, inc_out), hits, err
 
         for src_index, name in enumerate(names):
             scan, mount = scans[name], self.mounts[name]
@@ -449,6 +451,15 @@ class ScanMerger:
             mode = "none" if len(uncompensated) == len(names) else "partial"
         stamp_ns, time_increment, residual = t_out, 0.0, 0.0
         if mode != "per_ray" and np.count_nonzero(filled) >= 2:
+            # the rays keep their times: start the grid just after the largest jump in time
+            # (a lidar's seam), so that one line through time against index fits best
+            f_idx = np.nonzero(filled)[0]
+            e = best_eff[f_idx]
+            jump = np.abs(np.diff(np.append(e, e[0])))
+            start = int(f_idx[(int(np.argmax(jump)) + 1) % f_idx.size])
+            ranges, best_int, best_src, best_stamp, best_eff, filled = (
+                np.roll(v, -start) for v in (ranges, best_int, best_src, best_stamp, best_eff, filled))
+            angle_min = -np.pi + start * inc_out
             idx = np.nonzero(filled)[0].astype(np.float64)
             rel = (best_eff[filled] - t_out).astype(np.float64) * 1e-9
             slope, intercept = np.polyfit(idx, rel, 1)
