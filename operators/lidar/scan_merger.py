@@ -22,9 +22,10 @@ breakpoint test: their distance is at most ``r * sin(d) / sin(lam - d) +
 breakpoint_noise_m`` (``d`` their angular spacing seen from the lidar, ``r``
 the nearer range, ``lam = breakpoint_angle_rad``: a surface seen at a more
 grazing angle than ``lam`` counts as a depth discontinuity). Across a
-discontinuity nothing is bridged: each side keeps its own range up to the
-angular midpoint. A return with no bridgeable neighbour covers its own sector
-(half its scan's increment either side). ``resampling="nearest"`` is the
+discontinuity nothing is bridged: a return with no bridgeable neighbour on a
+side covers only its own sector there (half its scan's increment from its
+true angle; at least the nearest output direction), the nearer return
+winning where two sectors overlap. ``resampling="nearest"`` is the
 older method: each return into the nearest output direction.
 
 Per direction the nearest return of the scans being merged wins. A direction
@@ -295,7 +296,10 @@ class ScanMerger:
         surface &= linked
         k0 = np.ceil((lo - angle_min) / inc_out - 1e-9).astype(np.int64)
         k1 = np.floor((hi - angle_min) / inc_out + 1e-9).astype(np.int64)
-        count = np.where(linked, np.maximum(k1 - k0 + 1, 0), 0)
+        # a depth discontinuity (or a return next to a no-return) is not a link: each side
+        # covers only its own sector below, the nearer winning where they overlap
+        emit = surface | (linked & both_nothing)
+        count = np.where(emit, np.maximum(k1 - k0 + 1, 0), 0)
         covered_by_link = np.zeros(n_out, dtype=bool)
         if count.sum() > 0:
             link = np.repeat(np.arange(a.size), count)
@@ -314,13 +318,12 @@ class ScanMerger:
             bad = ~np.isfinite(r_cut) | (r_cut <= 0) | (np.abs(r_cut - r_lin) > 0.5 * np.abs(rho[ib] - rho[ia]) + 0.05)
             r_cut = np.where(bad, r_lin, r_cut)
             is_surface = surface[link]
-            # across a discontinuity each side keeps its own range up to the midpoint (a tie: the nearer)
+            # intensity and time of a surface sample: the endpoint nearer in angle (a tie: the nearer range)
             src = np.where(f > 0.5, ib, np.where(f < 0.5, ia, np.where(rho[ib] < rho[ia], ib, ia)))
             r_val = np.where(is_surface, r_cut, rho[src])
             valid_c = np.where(is_surface, True, kind[src] == _VALID)
             both_n = both_nothing[link]
             valid_c &= ~both_n
-            # intensity and time of a surface sample: the nearer endpoint's
             write(k, r_val, src, valid_c)
             covered_by_link[np.mod(k, n_out)] = True
         # every point also covers its own sector where no link covers

