@@ -194,7 +194,7 @@ class ScanMerger:
         self._previous.clear()
 
     # -- one scan ---------------------------------------------------------------------------
-    def _points(self, name: str, scan: LaserScan, current: bool):
+    def _points(self, name: str, scan: LaserScan):
         """Base-frame points of a scan's returns and no-return rays, before moving them in time."""
         mount = self.mounts[name]
         angles = scan.angles()
@@ -218,7 +218,11 @@ class ScanMerger:
         return angles, bx, by, kind, brk, int(np.count_nonzero(hit_self))
 
     def _move(self, name, scan, bx, by, mode, poses, pose_out):
-        """Moves base-frame points to the merged stamp; returns (x, y, ref_times) or None on no odometry."""
+        """Moves base-frame points to the merged stamp; returns (x, y, the time each was moved from).
+
+        Raises:
+            PoseOutOfRangeError: the odometry does not cover the scan.
+        """
         times = scan.ray_stamps_ns()
         ref = times if mode == "per_ray" else np.full(times.shape, scan.stamp_ns, dtype=np.int64)
         px, py, pyaw = poses.interpolate(ref)
@@ -386,7 +390,7 @@ class ScanMerger:
 
         def layer_of(name: str, scan: LaserScan, current: bool):
             """(layer or None, self hits, odometry error) of one scan."""
-            angles, bx, by, kind, brk, hits = self._points(name, scan, current)
+            angles, bx, by, kind, brk, hits = self._points(name, scan)
             times = scan.ray_stamps_ns()
             # uncompensated: nothing moved, each ray keeps its own measurement time
             x, y, ref, err = bx, by, np.full(times.shape, t_out, dtype=np.int64), ""
