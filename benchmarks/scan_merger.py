@@ -12,7 +12,7 @@ scan cast from the base centre at the merged stamp (robot removed from the
 scene): median / p90 / p99 range error and the share of directions within
 5 cm, for per-ray compensation, one transform per scan, and none; with the
 sim's noise off (motion error alone), on, and for a base standing still
-(the floor set by the 1-degree grid).
+(the floor: depth edges seen with parallax from lidars off the base centre).
 
     python benchmarks/scan_merger.py [--n 300] [--seconds 8]
 """

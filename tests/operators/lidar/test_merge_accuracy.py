@@ -12,7 +12,6 @@ import math
 import numpy as np
 import pytest
 
-from teledora.operators.contract.messages import decode, encode
 from teledora.operators.lidar.footprint import Footprint
 from teledora.operators.lidar.laser_scan import LaserScan
 from teledora.operators.lidar.scan_merger import LidarMount, ScanMerger
