@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from teledora.operators.contract.messages import MessageError, decode, encode
 from teledora.operators.lidar.laser_scan import LaserScan
@@ -69,3 +71,32 @@ def test_a_reversed_scan_merges_exactly_like_the_same_scan_forward():
     a = ScanMerger(CENTRE, compensation="none").merge({"a": up}).scan
     b = ScanMerger(CENTRE, compensation="none").merge({"a": down}).scan
     np.testing.assert_allclose(a.ranges, b.ranges, rtol=1e-6)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    ranges=st.lists(st.one_of(st.floats(0.2, 10.0), st.just(float("nan")), st.just(float("inf")), st.just(float("-inf"))),
+                    min_size=2, max_size=400),
+    reverse=st.booleans(),
+    mount=st.tuples(st.floats(-0.3, 0.3), st.floats(-0.3, 0.3), st.floats(-math.pi, math.pi)),
+)
+def test_merged_ranges_stay_between_the_nearest_and_farthest_return(ranges, reverse, mount):
+    """Whatever the scan, the merger never invents a return nearer than a chord allows
+    or farther than the farthest return, and never crashes."""
+    n = len(ranges)
+    inc = 2 * math.pi / max(n, 4)
+    if reverse:
+        scan = _scan(ranges, math.pi - inc, -inc)
+    else:
+        scan = _scan(ranges, -math.pi, inc)
+    m = ScanMerger({"a": LidarMount(mount[0], mount[1], 0.0, mount[2])}, compensation="none")
+    out = m.merge({"a": scan}).scan
+    out.check_geometry()
+    r = out.ranges[np.isfinite(out.ranges)].astype(float)
+    valid = np.asarray(ranges, dtype=float)
+    valid = valid[np.isfinite(valid)]
+    if r.size:
+        reach = math.hypot(mount[0], mount[1])
+        assert valid.size > 0
+        assert r.max() <= valid.max() + reach + 1e-4
+        assert r.min() >= (valid.min() - reach) * math.cos(m.max_gap_rad / 2) - 1e-4
