@@ -1,15 +1,19 @@
 """scan_merger node: front + back lidar scans -> one 360-degree scan in base_link.
 
 Inputs: ``front`` (LaserScan from ``lidar_front/scan``), ``back`` (LaserScan from
-``lidar_back/scan``), ``odom`` (Odometry from ``base/odom``), optionally
-``tick`` (a timer; lets a lone lidar's scans out even when odometry is quiet).
+``lidar_back/scan``), ``odom`` (Odometry from ``base/odom``), ``joint_states``
+(JointState from ``arms/joint_states``) and ``lift`` (LiftState from
+``lift/state``): the arm and lift positions the self-filter poses the robot's
+bodies with; optionally ``tick`` (a timer; lets a lone lidar's scans out even
+when odometry is quiet).
 Outputs: ``scan`` (LaserScan, frame ``base_link``, stamped halfway between the
 merged scans; dora metadata ``sources`` and ``alone``), ``journal``
 (InputJournal, see teledora/runtime/node_journal.py), ``diagnostics`` (~1 Hz).
 
-Pairing, motion compensation and the footprint come from lidar.yaml
-(``merger``); the mounts from the model's ``lidar_front`` / ``lidar_back``
-sites. When one lidar goes silent the other is published alone and the
+Pairing, motion compensation, resampling and the footprint come from
+lidar.yaml (``merger``); the mounts and the robot's bodies from the model
+(``lidar_front`` / ``lidar_back`` sites, its geoms); the lift height to lift
+joint offset from the robot profile. When one lidar goes silent the other is published alone and the
 diagnostics say so (level ``warn``).
 
 Args: ``--config`` lidar YAML (default: shipped), ``--compensation``
@@ -19,6 +23,7 @@ Args: ``--config`` lidar YAML (default: shipped), ``--compensation``
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -27,8 +32,9 @@ from typing import Any, Callable, Sequence
 import mujoco
 
 from teledora import models
-from teledora.models.config_files import load_lidar_setup
+from teledora.models.config_files import load_lidar_setup, load_node_profile
 from teledora.runtime.node_io import NodeIO, make_node, node_id
+from teledora.operators.lidar.body_filter import RobotBodyFilter
 from teledora.operators.lidar.laser_scan import LaserScan, ScanGeometryError
 from teledora.operators.lidar.lidar_mounts import mount_from_site
 from teledora.operators.geometry import Pose2D
@@ -52,11 +58,19 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     cfg = setup.merger if args.compensation is None else replace(setup.merger, compensation=args.compensation)
     model = mujoco.MjModel.from_xml_path(str(models.path(setup.model)))
     mounts = {name: mount_from_site(model, setup.lidars[name].site) for name in SOURCES}
-    merger = ScanMerger(mounts, cfg.footprint, cfg.compensation, cfg.frame_id, cfg.range_min_m)
+    bodies = None if cfg.self_filter_padding_m is None else RobotBodyFilter(model, cfg.self_filter_padding_m)
+    profile = load_node_profile()
+    merger = ScanMerger(
+        mounts, cfg.footprint, cfg.compensation, cfg.frame_id, cfg.range_min_m,
+        resampling=cfg.resampling, max_gap_rad=math.radians(cfg.max_gap_deg),
+        breakpoint_angle_rad=math.radians(cfg.breakpoint_angle_deg), breakpoint_noise_m=cfg.breakpoint_noise_m,
+        history_max_age_s=cfg.history_max_age_s, body_filter=bodies,
+    )
     pairer = ScanPairer(SOURCES, cfg.tolerance_s, cfg.silence_timeout_s)
     odom = PoseHistory(cfg.odom_max_age_s, cfg.odom_max_extrapolation_s)
     io = NodeIO(make_node(node), node_id("scan_merger"), clock, journal=True)
-    stats: dict[str, Any] = {"merged": 0, "self_hits": {s: 0 for s in SOURCES}, "compensation": "", "odom_error": ""}
+    stats: dict[str, Any] = {"merged": 0, "self_hits": {s: 0 for s in SOURCES}, "compensation": "", "odom_error": "",
+                             "from_history": 0, "timing_residual_ms": 0.0, "unknown_joints": 0, "body_pose": "model home"}
 
     def publish(group: ScanGroup) -> None:
         started = time.perf_counter()
@@ -66,6 +80,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
             stats["self_hits"][name] += n
         stats["merged"] += 1
         stats["compensation"], stats["odom_error"] = result.compensation, result.odom_error
+        stats["from_history"] = result.from_history
+        stats["timing_residual_ms"] = round(result.timing_residual_s * 1e3, 3)
         if group.alone:
             io.diag.set_status("warn", f"lidar {', '.join(group.silent)} silent: publishing {', '.join(group.scans)} alone")
         elif result.odom_error:
@@ -97,6 +113,21 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                     continue
                 odom.add(OdometrySample(msg["stamp_ns"], Pose2D(msg["x"], msg["y"], msg["yaw"]), msg["vx"], msg["vy"], msg["wz"]))
                 groups = pairer.poll(io.now())
+            elif eid in ("joint_states", "lift") and bodies is not None:
+                if eid == "joint_states":
+                    msg = io.decode(event, "JointState")
+                    if msg is None:
+                        continue
+                    names, values = list(msg["names"]), msg["position"]
+                else:
+                    msg = io.decode(event, "LiftState")
+                    if msg is None:
+                        continue
+                    names, values = [profile.lift_joint], [profile.lift_height_to_joint(msg["height_m"])]
+                if bodies.set_joints(names, values):
+                    io.diag.error(f"input {eid!r}: joints the model lacks or non-finite positions in {names}")
+                stats["unknown_joints"] = bodies.unknown_joints
+                stats["body_pose"] = "joint states"
             elif eid == "tick":
                 groups = pairer.poll(io.now())
             for group in groups:

@@ -297,8 +297,11 @@ def _extra_journal_check(msg: Mapping[str, Any]) -> None:
 
 
 def _extra_scan_check(msg: Mapping[str, Any]) -> None:
-    if not msg["angle_increment"] > 0 and len(msg["ranges"]) > 1:
-        raise MessageError("LaserScan.angle_increment must be > 0")
+    # ROS allows either sign: a clockwise scanner may publish angle_min > angle_max
+    # with a negative increment. Only a zero (or non-finite) step is meaningless.
+    inc = msg["angle_increment"]
+    if len(msg["ranges"]) > 1 and not (np.isfinite(inc) and inc != 0):
+        raise MessageError("LaserScan.angle_increment must be finite and non-zero")
     if not msg["range_min"] < msg["range_max"]:
         raise MessageError("LaserScan.range_min must be < range_max")
 

@@ -14,7 +14,7 @@ from teledora.operators.errors import ConfigError
 from teledora.operators.config import config_from_mapping
 from teledora.operators.lidar.footprint import Footprint
 from teledora.operators.lidar.scan_binning import ScanGrid
-from teledora.operators.lidar.scan_merger import COMPENSATION_MODES
+from teledora.operators.lidar.scan_merger import COMPENSATION_MODES, RESAMPLING_METHODS
 
 
 class LidarConfigError(ConfigError):
@@ -107,10 +107,22 @@ class MergerConfig:
     odom_max_age_s: float
     odom_max_extrapolation_s: float
     footprint: Footprint | None  # null keeps every return
+    self_filter_padding_m: float | None  # null: no self-filter from the robot model
+    resampling: str
+    max_gap_deg: float
+    breakpoint_angle_deg: float
+    breakpoint_noise_m: float
+    history_max_age_s: float
 
     def __post_init__(self) -> None:
         if self.compensation not in COMPENSATION_MODES:
             raise ValueError(f"compensation must be one of {COMPENSATION_MODES}")
+        if self.resampling not in RESAMPLING_METHODS:
+            raise ValueError(f"resampling must be one of {RESAMPLING_METHODS}")
+        if not 0.0 < self.breakpoint_angle_deg < 90.0 or self.max_gap_deg < 0 or self.breakpoint_noise_m < 0:
+            raise ValueError("need 0 < breakpoint_angle_deg < 90, max_gap_deg >= 0, breakpoint_noise_m >= 0")
+        if self.history_max_age_s < 0 or (self.self_filter_padding_m is not None and self.self_filter_padding_m < 0):
+            raise ValueError("history_max_age_s and self_filter_padding_m must be >= 0")
         if not self.tolerance_s >= 0 or not self.silence_timeout_s > 0:
             raise ValueError("tolerance_s must be >= 0 and silence_timeout_s > 0")
 

@@ -12,8 +12,14 @@ time). A scan must have ``angle_increment > 0``, so ray ``i`` is sector
 run backwards in time: ``time_increment = -scan_time / bins`` is negative
 and ``stamp_ns`` (ray 0) is the centre of the last sector swept. Each ray's
 own time is ``stamp_ns + i * time_increment``, which the merger uses for
-motion compensation. Where several samples fall in one sector the nearest
-valid one wins; distance 0 (the device's "no measurement") becomes +Inf,
+motion compensation. A sector's ray is its centre angle, so its range is
+taken there: where the two valid samples either side of the centre lie at
+most ``max_gap_deg`` apart and on one surface (the adaptive breakpoint test
+of the merger, ``breakpoint_angle_deg`` / ``breakpoint_noise_m``), the range
+is where the centre ray meets the segment joining them, unless the sector
+holds a nearer sample (a small object is never interpolated away); otherwise
+the nearest valid sample in the sector wins, reported at the centre (up to
+half a sector off). A sector with no sample stays empty. Distance 0 (the device's "no measurement") becomes +Inf,
 returns closer than ``range_min`` -Inf, beyond ``range_max`` +Inf, and
 sectors with no sample at all NaN (REP 117).
 """
@@ -90,7 +96,37 @@ class ScanGrid:
         return self.bins - 1 - np.asarray(sector, dtype=np.int64)
 
 
-def bin_revolution(revolution: Revolution, grid: ScanGrid, frame_id: str) -> LaserScan:
+def _centre_ranges(theta: np.ndarray, dist: np.ndarray, centres: np.ndarray, max_gap_deg: float,
+                   breakpoint_angle_deg: float, breakpoint_noise_m: float) -> np.ndarray:
+    """Range at each centre angle (deg) from the valid samples (theta, dist) either side of it; NaN where
+    they are too far apart or not on one surface."""
+    order = np.argsort(theta, kind="stable")
+    th, d = theta[order], dist[order]
+    n = th.size
+    out = np.full(centres.shape, np.nan)
+    if n < 2:
+        return out
+    j = np.searchsorted(th, centres)
+    lo, hi = np.mod(j - 1, n), np.mod(j, n)
+    gap = np.mod(th[hi] - th[lo], 360.0)
+    gap = np.where(lo == hi, 360.0, gap)
+    lam = np.radians(breakpoint_angle_deg)
+    g = np.radians(np.minimum(gap, breakpoint_angle_deg - 1e-6))
+    a_lo, a_hi, a_c = np.radians(th[lo]), np.radians(th[hi]), np.radians(centres)
+    xl, yl, xh, yh = d[lo] * np.cos(a_lo), d[lo] * np.sin(a_lo), d[hi] * np.cos(a_hi), d[hi] * np.sin(a_hi)
+    limit = np.minimum(d[lo], d[hi]) * np.sin(g) / np.sin(lam - g) + breakpoint_noise_m
+    ok = (gap <= max_gap_deg) & (np.hypot(xh - xl, yh - yl) <= limit)
+    ex, ey = xh - xl, yh - yl
+    ux, uy = np.cos(a_c), np.sin(a_c)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = (xl * ey - yl * ex) / (ux * ey - uy * ex)
+    ok &= np.isfinite(r) & (r > 0)
+    out[ok] = r[ok]
+    return out
+
+
+def bin_revolution(revolution: Revolution, grid: ScanGrid, frame_id: str, max_gap_deg: float = 5.0,
+                   breakpoint_angle_deg: float = 10.0, breakpoint_noise_m: float = 0.03) -> LaserScan:
     """Bins one revolution onto ``grid`` (see the module docstring for the layout).
 
     Raises:
@@ -126,6 +162,17 @@ def bin_revolution(revolution: Revolution, grid: ScanGrid, frame_id: str) -> Las
         vr = rays[valid][order]
         ranges[vr] = dist[valid][order]
         intensities[vr] = quality[valid][order]
+        # re-take each filled sector's range at its centre angle
+        filled = np.unique(vr)
+        sector = n - 1 - filled
+        centre = (sector + 0.5) * 360.0 / n
+        at_centre = _centre_ranges(np.mod(angle[valid], 360.0), dist[valid], centre, max_gap_deg,
+                                   breakpoint_angle_deg, breakpoint_noise_m)
+        nearest = ranges[filled]
+        limit = 0.5 * nearest * np.sin(np.radians(360.0 / n)) + breakpoint_noise_m
+        use = np.isfinite(at_centre) & (at_centre <= nearest + limit)
+        use &= (at_centre >= grid.range_min_m) & (at_centre <= grid.range_max_m)
+        ranges[filled[use]] = at_centre[use]
 
     dt = revolution.scan_time_s / n
     inc = grid.angle_increment

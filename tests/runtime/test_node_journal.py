@@ -180,10 +180,16 @@ def odom(stamp_ns: int, x: float) -> pa.Array:
 
 def test_scan_merger_follows_its_journal_to_the_same_bytes(tmp_path, monkeypatch) -> None:
     t0 = 1_800_000_000_000_000_000
-    events, seqs = [], {"front": 0, "back": 0, "odom": 0}
+    events, seqs = [], {"front": 0, "back": 0, "odom": 0, "joint_states": 0, "lift": 0}
     for i in range(40):
         t = t0 + i * 25 * MS
         events.append(event("odom", odom(t, 0.005 * i), seqs["odom"])); seqs["odom"] += 1
+        if i % 5 == 0:  # the self-filter's arm and lift poses
+            q = np.full(14, 0.05 * i)
+            events.append(event("joint_states", encode("JointState", dict(stamp_ns=t, names=ARM, position=q, velocity=[], effort=[])),
+                                seqs["joint_states"])); seqs["joint_states"] += 1
+            events.append(event("lift", encode("LiftState", dict(stamp_ns=t, height_m=0.01 * i, velocity_m_s=0.0, homed=True)),
+                                seqs["lift"])); seqs["lift"] += 1
         if i % 4 == 0:
             events.append(event("front", scan(t - 2 * MS, 0.0), seqs["front"])); seqs["front"] += 1
         if i % 4 == 1:

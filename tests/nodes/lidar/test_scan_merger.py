@@ -120,3 +120,31 @@ def test_self_hits_on_the_footprint_are_dropped_and_counted():
     assert np.min(merged.ranges[np.isfinite(merged.ranges)]) > 1.0  # only the room is left
     details = json.loads(decode("Diagnostics", node.outputs["diagnostics"][-1])["details_json"])
     assert details["self_hits"]["front"] == 1
+
+
+def test_joint_states_and_lift_pose_the_self_filter():
+    # the left wrist, lowered and reaching out, crosses the front lidar's plane at (0.25, 0.25)
+    reach = {"left_shoulder_pan": -0.34, "left_shoulder_lift": 1.32, "left_elbow_flex": -1.96, "left_wrist_flex": -0.54}
+    from teledora.models.config_files import load_node_profile
+
+    lift_height = -0.3 - load_node_profile().lift.model_offset_m  # lift joint at its lowest
+
+    def with_arm(t_s):
+        s = synthetic_scan(ROOM, FRONT, t_s)
+        a = np.arctan2(0.25 - FRONT.y, 0.25 - FRONT.x)
+        i = int(np.argmin(np.abs(np.angle(np.exp(1j * (s.angles() - a))))))
+        s.ranges[i - 1:i + 2] = np.hypot(0.25 - FRONT.x, 0.25 - FRONT.y)
+        return encode("LaserScan", s.to_message())
+
+    joints = encode("JointState", {"stamp_ns": _ns(0.4), "names": list(reach), "position": np.array(list(reach.values())),
+                                   "velocity": np.zeros(0), "effort": np.zeros(0)})
+    lift = encode("LiftState", {"stamp_ns": _ns(0.4), "height_m": lift_height, "velocity_m_s": 0.0, "homed": True})
+    base = [(_ns(0.5), ("front", with_arm(0.5))), (_ns(0.55), ("back", scan_msg(BACK, 0.55)))]
+    node = _run(base)  # arms at home: the wrist's returns stay
+    near = LaserScan.from_message(decode("LaserScan", node.outputs["scan"][0])).ranges
+    assert np.nanmin(near) < 0.4
+    node = _run([(_ns(0.4), ("joint_states", joints)), (_ns(0.41), ("lift", lift))] + base)
+    merged = LaserScan.from_message(decode("LaserScan", node.outputs["scan"][0]))
+    assert np.nanmin(merged.ranges) > 1.0  # only the room is left
+    details = json.loads(decode("Diagnostics", node.outputs["diagnostics"][-1])["details_json"])
+    assert details["self_hits"]["front"] >= 3 and details["body_pose"] == "joint states"

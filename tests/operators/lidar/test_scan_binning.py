@@ -101,3 +101,32 @@ def test_scan_round_trips_through_the_message_contract():
     back = LaserScan.from_message(decode("LaserScan", encode("LaserScan", scan.to_message())))
     np.testing.assert_array_equal(back.ranges, scan.ranges)
     assert back.time_increment == scan.time_increment and back.frame_id == "lidar_back"
+
+
+def test_a_sector_reports_the_range_at_its_centre_angle_not_at_its_sample():
+    # a flat wall 1 m to the lidar's right-front, sampled 364 times a turn (the A1 at 5.5 Hz):
+    # samples sit up to half a sector off the sector centres the rays are reported at
+    m = 364
+    theta = (np.arange(m) + 0.5) * 360.0 / m
+    a = -np.radians(theta)  # counter-clockwise angle in the lidar frame
+    with np.errstate(divide="ignore"):
+        wall = np.where(np.cos(a) > 0.2, 1.0 / np.cos(a), 0.0)  # the wall x = 1 m, seen where not too grazing
+    scan = bin_revolution(_rev(theta, wall), GRID, "f")
+    angles = scan.angles()
+    on_wall = np.isfinite(scan.ranges) & (np.cos(angles) > 0.3)
+    truth = 1.0 / np.cos(angles[on_wall])
+    assert on_wall.sum() > 100
+    assert np.max(np.abs(scan.ranges[on_wall] - truth)) < 1e-4
+
+
+def test_a_small_object_in_a_sector_is_not_interpolated_away():
+    theta = np.arange(360) + 0.3
+    dist = np.full(360, 3.0)
+    dist[100] = 1.0  # a table leg seen by one sample only
+    scan = bin_revolution(_rev(theta, dist), GRID, "f")
+    assert np.sum(np.abs(scan.ranges - 1.0) < 1e-6) == 1
+    # and a depth step is not smoothed over: nothing between the two depths
+    dist = np.where(theta < 180, 1.0, 3.0)
+    scan = bin_revolution(_rev(theta, dist), GRID, "f")
+    r = scan.ranges[np.isfinite(scan.ranges)]
+    assert np.all((np.abs(r - 1.0) < 0.001) | (np.abs(r - 3.0) < 0.001))

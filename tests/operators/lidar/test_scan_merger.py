@@ -38,9 +38,10 @@ def test_square_room_static_matches_the_geometry_and_sees_the_pillar():
     wx, wy = merged_points_world(scan, (0.0, 0.0, 0.0))
     assert len(wx) == 360  # every direction has a return
     err = wall_error(room, wx, wy)
-    # snapping each return onto the 1-degree output grid moves it by up to half a
-    # bin sideways; that shows only where a surface is seen at a grazing angle
-    assert np.median(err) < 0.005 and np.max(err) < 0.03
+    # between two returns on one wall the output ray meets the wall itself; the
+    # largest errors are where the pillar's edge is placed halfway between two rays
+    # (a depth discontinuity is never bridged) and at the room's corners (a chord)
+    assert np.median(err) < 1e-4 and np.percentile(err, 95) < 0.005 and np.max(err) < 0.04
     # the pillar at 45 deg, 1.414 - 0.2 m away
     i = int(round((math.pi / 4 - scan.angle_min) / scan.angle_increment))
     assert scan.ranges[i] == pytest.approx(math.hypot(1, 1) - 0.2, abs=0.01)
