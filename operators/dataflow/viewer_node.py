@@ -3,9 +3,20 @@
 The shipped dataflows never contain the viewer; `teledora demo --view` and
 `teledora run DATAFLOW --view` write this augmented copy elsewhere and start
 that. The viewer subscribes to every output whose type it shows, each input
-named ``<node>__<output>`` and latest-only (``queue_size: 1``: dora drops the
-older message, the sender never waits). Nodes that are started from files get
-absolute paths, since the copy lives in another folder.
+named ``<node>__<output>``, with dora's default drop policy and a short queue
+(:data:`QUEUE_SIZE`): the sender never waits, and the node itself shows only
+the newest message of each input in every batch it reads.
+
+Why not ``queue_size: 1``: dora 1.1.0 sizes a node's ingress channel from the
+sum of its inputs' queue sizes and, when that channel is full, drops the
+*incoming* message. With one slot per input, a burst that arrives while the
+viewer is busy leaves it holding the burst's first message and losing the
+newest. A few slots per input keep the channel from filling while the node
+reads; the node then drops the older ones itself. dora also logs a warning per
+dropped message, so the viewer node only forwards errors (``min_log_level``).
+
+Nodes that are started from files get absolute paths, since the copy lives in
+another folder.
 """
 
 from __future__ import annotations
@@ -24,6 +35,8 @@ VIEWER_MODULE = "teledora.nodes.viewing.viewer"
 NOT_VIEWED = ("recorder", VIEWER_ID)
 #: the machine the viewer runs on in a dataflow spread over machines
 VIEWER_MACHINE = "workstation"
+#: dora queue per viewer input (see above)
+QUEUE_SIZE = 10
 _IMAGE_TYPE = "std/media/v1/Image"
 _DIAGNOSTICS_TYPE = "teledora/msgs/v1/Diagnostics"
 
@@ -75,7 +88,7 @@ def with_viewer(dataflow: Mapping[str, Any], base_dir: str, viewer_path: str | N
             if viewed_kind(type_urn) is None:
                 continue
             name = f"{node_id}__{output}"
-            inputs[name] = {"source": f"{node_id}/{output}", "queue_size": 1}
+            inputs[name] = {"source": f"{node_id}/{output}", "queue_size": QUEUE_SIZE}
             input_types[name] = type_urn
     viewer: dict[str, Any] = {"id": VIEWER_ID}
     if viewer_path is None:
@@ -84,6 +97,7 @@ def with_viewer(dataflow: Mapping[str, Any], base_dir: str, viewer_path: str | N
         viewer["path"] = viewer_path
     if any(n.machine for n in nodes.values()):
         viewer["deploy"] = {"machine": VIEWER_MACHINE}
+    viewer["min_log_level"] = "error"  # dora warns once per dropped message
     viewer.update(inputs=inputs, input_types=input_types, outputs=["diagnostics"],
                   output_types={"diagnostics": _DIAGNOSTICS_TYPE})
     out["nodes"].append(viewer)

@@ -171,7 +171,7 @@ class ViewMapper:
         self.counts = MapperCounts()
         self._last: dict[str, int] = {}
         self._tracks: dict[str, deque] = {}
-        self._robot_changed = False
+        self._track_drawn: dict[str, bool] = {}
 
     # -------------------------------------------------------------- static
 
@@ -293,9 +293,17 @@ class ViewMapper:
             point = np.array([msg["x"], msg["y"], 0.0])
         track = self._tracks.setdefault(source, deque(maxlen=self.config.trajectory_max_points))
         track.append(point)
+        self._track_drawn[source] = False
         if len(track) < 2 or not self._due(f"{topic}#trajectory", stamp, self.config.rates_hz.trajectories_hz):
             return []
+        self._track_drawn[source] = True
         return [LineStrip(f"world/trajectories/{source}", np.array(track), TRAJECTORY_COLORS[source])]
+
+    def final_items(self) -> list[ViewItem]:
+        """The trajectories whose newest points decimation held back (log them
+        at the last stamp when a recording ends)."""
+        return [LineStrip(f"world/trajectories/{source}", np.array(track), TRAJECTORY_COLORS[source])
+                for source, track in self._tracks.items() if len(track) >= 2 and not self._track_drawn.get(source, True)]
 
     @staticmethod
     def _scalars(topic: str, kind: str, msg: Any) -> list[ViewItem]:

@@ -30,6 +30,7 @@ def convert_run(reader: RunReader, mapper: ViewMapper, output: Path, recording_i
     sink.save(output)
     sink.log_static(mapper.static_items())
     n = invalid = 0
+    last = None
     try:
         for msg in reader.iter_sent():
             n += 1
@@ -44,6 +45,9 @@ def convert_run(reader: RunReader, mapper: ViewMapper, output: Path, recording_i
             if stamp is None:
                 stamp = msg.stamp_ns if msg.stamp_ns is not None else (msg.dora_ns or msg.recv_ns)
             sink.log(stamp, mapper.on_message(msg.topic, kind, decoded, stamp, meta))
+            last = stamp if last is None else max(last, stamp)
+        if last is not None:
+            sink.log(last, mapper.final_items())
     finally:
         sink.close()
     return Conversion(n, sum(mapper.counts.shown.values()), invalid, sink.items_logged)
