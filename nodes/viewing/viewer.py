@@ -24,11 +24,10 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from teledora import models
-from teledora.devices.viewing.rerun_sink import RerunSink, ViewerUnavailable, has_display
+from teledora.devices.viewing.rerun_sink import RerunSink, ViewerUnavailable, has_display, log_message
 from teledora.devices.viewing.robot_model import load_robot_binding
 from teledora.models.config_files import load_renderer_config, load_viewer_config
-from teledora.operators.contract.messages import MessageError
-from teledora.operators.viewing.view_mapping import ViewMapper, decode_for_view
+from teledora.operators.viewing.view_mapping import ViewMapper
 from teledora.runtime.event_stream import data_inputs
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 
@@ -101,16 +100,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, *, sink: Any = Non
 def show(io: NodeIO, mapper: ViewMapper, sink: Any, event: Any, clock: Callable[[], int]) -> None:
     """Maps one input event and logs its items (an invalid message is counted and skipped)."""
     io.diag.received += 1
-    metadata = event.get("metadata") or {}
-    try:
-        kind, msg, stamp = decode_for_view(event["value"], metadata)
-    except MessageError as exc:
-        io.reject(f"input {event.get('id')!r}: {exc}")
-        return
-    if kind is None:
-        return
-    stamp = stamp if stamp is not None else clock()
-    sink.log(stamp, mapper.on_message(event["id"], kind, msg, stamp, metadata))
+    if log_message(mapper, sink, event["id"], event["value"], event.get("metadata") or {}, clock()) == "invalid":
+        io.reject(f"input {event.get('id')!r}: breaks the message contract")
 
 
 if __name__ == "__main__":

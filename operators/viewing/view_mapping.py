@@ -15,11 +15,13 @@ Entity tree:
   (``world/frames/lidar_front/lidar_front__scan``).
 * ``world/frames/base_link/grip_targets/<side>``: teleop's grip-site targets.
 * ``world/trajectories/<source>``: odometry, EKF, mocap and ground truth as
-  line strips in the world frame (odometry's ``odom`` frame is drawn as the
+  line strips in the world frame (points taken at the plots' rate) (odometry's ``odom`` frame is drawn as the
   world frame: they coincide at the start of a sim run).
 * ``cameras/<camera>``: images.
-* ``plots/...``: joint positions and commands, base and lift commands, lift
-  height, odometry twist, diagnostics levels; ``diagnostics/<node>``: text.
+* ``plots/...``: joint positions (``plots/joints/<node>``, one series per
+  joint) and commands (``plots/joints/<node>_command``), base and lift
+  commands, lift height, odometry twist, diagnostics levels (0 ok, 1 warn,
+  2 error); ``diagnostics/<node>``: text.
 
 Topics not listed in :data:`SHOWN_KINDS` (journals, XR controllers, optical
 flow, gyro, wheel commands, recorder status) are not shown.
@@ -81,6 +83,15 @@ class Scalar:
 
 
 @dataclass(frozen=True)
+class Series:
+    """Several named values plotted together (one joint group, one command)."""
+
+    path: str
+    values: np.ndarray
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Image:
     path: str
     pixels: np.ndarray  # (H, W, C) uint8
@@ -100,7 +111,7 @@ class ShapeItem:
     shape: Shape
 
 
-ViewItem = Transform | Points | LineStrip | Scalar | Image | Text | ShapeItem
+ViewItem = Transform | Points | LineStrip | Scalar | Series | Image | Text | ShapeItem
 
 
 # ------------------------------------------------------------------ kinds
@@ -196,6 +207,36 @@ class ViewMapper:
             return True
         return False
 
+    def _would(self, key: str, stamp_ns: int, rate_hz: float) -> bool:
+        last = self._last.get(key)
+        return rate_hz <= 0 or last is None or stamp_ns < last or stamp_ns - last >= 1e9 / rate_hz
+
+    def wants(self, topic: str, kind: str | None, stamp_ns: int | None) -> bool:
+        """Whether a message of ``topic`` and ``kind`` stamped ``stamp_ns`` would
+        show anything: lets a caller skip decoding what decimation would drop.
+        A robot state is taken at the robot's rate (each source on its own), so
+        a drawn robot may combine an arm state up to one robot period old with
+        newer odometry."""
+        if kind is None or kind not in SHOWN_KINDS:
+            return False
+        if stamp_ns is None:
+            return True
+        r = self.config.rates_hz
+        if self._is_robot_source(topic, kind) and self._would(f"{topic}#robot", stamp_ns, r.robot_hz):
+            return True
+        per_kind = {"LaserScan": (topic, r.scans_hz), IMAGE_KIND: (topic, r.images_hz),
+                    "Diagnostics": (topic, r.diagnostics_hz), "ArmTargets": (topic, r.scalars_hz)}
+        if kind in per_kind:
+            key, rate = per_kind[kind]
+            if self._would(key, stamp_ns, rate):
+                return True
+        return self._would(f"{topic}#scalars", stamp_ns, r.scalars_hz)
+
+    def _is_robot_source(self, topic: str, kind: str) -> bool:
+        src = self.config.robot_sources
+        return self.robot is not None and topic in (src.arms, src.lift, src.base) and kind in (
+            "JointState", "LiftState", "Odometry", "GroundTruth")
+
     def on_message(self, topic: str, kind: str, msg: Any, stamp_ns: int,
                    metadata: Mapping[str, Any] | None = None) -> list[ViewItem]:
         """Items for one message (empty when its kind is not shown or it is decimated).
@@ -211,11 +252,18 @@ class ViewMapper:
             c.skipped[topic] = c.skipped.get(topic, 0) + 1
         return items
 
+    def skip(self, topic: str) -> None:
+        """Counts a message the caller dropped after :meth:`wants` said no."""
+        self.counts.seen[topic] = self.counts.seen.get(topic, 0) + 1
+        self.counts.skipped[topic] = self.counts.skipped.get(topic, 0) + 1
+
     def _items(self, topic: str, kind: str, msg: Any, stamp: int, metadata: Mapping[str, Any]) -> list[ViewItem]:
         rates = self.config.rates_hz
         items: list[ViewItem] = []
-        if self._update_robot(topic, kind, msg) and self._due("robot", stamp, rates.robot_hz):
-            items += self.robot_items()
+        if self._is_robot_source(topic, kind) and self._due(f"{topic}#robot", stamp, rates.robot_hz):
+            self._update_robot(topic, kind, msg)
+            if self._due("robot", stamp, rates.robot_hz):
+                items += self.robot_items()
         if kind == "LaserScan":
             if self._due(topic, stamp, rates.scans_hz):
                 frame = msg["frame_id"] or "base_link"
@@ -241,9 +289,10 @@ class ViewMapper:
                                                np.asarray(t["orientation"])))
                         items.append(Points(f"world/frames/{frame}/grip_targets/{side}/point", np.zeros((1, 3)), 0.02,
                                             (255, 0, 255, 255)))
-        if kind in _TRAJECTORY_KINDS:
-            items += self._trajectory(topic, kind, msg, stamp)
         if self._due(f"{topic}#scalars", stamp, rates.scalars_hz):
+            # trajectory points are taken at the plots' rate too
+            if kind in _TRAJECTORY_KINDS:
+                items += self._trajectory(topic, kind, msg, stamp)
             items += self._scalars(topic, kind, msg)
         return items
 
@@ -307,20 +356,21 @@ class ViewMapper:
 
     @staticmethod
     def _scalars(topic: str, kind: str, msg: Any) -> list[ViewItem]:
+        where = topic.split("__", 1)[0]
         if kind == "JointState":
-            where = topic.split("__", 1)[0]
-            return [Scalar(f"plots/joints/{n}/{where}", float(v)) for n, v in zip(msg["names"], msg["position"])]
+            return [Series(f"plots/joints/{where}", np.asarray(msg["position"], dtype=float), tuple(msg["names"]))]
         if kind == "JointCommands":
-            where = topic.split("__", 1)[0]
-            return [Scalar(f"plots/joints/{n}/{where}_command", float(v)) for n, v in zip(msg["names"], msg["q_ref"])]
+            return [Series(f"plots/joints/{where}_command", np.asarray(msg["q_ref"], dtype=float), tuple(msg["names"]))]
         if kind == "LiftState":
             return [Scalar("plots/lift/height_m", float(msg["height_m"]))]
         if kind == "LiftCommand":
             return [Scalar("plots/lift/command_m_s", float(msg["velocity_m_s"]))]
         if kind == "BaseCommand":
-            return [Scalar(f"plots/base/command/{k}", float(msg[k])) for k in ("forward_m_s", "left_m_s", "yaw_rad_s")]
+            keys = ("forward_m_s", "left_m_s", "yaw_rad_s")
+            return [Series("plots/base/command", np.array([float(msg[k]) for k in keys]), keys)]
         if kind == "Odometry":
-            return [Scalar(f"plots/base/odometry/{k}", float(msg[k])) for k in ("vx", "vy", "wz")]
+            keys = ("vx", "vy", "wz")
+            return [Series("plots/base/odometry_twist", np.array([float(msg[k]) for k in keys]), keys)]
         return []
 
 
@@ -342,3 +392,15 @@ def decode_for_view(value: pa.Array, metadata: Mapping[str, Any]) -> tuple[str |
         return kind, decode_image(value, metadata), int(stamp) if stamp is not None else None
     msg = decode(kind, value)
     return kind, msg, int(msg["stamp_ns"])
+
+
+def peek_stamp(value: pa.Array, metadata: Mapping[str, Any]) -> int | None:
+    """The stamp of a value without decoding it (None when it has none to read)."""
+    try:
+        if pa.types.is_struct(value.type) and value.type.get_field_index("stamp_ns") >= 0 and len(value) == 1:
+            stamp = value.field("stamp_ns")[0].as_py()
+        else:
+            stamp = metadata.get("stamp_ns")
+        return int(stamp) if stamp is not None else None
+    except (TypeError, ValueError, IndexError):
+        return None

@@ -81,9 +81,12 @@ def test_scan_points_and_trajectories_read_back(tmp_path) -> None:
     scans = column(rrd, "/world/frames/lidar_front/lidar_front__scan", "Points3D:positions")
     assert scans and all(len(points) == SCAN_POINTS for points in scans)
     strips = column(rrd, "/world/trajectories/odometry", "LineStrips3D:strips")
-    assert strips and len(strips[-1][0]) == COUNTS["base__odom"]  # the last strip holds the whole path
-    last_x = strips[-1][0][-1][0]
-    assert last_x == pytest.approx(0.004 * (COUNTS["base__odom"] - 1))
+    # points are taken at the plots' rate (20 Hz, odometry here comes at 25 Hz): the
+    # last strip holds the whole path at that rate, up to the run's last point or the one before
+    path = [p[0] for p in strips[-1][0]]
+    assert path == sorted(path) and path[0] == 0.0
+    assert len(path) >= COUNTS["base__odom"] // 2
+    assert path[-1] >= 0.004 * (COUNTS["base__odom"] - 2) - 1e-6
 
 
 def test_trajectories_images_plots_and_diagnostics(every_message) -> None:
@@ -94,9 +97,9 @@ def test_trajectories_images_plots_and_diagnostics(every_message) -> None:
     assert rows["/world/trajectories/mocap"] == COUNTS["mocap__pose"] - 1
     assert rows["/world/trajectories/ground_truth"] == COUNTS["sim__ground_truth"] - 1
     assert rows["/cameras/chest"] == COUNTS["renderer__chest"]
-    assert rows["/plots/joints/left_shoulder_pan/arms"] == COUNTS["arms__joint_states"]
-    assert rows["/plots/joints/left_shoulder_pan/ik_command"] == COUNTS["ik__joint_commands"]
-    assert rows["/plots/base/command/yaw_rad_s"] == COUNTS["teleop__base_cmd"]
+    assert rows["/plots/joints/arms"] == COUNTS["arms__joint_states"] + 1  # + its static series names
+    assert rows["/plots/joints/ik_command"] == COUNTS["ik__joint_commands"] + 1
+    assert rows["/plots/base/command"] == COUNTS["teleop__base_cmd"] + 1
     assert rows["/plots/lift/height_m"] == COUNTS["lift__state"]
     assert rows["/plots/diagnostics/arms"] == rows["/diagnostics/arms"] == COUNTS["arms__diagnostics"]
     assert rows["/world/frames/base_link/grip_targets/left"] == COUNTS["teleop__arm_targets"]
@@ -111,7 +114,7 @@ def test_shipped_rates_bound_what_is_shown(tmp_path) -> None:
     config = models.load_yaml("alohamini2/viewer.yaml")["rates_hz"]
     # the run lasts 1 s: at most rate + 1 of each (the first message always shows)
     assert rows["/world/robot/base_link"] <= config["robot_hz"] + 1
-    assert rows["/plots/joints/left_shoulder_pan/arms"] <= config["scalars_hz"] + 1
+    assert rows["/plots/joints/arms"] <= config["scalars_hz"] + 2
     assert rows["/cameras/chest"] <= config["images_hz"] + 1
     assert rows["/world/frames/lidar_front/lidar_front__scan"] <= config["scans_hz"] + 1
 

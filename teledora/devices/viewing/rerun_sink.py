@@ -60,6 +60,7 @@ class RerunSink:
         self.rr = require_rerun()
         self.stream = self.rr.RecordingStream(application_id, recording_id=recording_id)
         self.items_logged = 0
+        self._named: set[str] = set()
 
     # -------------------------------------------------------------- sinks
 
@@ -107,6 +108,11 @@ class RerunSink:
             s.log(item.path, rr.LineStrips3D([item.points], colors=[item.color], radii=0.01), static=static)
         elif isinstance(item, vm.Scalar):
             s.log(item.path, rr.Scalars(item.value), static=static)
+        elif isinstance(item, vm.Series):
+            if item.path not in self._named:
+                s.log(item.path, rr.SeriesLines(names=list(item.names)), static=True)
+                self._named.add(item.path)
+            s.log(item.path, rr.Scalars(item.values), static=static)
         elif isinstance(item, vm.Image):
             mode = {"rgb8": "RGB", "bgr8": "BGR", "mono8": "L"}.get(item.encoding, "RGB")
             s.log(item.path, rr.Image(item.pixels, color_model=mode), static=static)
@@ -163,3 +169,28 @@ def open_viewer(rrd: Path, env: dict[str, str] | os._Environ = os.environ) -> st
     cmd = exe or "rerun"
     return (f"no display: open it with `{cmd} {rrd}` on a machine with one, or serve it to a browser with"
             f" `{cmd} --web-viewer {rrd}`")
+
+
+def log_message(mapper: vm.ViewMapper, sink: "RerunSink", topic: str, value: Any, metadata: dict[str, Any],
+                fallback_ns: int) -> str:
+    """One received or recorded message through the mapping into the sink, as
+    the viewer node and `teledora view` both handle it: ``"shown"``,
+    ``"skipped"`` (decimated or not a shown kind, and then not even decoded)
+    or ``"invalid"`` (breaks the contract). A message without a stamp goes on
+    the timeline at ``fallback_ns``.
+
+    Raises nothing for bad input; :class:`MessageError` is turned into ``"invalid"``."""
+    from teledora.operators.contract.messages import MessageError
+
+    kind = vm.kind_of(value.type, metadata)
+    if not mapper.wants(topic, kind, vm.peek_stamp(value, metadata)):
+        mapper.skip(topic)
+        return "skipped"
+    try:
+        kind, msg, stamp = vm.decode_for_view(value, metadata)
+    except MessageError:
+        return "invalid"
+    stamp = stamp if stamp is not None else fallback_ns
+    items = mapper.on_message(topic, kind, msg, stamp, metadata)
+    sink.log(stamp, items)
+    return "shown" if items else "skipped"

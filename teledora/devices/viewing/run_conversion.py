@@ -6,9 +6,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from teledora.devices.viewing.rerun_sink import RerunSink
-from teledora.operators.contract.messages import MessageError
-from teledora.operators.viewing.view_mapping import ViewMapper, decode_for_view
+from teledora.devices.viewing.rerun_sink import RerunSink, log_message
+from teledora.operators.viewing.view_mapping import ViewMapper
 from teledora.recording.run_reader import RunReader
 
 
@@ -34,18 +33,9 @@ def convert_run(reader: RunReader, mapper: ViewMapper, output: Path, recording_i
     try:
         for msg in reader.iter_sent():
             n += 1
-            meta = json.loads(msg.metadata or "{}")
-            try:
-                kind, decoded, stamp = decode_for_view(msg.value, meta)
-            except MessageError:
-                invalid += 1
-                continue
-            if kind is None:
-                continue
-            if stamp is None:
-                stamp = msg.stamp_ns if msg.stamp_ns is not None else (msg.dora_ns or msg.recv_ns)
-            sink.log(stamp, mapper.on_message(msg.topic, kind, decoded, stamp, meta))
-            last = stamp if last is None else max(last, stamp)
+            fallback = msg.stamp_ns if msg.stamp_ns is not None else (msg.dora_ns or msg.recv_ns)
+            invalid += log_message(mapper, sink, msg.topic, msg.value, json.loads(msg.metadata or "{}"), fallback) == "invalid"
+            last = fallback if last is None else max(last, fallback)
         if last is not None:
             sink.log(last, mapper.final_items())
     finally:
