@@ -90,6 +90,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, *, sink: Any = Non
             io.diag.dropped += len(inputs) - len(events)
             for event in events:
                 show(io, mapper, sink, event, clock)
+            io.diag.details = {"cpu_s": round(time.process_time(), 3), "shown": sum(mapper.counts.shown.values()),
+                               "decimated": sum(mapper.counts.skipped.values())}
             io.publish_diagnostics()
         io.publish_diagnostics(force=True)
     finally:
