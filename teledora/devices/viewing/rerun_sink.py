@@ -84,7 +84,31 @@ class RerunSink:
 
     # -------------------------------------------------------------- logging
 
+    def default_blueprint(self) -> Any:
+        """The layout a viewer opens with: the 3D scene large, cameras and plots beside it."""
+        rrb = self.rr.blueprint
+        return rrb.Blueprint(
+            rrb.Horizontal(
+                rrb.Spatial3DView(origin="world", name="robot, scans, trajectories",
+                                  eye_controls=rrb.EyeControls3D(position=[-1.6, -1.6, 1.5], look_target=[0.0, 0.0, 0.5],
+                                                                 eye_up=[0.0, 0.0, 1.0],
+                                                                 tracking_entity="world/robot/base_link")),
+                rrb.Vertical(
+                    rrb.Horizontal(rrb.Spatial2DView(origin="cameras/chest", name="chest"),
+                                   rrb.Spatial2DView(origin="cameras/top_front", name="top_front")),
+                    rrb.TimeSeriesView(origin="plots/joints", name="joints"),
+                    rrb.Horizontal(rrb.TimeSeriesView(origin="plots/base", name="base"),
+                                   rrb.TimeSeriesView(origin="plots/lift", name="lift")),
+                    rrb.Tabs(rrb.TimeSeriesView(origin="plots/diagnostics", name="diagnostics levels"),
+                             rrb.TextLogView(origin="diagnostics", name="diagnostics")),
+                ),
+                column_shares=[3, 2],
+            ),
+            collapse_panels=False,
+        )
+
     def log_static(self, items: Iterable[vm.ViewItem]) -> None:
+        self.stream.send_blueprint(self.default_blueprint())
         self.stream.log("world", self.rr.ViewCoordinates.RIGHT_HAND_Z_UP, static=True)
         for item in items:
             self._log(item, static=True)
