@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from teledora.operators.model.robot_profile import RobotProfile
     from teledora.operators.rendering.camera_intrinsics import RendererConfig
     from teledora.operators.teleop.teleop_scheme import TeleopConfig
+    from teledora.operators.viewing.viewer_config import ViewerConfig
     from teledora.operators.xr.scripted_operator import OperatorScript
 
 T = TypeVar("T")
@@ -49,9 +50,10 @@ MOCAP = "alohamini2/mocap.yaml"
 RENDERER = "alohamini2/renderer.yaml"
 DEMO_SCRIPT = "alohamini2/demo_script.yaml"
 RATES = "alohamini2/rates.yaml"
+VIEWER = "alohamini2/viewer.yaml"
 
 # Every shipped config file (tests check that each of their keys is read).
-SHIPPED = (PROFILE, DRIVE, CALIBRATION, IK, TELEOP, LIDAR, ESTIMATION, MOCAP, RENDERER, DEMO_SCRIPT, RATES)
+SHIPPED = (PROFILE, DRIVE, CALIBRATION, IK, TELEOP, LIDAR, ESTIMATION, MOCAP, RENDERER, DEMO_SCRIPT, RATES, VIEWER)
 
 
 def read_config_file(name_or_path: PathLike) -> tuple[str, Mapping[str, Any]]:
@@ -185,3 +187,10 @@ def load_rate_table(name_or_path: PathLike | None = None) -> RateTable:
     from teledora.operators.contract.topic_rates import RateTable
 
     return load_config(name_or_path or RATES, RateTable.from_mapping)
+
+
+def load_viewer_config(name_or_path: PathLike | None = None) -> ViewerConfig:
+    """viewer.yaml: the live view's output and decimation rates."""
+    from teledora.operators.viewing.viewer_config import ViewerConfig
+
+    return load_config(name_or_path or VIEWER, ViewerConfig.from_mapping)

@@ -4,6 +4,10 @@ Both put this environment's Python first on PATH (dora starts `.py` nodes with
 the `python` it finds there), give the recorder a fresh run directory, and
 print where the recording went. `demo` runs the headless sim dataflow, which
 ends by itself when the scripted operator finishes.
+
+``--view`` adds the Rerun ``viewer`` node (docs/viewing.md): the dataflow with
+it is written to a temporary folder and started from there; the dataflow file
+itself is left as it is.
 """
 
 from __future__ import annotations
@@ -14,7 +18,10 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+
+import yaml
 
 DEFAULT_DATAFLOW = Path("dataflows/sim.yml")
 
@@ -27,6 +34,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         p.add_argument("--runs-dir", type=Path, default=Path(os.environ.get("TELEDORA_RUNS_DIR", "runs")), help="where run directories go")
         p.add_argument("--stop-after", default=None, help="stop the dataflow after this long (e.g. 90s)")
         p.add_argument("--speed", type=float, default=None, help="sim real-time factor (default 1.0)")
+        p.add_argument("--view", action="store_true",
+                       help="add the Rerun viewer node: a viewer window, or RUN/viewer.rrd without a display (docs/viewing.md)")
         p.set_defaults(func=_run, demo=(name == "demo"))
 
 
@@ -59,6 +68,13 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     run_dir = new_run_path(args.runs_dir)
     env = dora_environment(run_dir, args.speed)
+    if getattr(args, "view", False):
+        try:
+            dataflow = add_viewer(dataflow)
+        except (RuntimeError, ValueError) as exc:
+            print(f"teledora: {exc}", file=sys.stderr)
+            return 2
+        print(f"teledora: with the viewer node: {dataflow}", flush=True)
     dora = Path(sys.executable).parent / "dora"
     cmd = [str(dora) if dora.exists() else "dora", "run", str(dataflow)]
     stop_after = args.stop_after or ("120s" if args.demo else None)
@@ -76,6 +92,37 @@ def _run(args: argparse.Namespace) -> int:
         print(f"teledora: look at it with `teledora log info {run_dir}` and `teledora tracking {run_dir}`;"
               f" re-run the control nodes on it exactly with"
               f" `teledora replay {run_dir} --live teleop,ik,scan_merger --exact --speed 0`")
+    if getattr(args, "view", False) and (run_dir / "viewer.rrd").exists():
+        print(f"teledora: live view saved in {run_dir / 'viewer.rrd'} (`rerun {run_dir / 'viewer.rrd'}`)")
+    if manifest.exists():
+        print(f"teledora: see it in Rerun with `teledora view {run_dir}`")
     if rc != 0:
         print(f"teledora: dora run exited with {rc}", file=sys.stderr)
     return rc
+
+
+def add_viewer(dataflow: Path, out_dir: Path | None = None) -> Path:
+    """Writes ``dataflow`` with the viewer node added (to ``out_dir``, default a
+    new temporary folder) and returns the new file.
+
+    Raises:
+        RuntimeError: rerun-sdk is not installed (the message says how to install it).
+        ValueError: the dataflow cannot take the viewer.
+    """
+    from teledora.devices.viewing.rerun_sink import require_rerun
+    from teledora.operators.dataflow.viewer_node import with_viewer
+
+    require_rerun()
+    source = dataflow.resolve()
+    parsed = yaml.safe_load(source.read_text())
+    viewer_file = source.parent.parent / "nodes" / "viewing" / "viewer.py"
+    uses_modules = all(n.get("path") == "python" for n in parsed.get("nodes", []))
+    augmented = with_viewer(parsed, str(source.parent), None if uses_modules or not viewer_file.exists() else str(viewer_file))
+    out_dir = out_dir or Path(tempfile.mkdtemp(prefix="teledora-view-"))
+    out = out_dir / f"{source.stem}.view.yml"
+    types = source.parent / "types"  # dora finds the message types next to the dataflow file
+    if types.is_dir() and not (out_dir / "types").exists():
+        (out_dir / "types").symlink_to(types, target_is_directory=True)
+    out.write_text(f"# {source.name} with the viewer node added (teledora --view); generated, do not edit\n"
+                   + yaml.safe_dump(augmented, sort_keys=False))
+    return out

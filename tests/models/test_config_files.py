@@ -25,6 +25,7 @@ from teledora.operators.mocap.mocap_config import MocapConfig
 from teledora.operators.model.robot_profile import RobotProfile
 from teledora.operators.rendering.camera_intrinsics import RendererConfig
 from teledora.operators.teleop.teleop_scheme import TeleopConfig
+from teledora.operators.viewing.viewer_config import ViewerConfig
 from teledora.operators.xr.scripted_operator import OperatorScript
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,6 +44,7 @@ LOADERS: dict[str, tuple[Callable[..., Any], type]] = {
     cf.RENDERER: (cf.load_renderer_config, RendererConfig),
     cf.DEMO_SCRIPT: (cf.load_demo_script, OperatorScript),
     cf.RATES: (cf.load_rate_table, RateTable),
+    cf.VIEWER: (cf.load_viewer_config, ViewerConfig),
 }
 
 # Defaults that are a format's own, not a second copy of a shipped value.

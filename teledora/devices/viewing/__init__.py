@@ -1,0 +1,1 @@
+"""The Rerun end of the view: logging view items and opening viewers."""
