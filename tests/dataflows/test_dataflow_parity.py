@@ -35,7 +35,7 @@ HARDWARE_PENDING = {
     "can feed the autopilot directly (FLOW_TYPE) and the ekf bridge reads EKF3's estimate",
 }
 #: The machine split of the issue: device nodes on the robot, the rest on the workstation.
-ROBOT_NODES = {"arms", "base", "lift", "lidar_front", "lidar_back", "scan_merger", "flow", "ekf", "sim"}
+ROBOT_NODES = {"arms", "base", "lift", "lidar_front", "lidar_back", "scan_merger", "flow", "ekf", "sim", "cameras"}
 WORKSTATION_NODES = {"xr", "teleop", "ik", "renderer", "recorder", "mocap"}
 
 
