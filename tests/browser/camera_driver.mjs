@@ -36,7 +36,7 @@ try {
     const out = await page.evaluate(() => ({ shown: window.teledora.camStats.shown, frames: window.teledora.scene.frames,
       t: performance.now(), received: window.teledora.camStats.received }));
     const xrFps = (out.frames - fpsStart.frames) / ((out.t - fpsStart.t) / 1000);
-    log('watched', { shown: out.shown.map(({ camera, seq, frame, capture_ns }) => ({ camera, seq, frame, capture_ns })),
+    log('watched', { shown: out.shown.map(({ camera, seq, frame, capture_ns, page_ns }) => ({ camera, seq, frame, capture_ns, page_ns })),
       xr_fps: xrFps, received: out.received, seconds: (out.t - fpsStart.t) / 1000 });
   } else {
     const drawn = (cam, n) => page.waitForFunction(([c, k]) => window.teledora.camStats.shown.filter(

@@ -93,10 +93,13 @@ function sendView() {
   }
 }
 
+// reports a camera frame drawn (its XR frame's commands all issued); returns the page time it gave
 function sendShown(header) {
+  const t = nowNs();
   if (ws && ws.readyState === WebSocket.OPEN) {
-    ws.send(JSON.stringify({ type: 'shown', camera: header.camera, seq: header.seq, page_ns: nowNs() }));
+    ws.send(JSON.stringify({ type: 'shown', camera: header.camera, seq: header.seq, page_ns: t }));
   }
+  return t;
 }
 
 function onCameraFrame(buffer) {
@@ -359,7 +362,7 @@ function onXRFrame(t, frame) {
   drawScene(frame, layer);
   sendFrame(frame, t);
   for (const s of shown) {
-    sendShown(s);
+    s.page_ns = sendShown(s);
     camStats.shown.push(s);
     if (camStats.shown.length > 2000) camStats.shown.shift();
   }
