@@ -24,6 +24,7 @@ import numpy as np
 
 ACK_TIMEOUT_NS = 1_000_000_000
 STATS_WINDOW = 600
+PARTS = ("to_node", "in_node", "to_page")
 
 
 def frame_message(camera: str, seq: int, capture_ns: int, width: int, height: int, jpeg: bytes) -> bytes:
@@ -76,14 +77,22 @@ class CameraGate:
 
 @dataclass
 class LatencyStats:
-    """Capture-to-display latencies (ns) and display times, over a sliding window."""
+    """Capture-to-display latencies (ns) and display times, over a sliding window, with
+    the path split in three: capture to the xr node, in the node (waiting for the page's
+    answer, encoding), and sent to drawn on the page."""
 
     latencies_ns: deque = field(default_factory=lambda: deque(maxlen=STATS_WINDOW))
     shown_ns: deque = field(default_factory=lambda: deque(maxlen=STATS_WINDOW))
+    parts_ns: dict = field(default_factory=lambda: {k: deque(maxlen=STATS_WINDOW) for k in PARTS})
 
-    def add(self, capture_ns: int, display_host_ns: int) -> None:
+    def add(self, capture_ns: int, display_host_ns: int, arrived_ns: int | None = None,
+            sent_ns: int | None = None) -> None:
         self.latencies_ns.append(display_host_ns - capture_ns)
         self.shown_ns.append(display_host_ns)
+        if arrived_ns is not None and sent_ns is not None:
+            self.parts_ns["to_node"].append(arrived_ns - capture_ns)
+            self.parts_ns["in_node"].append(sent_ns - arrived_ns)
+            self.parts_ns["to_page"].append(display_host_ns - sent_ns)
 
     def summary(self) -> dict[str, float | int | None]:
         lat = np.asarray(self.latencies_ns, dtype=float) / 1e6
@@ -94,4 +103,6 @@ class LatencyStats:
         return {"frames": int(len(lat)),
                 "median_ms": None if not len(lat) else round(float(np.median(lat)), 2),
                 "p95_ms": None if not len(lat) else round(float(np.percentile(lat, 95)), 2),
-                "shown_hz": rate}
+                "shown_hz": rate,
+                **{f"{k}_median_ms": (round(float(np.median(v)) / 1e6, 2) if v else None)
+                   for k, v in self.parts_ns.items()}}

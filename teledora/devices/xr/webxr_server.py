@@ -106,6 +106,7 @@ class WebXrServer(FeedDevice):
         self.jpeg_quality = JPEG_QUALITY
         self._camera_lock = threading.Lock()
         self._camera_latest: dict[str, tuple[int, int, Any]] = {}  # camera -> (seq, capture_ns, RGB image)
+        self._camera_arrived: dict[str, tuple[int, int]] = {}  # camera -> (seq, host ns it reached the server)
         self._camera_wake: asyncio.Event | None = None
         self.camera_stats: dict[str, LatencyStats] = {}
         self._gates: dict[str, CameraGate] = {}
@@ -117,6 +118,7 @@ class WebXrServer(FeedDevice):
         with self._camera_lock:
             seq = self._camera_latest.get(camera, (0, 0, None))[0] + 1
             self._camera_latest[camera] = (seq, int(capture_ns), rgb)
+            self._camera_arrived[camera] = (seq, self.clock())
         loop, wake = self._loop, self._camera_wake
         if loop is not None and wake is not None:
             try:
@@ -269,7 +271,7 @@ class WebXrServer(FeedDevice):
         pings: OrderedDict[int, int] = OrderedDict()
         pinger = asyncio.create_task(self._pinger(ws, pings))
         view: set[str] = set()
-        in_flight: dict[str, int] = {}  # camera -> capture_ns of the frame the page is drawing
+        in_flight: dict[str, tuple[int, int, int]] = {}  # camera -> (capture, arrival, send) ns of the frame in flight
         self._gates = {}
         sender = asyncio.create_task(self._camera_sender(ws, view, in_flight))
         try:
@@ -320,17 +322,21 @@ class WebXrServer(FeedDevice):
                 self._frames.put(ReceivedFrame(b"", peer, client, self.clock(), disconnect=True))
         return ws
 
-    def _camera_shown(self, shown: Shown, estimate: ClockEstimate | None, in_flight: dict[str, int]) -> None:
+    def _camera_shown(self, shown: Shown, estimate: ClockEstimate | None,
+                      in_flight: dict[str, tuple[int, int, int]]) -> None:
         gate = self._gates.get(shown.camera)
         if gate is None or not gate.mark_shown(shown.seq):
             return  # late (its ack timed out) or unknown: nothing to learn from it
-        capture_ns = in_flight.pop(shown.camera, None)
-        if estimate is not None and capture_ns is not None:
-            self.camera_stats.setdefault(shown.camera, LatencyStats()).add(capture_ns, shown.page_ns + estimate.offset_ns)
+        times = in_flight.pop(shown.camera, None)
+        if estimate is not None and times is not None:
+            capture_ns, arrived_ns, sent_ns = times
+            self.camera_stats.setdefault(shown.camera, LatencyStats()).add(
+                capture_ns, shown.page_ns + estimate.offset_ns, arrived_ns, sent_ns)
         if self._camera_wake is not None:
             self._camera_wake.set()
 
-    async def _camera_sender(self, ws: web.WebSocketResponse, view: set[str], in_flight: dict[str, int]) -> None:
+    async def _camera_sender(self, ws: web.WebSocketResponse, view: set[str],
+                             in_flight: dict[str, tuple[int, int, int]]) -> None:
         """Sends each shown camera's newest frame once the page has drawn the one before."""
         import cv2
 
@@ -345,6 +351,7 @@ class WebXrServer(FeedDevice):
             wake.clear()
             with self._camera_lock:
                 latest = {c: self._camera_latest[c] for c in view if c in self._camera_latest}
+                arrived = dict(self._camera_arrived)
             for cam, (seq, capture_ns, rgb) in latest.items():
                 gate = self._gates.setdefault(cam, CameraGate())
                 gate.offer(seq)
@@ -355,8 +362,10 @@ class WebXrServer(FeedDevice):
                 if not ok or ws.closed:
                     continue
                 h, w = rgb.shape[:2]
-                gate.mark_sent(seq, self.clock())
-                in_flight[cam] = capture_ns
+                sent_ns = self.clock()
+                gate.mark_sent(seq, sent_ns)
+                got = arrived.get(cam, (seq, sent_ns))
+                in_flight[cam] = (capture_ns, got[1] if got[0] == seq else sent_ns, sent_ns)
                 try:
                     await ws.send_bytes(frame_message(cam, seq, capture_ns, w, h, jpeg.tobytes()))
                 except (ConnectionError, RuntimeError):
