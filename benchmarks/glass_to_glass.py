@@ -16,7 +16,11 @@ reports mapped through its clock estimate (diagnostics, as recorded); median
 and p95; the rate at which the page drew new camera frames, its XR frame rate,
 and the camera's publish rate in the recording; with the machine's load.
 
-    python benchmarks/glass_to_glass.py [--seconds 20]
+    python benchmarks/glass_to_glass.py [--seconds 20] [--direct]
+
+``--direct`` leaves the dataflow out: the xr node runs alone, fed 640x480 frames
+at 30 Hz straight from a thread (capture_ns = when the frame was made), which
+shows what the page and the xr node sustain by themselves.
 
 Needs chromium at /usr/bin/chromium and the npm packages of tests/browser.
 """
@@ -91,13 +95,62 @@ def pct(values: list[float]) -> str:
     return f"median {np.median(a):.1f} ms, p95 {np.percentile(a, 95):.1f} ms (n={len(a)})"
 
 
+def direct(seconds: float) -> int:
+    """The xr node and the page alone, fed at 30 Hz."""
+    import threading
+
+    import pyarrow as pa
+
+    from teledora.fakes.emulated_headset import run_headset
+    from teledora.operators.contract.messages import decode, image_metadata
+
+    yy, xx = np.mgrid[0:480, 0:640]
+    base = np.stack([xx % 256, yy % 256, (xx + yy) % 256], axis=-1).astype(np.uint8)
+
+    def feed(xr, stop: threading.Event) -> None:
+        k = 0
+        while not stop.is_set():
+            k += 1
+            img = np.roll(base, k * 4, axis=1)
+            capture = time.time_ns()
+            meta = image_metadata(width=640, height=480, encoding="rgb8", camera=CAMERA, stamp_ns=capture,
+                                  fx=320.0, fy=320.0, cx=319.5, cy=239.5)
+            xr.push(CAMERA, pa.array(img.reshape(-1)), {**meta, "capture_ns": capture})
+            stop.wait(1 / 30)
+
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory() as tmp:
+        run = run_headset(BROWSER / "camera_driver.mjs", Path(tmp), IWER, {}, args=[str(seconds)], feed=feed,
+                          timeout_s=seconds + 120)
+    load_after = os.getloadavg()
+    watched = next((s for s in run.steps if s["step"] == "watched"), None)
+    if watched is None:
+        print(run.stdout[-2000:], run.stderr[-2000:], file=sys.stderr)
+        return 1
+    shown = [s for s in watched["shown"] if s["camera"] == CAMERA]
+    page_ms = [(s["page_ns"] - int(s["capture_ns"])) / 1e6 for s in shown]
+    view = json.loads(decode("Diagnostics", run.xr.outputs["diagnostics"][-1])["details_json"])["camera_view"][CAMERA]
+    print(f"# glass-to-glass, xr node and page alone (fed 640x480 at 30 Hz): {os.cpu_count()} CPUs, load average "
+          f"{load_before[0]:.2f} before, {load_after[0]:.2f} after; headless Chromium + IWER")
+    print(f"capture -> drawn on the page (page clock = host clock): {pct(page_ms)}")
+    print(f"xr node's view: median {view['median_ms']} ms, p95 {view['p95_ms']} ms; sent {view['sent']}, shown "
+          f"{view['shown']}, skipped {view['skipped']}; split (medians): in the xr node {view['in_node_median_ms']} ms, "
+          f"sent -> drawn {view['to_page_median_ms']} ms")
+    print(f"page: {len(shown) / watched['seconds']:.1f} new camera frames drawn per second, XR frames "
+          f"{watched['xr_fps']:.1f}/s over {watched['seconds']:.1f} s")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--direct", action="store_true", help="the xr node and the page alone, fed at 30 Hz")
     args = ap.parse_args()
     if not IWER.exists() or not Path("/usr/bin/chromium").exists():
         print("needs /usr/bin/chromium and `npm ci` in tests/browser", file=sys.stderr)
         return 2
+    if args.direct:
+        return direct(args.seconds)
     tmp = Path(tempfile.mkdtemp(prefix="teledora-g2g-"))
     run_dir = tmp / "run"
     port = free_port()
