@@ -9,7 +9,10 @@ image metadata; ``capture_ns`` is the render time), ``calibration``
 ``calibration_period_s`` of cameras.yaml) and ``diagnostics``.
 
 Each camera renders at its renderer.yaml ``rate_hz``; nothing is published
-until every joint group has had a valid state (as in the renderer).
+until every joint group has had a valid state (as in the renderer). Renders
+are best effort: the process lowers its own CPU priority (``nice`` +10, or
+``CAMERAS_NICE``) so that on a busy machine the control nodes keep the CPU
+and the cameras fall behind their rate instead (late frames are skipped).
 
 Args: ``--config`` renderer YAML, ``--cameras-config`` cameras YAML,
 ``--model`` MJCF, ``--cameras a,b`` to render only those.
@@ -33,6 +36,7 @@ from teledora.operators.rendering.renderer_options import chosen_cameras
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 
 SOURCE = "sim"
+NICE = 10
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -49,6 +53,10 @@ def main(argv: Sequence[str] | None = None, node: Any = None, *, clock: Callable
     args = parse_args(argv)
     node = make_node(node)  # connect before anything can fail (dora 1.1.0 aborts the start otherwise)
     io = NodeIO(node, node_id("cameras"), clock=clock)
+    try:
+        os.nice(int(os.environ.get("CAMERAS_NICE", NICE)))  # software rendering yields to the control loop
+    except (OSError, ValueError):
+        pass
     owns_rig = rig is None
     try:
         config = load_renderer_config(args.config)

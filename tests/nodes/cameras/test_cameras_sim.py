@@ -31,7 +31,8 @@ def config_path(tmp_path: Path) -> str:
     return str(path)
 
 
-def test_renders_the_cameras_with_capture_times_and_calibration(config_path: str) -> None:
+def test_renders_the_cameras_with_capture_times_and_calibration(config_path: str, monkeypatch) -> None:
+    monkeypatch.setenv("CAMERAS_NICE", "0")  # the node runs in this process: leave its priority alone
     cams = ("chest", "left_wrist")
     rig = shared_rig(config_path, cams)
     events = [event(*TICK), event("joint_states", arms()), event("lift", lift(0.2)), event("odom", odom()),
