@@ -49,11 +49,9 @@ class CameraGate:
     last_sent_seq: int = -1
     sent: int = 0
     shown: int = 0
-    skipped: int = 0           # frames replaced by a newer one before they could go
+    skipped: int = 0           # frames replaced by a newer one before they could go (seq gaps between sends)
 
     def offer(self, seq: int) -> None:
-        if self.latest_seq > self.last_sent_seq and seq > self.latest_seq:
-            self.skipped += 1
         self.latest_seq = max(self.latest_seq, seq)
 
     def ready(self, now_ns: int, ack_timeout_ns: int = ACK_TIMEOUT_NS) -> bool:
@@ -63,6 +61,8 @@ class CameraGate:
         return self.in_flight_seq < 0 or now_ns - self.in_flight_ns > ack_timeout_ns
 
     def mark_sent(self, seq: int, now_ns: int) -> None:
+        if self.last_sent_seq >= 0:
+            self.skipped += max(0, seq - self.last_sent_seq - 1)  # offered in between, never sent
         self.in_flight_seq, self.in_flight_ns, self.last_sent_seq = seq, now_ns, seq
         self.sent += 1
 
