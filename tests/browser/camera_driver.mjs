@@ -22,9 +22,11 @@ try {
   page.on('pageerror', (e) => log('page_error', { message: e.message }));
   await page.goto(`${base}/?token=${token}&emulate=1`);
   await page.waitForFunction(() => window.teledora && window.teledora.status.paired, null, { timeout });
-  // before VR the flat page shows the main camera and reports it drawn
-  await page.waitForFunction(() => window.teledora.camStats.flatShown >= 3, null, { timeout });
-  log('flat_page_frames', { flatShown: await page.evaluate(() => window.teledora.camStats.flatShown) });
+  // before VR the flat page shows the main camera and reports it drawn (the benchmark goes straight to VR)
+  if (!seconds) {
+    await page.waitForFunction(() => window.teledora.camStats.flatShown >= 3, null, { timeout });
+    log('flat_page_frames', { flatShown: await page.evaluate(() => window.teledora.camStats.flatShown) });
+  }
   await page.click('#enter');
   await page.waitForFunction(() => window.teledora.status.inVR && window.teledora.scene.frames > 10, null, { timeout });
   await page.evaluate(() => { window.teledora.camStats.probe = true; window.teledora.camStats.shown.length = 0; });
