@@ -10,7 +10,7 @@ import yaml
 from teledora.operators.dataflow.dataflow_deploy import distribute
 
 # Device stand-ins run where the devices are; the operator's side on the workstation.
-ROBOT_NODES = ("arms", "base", "lift", "sim", "lidar_front", "lidar_back", "scan_merger", "flow", "ekf", "cameras")
+ROBOT_NODES = ("arms", "base", "lift", "sim", "lidar_front", "lidar_back", "scan_merger", "flow", "ekf")
 HEADER = """\
 # GENERATED from sim.yml by `teledora deploy split` -- do not edit; regenerate.
 # The sim dataflow split over two machines like hardware.yml: device stand-ins
