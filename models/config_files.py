@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from teledora.operators.mocap.mocap_config import MocapConfig
     from teledora.operators.model.robot_profile import RobotProfile
     from teledora.operators.rendering.camera_intrinsics import RendererConfig
+    from teledora.operators.cameras.camera_config import CamerasConfig
     from teledora.operators.teleop.teleop_scheme import TeleopConfig
     from teledora.operators.viewing.viewer_config import ViewerConfig
     from teledora.operators.xr.scripted_operator import OperatorScript
@@ -48,12 +49,13 @@ LIDAR = "alohamini2/lidar.yaml"
 ESTIMATION = "alohamini2/estimation.yaml"
 MOCAP = "alohamini2/mocap.yaml"
 RENDERER = "alohamini2/renderer.yaml"
+CAMERAS = "alohamini2/cameras.yaml"
 DEMO_SCRIPT = "alohamini2/demo_script.yaml"
 RATES = "alohamini2/rates.yaml"
 VIEWER = "alohamini2/viewer.yaml"
 
 # Every shipped config file (tests check that each of their keys is read).
-SHIPPED = (PROFILE, DRIVE, CALIBRATION, IK, TELEOP, LIDAR, ESTIMATION, MOCAP, RENDERER, DEMO_SCRIPT, RATES, VIEWER)
+SHIPPED = (PROFILE, DRIVE, CALIBRATION, IK, TELEOP, LIDAR, ESTIMATION, MOCAP, RENDERER, CAMERAS, DEMO_SCRIPT, RATES, VIEWER)
 
 
 def read_config_file(name_or_path: PathLike) -> tuple[str, Mapping[str, Any]]:
@@ -173,6 +175,13 @@ def load_renderer_config(name_or_path: PathLike | None = None) -> RendererConfig
     from teledora.operators.rendering.camera_intrinsics import renderer_config_from_dict
 
     return load_config(name_or_path or RENDERER, renderer_config_from_dict)
+
+
+def load_cameras_config(name_or_path: PathLike | None = None) -> CamerasConfig:
+    """cameras.yaml: the five USB cameras, their intrinsics and mounts."""
+    from teledora.operators.cameras.camera_config import cameras_config_from_dict
+
+    return load_config(name_or_path or CAMERAS, cameras_config_from_dict)
 
 
 def load_demo_script(name_or_path: PathLike | None = None) -> OperatorScript:

@@ -11,7 +11,11 @@ per-run pairing token (printed with the URL) must come in the first message,
 within ``--hello-timeout-s``; only one client controls at a time (a second one
 is refused with the reason); refused frames are counted by reason. Plain HTTP
 (``--plain-http``) binds the loopback only. Optional input ``state``
-(TeleopState) is forwarded to the page for display.
+(TeleopState) is forwarded to the page for display (its heads-up line).
+Optional inputs ``chest``, ``top_front``, ``top_back``, ``left_wrist``,
+``right_wrist`` (camera images) feed the camera panels in VR: the newest image
+of each camera the page shows goes to it as a JPEG once it has drawn the
+previous one (docs/xr.md, "Camera panels and the heads-up line").
 
 Args/env: ``--host`` (XR_WEBXR_HOST, 0.0.0.0; 127.0.0.1 with --plain-http),
 ``--port`` (XR_WEBXR_PORT, 8443), ``--cert-dir`` (XR_WEBXR_CERT_DIR,

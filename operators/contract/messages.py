@@ -255,6 +255,26 @@ KINDS: dict[str, tuple[Field, ...]] = {
         Field("last_error", STR),
         Field("details_json", STR),
     ),
+    # cameras/calibration: one camera's intrinsics (pixels, plumb_bob k1 k2 p1 p2 k3) and its mount:
+    # the optical frame in parent_frame as xyz (m) and URDF fixed-axis rpy (rad); source "sim" or "v4l2"
+    "CameraCalibration": (
+        _stamp(),
+        Field("camera", STR),
+        Field("source", STR),
+        Field("device", STR),
+        Field("width", I32),
+        Field("height", I32),
+        Field("rate_hz", F64),
+        Field("fx", F64),
+        Field("fy", F64),
+        Field("cx", F64),
+        Field("cy", F64),
+        Field("distortion_model", STR),
+        _vec("distortion", 5),
+        Field("parent_frame", STR),
+        _vec("mount_xyz", 3),
+        _vec("mount_rpy", 3),
+    ),
     # recorder/status: the recorder's heartbeat (see operators/recording/recorder_watch.py)
     "RecorderStatus": (_stamp(), Field("recording", BOOL), Field("messages", I64), Field("lag_ns", I64)),
     # a journaled node's input batches and clock reads (see operators/recording/input_journal.py)
@@ -296,6 +316,15 @@ def _extra_journal_check(msg: Mapping[str, Any]) -> None:
         raise MessageError("InputJournal: counts and first_step must be >= 0")
 
 
+def _extra_calibration_check(msg: Mapping[str, Any]) -> None:
+    if msg["width"] <= 0 or msg["height"] <= 0:
+        raise MessageError("CameraCalibration: width and height must be positive")
+    if not (msg["fx"] > 0 and msg["fy"] > 0 and msg["rate_hz"] > 0):
+        raise MessageError("CameraCalibration: fx, fy and rate_hz must be positive")
+    if not msg["camera"] or not msg["parent_frame"]:
+        raise MessageError("CameraCalibration: camera and parent_frame must be named")
+
+
 def _extra_scan_check(msg: Mapping[str, Any]) -> None:
     # ROS allows either sign: a clockwise scanner may publish angle_min > angle_max
     # with a negative increment. Only a zero (or non-finite) step is meaningless.
@@ -311,6 +340,7 @@ _EXTRA_CHECKS: dict[str, Callable[[Mapping[str, Any]], None]] = {
     "Diagnostics": _extra_diagnostics_check,
     "LaserScan": _extra_scan_check,
     "InputJournal": _extra_journal_check,
+    "CameraCalibration": _extra_calibration_check,
 }
 
 SCHEMAS: dict[str, pa.StructType] = {

@@ -119,6 +119,7 @@ def camera_frame_metadata(
         distortion=list(intr.distortion),
         frame_id=f"{name}_optical",
         render_ns=int(render_ns),
+        capture_ns=int(render_ns),  # when the pixels were made: a real camera's capture stamp
         oldest_state_stamp_ns=oldest_state_stamp_ns,
     )
     return meta

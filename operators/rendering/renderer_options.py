@@ -15,13 +15,15 @@ def wants_window(mode: str, env: Mapping[str, str]) -> bool:
 
 def chosen_cameras(config: RendererConfig, names: str | None) -> list[CameraSettings]:
     """The configured cameras to render: the enabled ones, or those of a
-    comma-separated list (``--cameras``), in its order.
+    comma-separated list (``--cameras``), in its order; ``none`` renders none.
 
     Raises:
         ValueError: the list names a camera the config does not have.
     """
     if names is None:
         return config.enabled_cameras
+    if names.strip() == "none":
+        return []  # the window alone: the cameras node publishes the images
     chosen = [c.strip() for c in names.split(",") if c.strip()]
     unknown = sorted(set(chosen) - set(config.cameras))
     if unknown:

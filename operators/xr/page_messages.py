@@ -5,6 +5,8 @@ apart by its ``type`` key, which a frame never has.
 
     {"type": "hello", "token": "...", "session": "a1b2"}      first message, at most 1 KiB
     {"type": "pong", "id": 7, "page_ns": 1700000000123456789}  answer to the host's ping 7
+    {"type": "shown", "camera": "chest", "seq": 12, "page_ns": ...} camera frame 12 was drawn at page_ns
+    {"type": "view", "cameras": "top_front,left_wrist"}         the camera panels the page shows
 
 Both are read with the same bounds as frames (:mod:`strict_json`), one
 level deep, unknown keys refused.
@@ -35,6 +37,26 @@ class Pong:
     page_ns: int
 
 
+@dataclass(frozen=True)
+class Shown:
+    """The page drew camera frame ``seq`` in the XR frame it finished at ``page_ns`` (page clock)."""
+
+    camera: str
+    seq: int
+    page_ns: int
+
+
+@dataclass(frozen=True)
+class ViewChoice:
+    """The cameras whose panels the page shows (the only ones it is sent)."""
+
+    cameras: tuple[str, ...]
+
+
+MAX_CAMERA_CHARS = 32
+MAX_CAMERAS = 8
+
+
 def _int(d: dict[str, Any], key: str, hi: int) -> int:
     v = d.get(key)
     if type(v) is not int or not 0 <= v <= hi:
@@ -62,8 +84,8 @@ def parse_hello(data: str | bytes) -> Hello:
     return Hello(token, session)
 
 
-def parse_control(data: str | bytes) -> Pong | None:
-    """A pong, or None when ``data`` is not a control message (then it is a
+def parse_control(data: str | bytes) -> Pong | Shown | ViewChoice | None:
+    """A pong, shown or view message, or None when ``data`` is not a control message (then it is a
     frame candidate, parsed and judged by the feed loop).
 
     Raises:
@@ -76,6 +98,23 @@ def parse_control(data: str | bytes) -> Pong | None:
         return None  # deeper or malformed: not a control message; the frame parser says what is wrong
     if not isinstance(d, dict) or "type" not in d:
         return None
+    if d["type"] == "shown" and set(d) == {"type", "camera", "seq", "page_ns"}:
+        return Shown(_camera(d.get("camera")), _int(d, "seq", MAX_STAMP_NS), _int(d, "page_ns", MAX_STAMP_NS))
+    if d["type"] == "view" and set(d) == {"type", "cameras"}:
+        names = d.get("cameras")
+        if not isinstance(names, str) or len(names) > MAX_CAMERAS * (MAX_CAMERA_CHARS + 1):
+            raise FeedFormatError("bad_control", "view.cameras must be a comma-separated string of camera names")
+        chosen = tuple(_camera(n) for n in names.split(",") if n)
+        if len(chosen) > MAX_CAMERAS:
+            raise FeedFormatError("bad_control", f"view names at most {MAX_CAMERAS} cameras")
+        return ViewChoice(chosen)
     if d["type"] != "pong" or set(d) != {"type", "id", "page_ns"}:
-        raise FeedFormatError("bad_control", "a control message after the hello must be a pong {type, id, page_ns}")
+        raise FeedFormatError("bad_control", "a control message after the hello must be a pong {type, id, page_ns}, "
+                              "shown {type, camera, seq, page_ns} or view {type, cameras}")
     return Pong(_int(d, "id", MAX_STAMP_NS), _int(d, "page_ns", MAX_STAMP_NS))
+
+
+def _camera(v: Any) -> str:
+    if not isinstance(v, str) or not 0 < len(v) <= MAX_CAMERA_CHARS or not v.replace("_", "").isalnum():
+        raise FeedFormatError("bad_control", "a camera name is 1 to 32 letters, digits or underscores")
+    return v

@@ -57,9 +57,9 @@ def image_topic(reader: RunReader, camera: str, topic: str | None) -> str | None
 
 
 def frame_time_ns(meta: dict[str, Any], recv_ns: int) -> int:
-    """When a frame was made: the renderer's ``render_ns``, else the image
+    """When a frame was made: its ``capture_ns`` (a camera's capture, a render's time), ``render_ns``, else the image
     ``stamp_ns``, else when the recorder received it (bursty under load)."""
-    for key in ("render_ns", "stamp_ns"):
+    for key in ("capture_ns", "render_ns", "stamp_ns"):
         value = meta.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value

@@ -19,7 +19,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import yaml
@@ -51,11 +51,13 @@ class HeadsetRun:
 
 
 def run_headset(driver: Path, workdir: Path, iwer_js: Path, teleop_overrides: Mapping[str, Any], args: Sequence[str] = (),
-                token: str = "e2e-token", timeout_s: float = 120.0) -> HeadsetRun:
+                token: str = "e2e-token", timeout_s: float = 120.0,
+                feed: Callable[[WiredNode, threading.Event], None] | None = None) -> HeadsetRun:
     """Runs ``driver`` against freshly started xr and teleop nodes and stops them after.
 
     The teleop config is the shipped teleop.yaml with ``teleop_overrides``
-    applied; ``workdir`` holds it and the certificate.
+    applied; ``workdir`` holds it and the certificate. ``feed(xr_node, stop)``,
+    if given, runs in its own thread meanwhile (e.g. pushing camera images).
     """
     xr_node = WiredNode()
     teleop_node = WiredNode(routes={"state": [(xr_node, "state")]})
@@ -74,6 +76,9 @@ def run_headset(driver: Path, workdir: Path, iwer_js: Path, teleop_overrides: Ma
         threading.Thread(target=teleop.main, kwargs=dict(argv=["--config", str(config)], node=teleop_node), daemon=True),
         threading.Thread(target=xr_webxr.main, kwargs=dict(argv=[], node=xr_node, server=server), daemon=True),
     ]
+    stop_feed = threading.Event()
+    if feed is not None:
+        threads.append(threading.Thread(target=feed, args=(xr_node, stop_feed), daemon=True))
     for t in threads:
         t.start()
     for _ in range(200):
@@ -84,6 +89,7 @@ def run_headset(driver: Path, workdir: Path, iwer_js: Path, teleop_overrides: Ma
         proc = subprocess.run(["node", str(driver), f"https://127.0.0.1:{server.port}", token, *args],
                               cwd=driver.parent, capture_output=True, text=True, timeout=timeout_s)
     finally:
+        stop_feed.set()
         xr_node.stop()
         threads[1].join(20)
         teleop_node.stop()

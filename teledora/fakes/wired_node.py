@@ -21,8 +21,8 @@ class WiredNode:
         self.metadata: dict[str, list[dict]] = {}
         self.logs: list[tuple[str, str]] = []
 
-    def push(self, input_id: str, value: Any) -> None:
-        self.inbox.put({"type": "INPUT", "id": input_id, "value": value, "metadata": {}})
+    def push(self, input_id: str, value: Any, metadata: dict | None = None) -> None:
+        self.inbox.put({"type": "INPUT", "id": input_id, "value": value, "metadata": dict(metadata or {})})
 
     def stop(self) -> None:
         """STOP, then the end of the stream."""

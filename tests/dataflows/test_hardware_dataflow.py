@@ -4,10 +4,11 @@ The dataflow is the shipped hardware.yml with its `deploy:` lines removed
 (`dora run` refuses them) and each device setting pointed at a fake that
 speaks the device's bytes: two Feetech servo buses and two RPLIDAR A1s on
 ptys, an ArduPilot on a pty (MAVLink 2), a Motive NatNet server on
-127.0.0.1, and the headset server on a free local port with its own
-certificate. Nobody wears the headset, so nothing is commanded to move; the
+127.0.0.1, five USB cameras as MJPEG streams on 127.0.0.1 (opened through
+OpenCV like the V4L2 devices), and the headset server on a free local port
+with its own certificate. Nobody wears the headset, so nothing is commanded to move; the
 test waits until the recorder has messages from every device node and the
-renderer, stops the dataflow (Ctrl-C: every node gets STOP) and checks the
+cameras, stops the dataflow (Ctrl-C: every node gets STOP) and checks the
 recording.
 """
 
@@ -33,6 +34,7 @@ from teledora.recording import RunReader
 from teledora.fakes.ardupilot import FakeArduPilot  # noqa: E402
 from teledora.fakes.feetech_bus import FakeFeetechBus, FakeServo  # noqa: E402
 from teledora.fakes.motive import FakeMotive  # noqa: E402
+from teledora.fakes.mjpeg_camera import FakeMjpegCamera  # noqa: E402
 from teledora.fakes.rplidar_a1 import FakeRplidarA1  # noqa: E402
 
 pytestmark = pytest.mark.dataflow
@@ -41,7 +43,9 @@ REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 TICKS_PER_MM = 4096 / 131.0
 DEVICE_TOPICS = ["arms__joint_states", "base__odom", "lift__state", "lidar_front__scan", "lidar_back__scan",
-                 "scan_merger__scan", "ekf__pose", "mocap__pose", "renderer__chest", "xr__diagnostics"]
+                 "scan_merger__scan", "ekf__pose", "mocap__pose", "cameras__chest", "cameras__right_wrist",
+                 "cameras__calibration", "renderer__diagnostics", "xr__diagnostics"]
+CAMERAS = ("chest", "top_front", "top_back", "left_wrist", "right_wrist")
 
 
 def _left_bus() -> list[FakeServo]:
@@ -81,6 +85,7 @@ def _local_dataflow(tmp: Path, devices: dict[str, str], run_dir: Path) -> Path:
         "xr": ["--host", "127.0.0.1", "--port", devices["xr_port"], "--cert-dir", str(tmp / "cert")],
         "mocap": ["--server", "127.0.0.1", "--command-port", devices["motive_port"]],
         "renderer": ["--viewer", "off"],
+        "cameras": [a for name in CAMERAS for a in ("--device", f"{name}={devices['camera_' + name]}")],
     }
     for entry in flow["nodes"]:
         entry.pop("deploy")
@@ -115,7 +120,10 @@ def hardware_run(tmp_path_factory):
 
         streamer = threading.Thread(target=stream_motive, daemon=True)
         streamer.start()
-        devices = {"left": left.port, "right": right.port, "lidar_front": front.port, "lidar_back": back.port,
+        cameras = {name: FakeMjpegCamera(160, 120, 15.0) for name in CAMERAS}
+        for cam in cameras.values():
+            cam.plug()
+        devices = {**{f"camera_{n}": c.url for n, c in cameras.items()},"left": left.port, "right": right.port, "lidar_front": front.port, "lidar_back": back.port,
                    "autopilot": autopilot.device, "motive_port": str(motive.command_port), "xr_port": str(_free_port())}
         flow = _local_dataflow(tmp, devices, run_dir)
         env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", RUST_BACKTRACE="0",
@@ -140,13 +148,15 @@ def hardware_run(tmp_path_factory):
         finally:
             stop.set()
             streamer.join(timeout=2)
+            for cam in cameras.values():
+                cam.unplug()
         noise = ("unknown type", "queue size limit", "dropping `", "DEBUG", "2742")
         log = "\n".join(line for line in log_path.read_text(errors="replace").splitlines()
                         if not any(n in line for n in noise))
         yield {"run_dir": run_dir, "counts": counts, "returncode": proc.returncode, "log": log, "left": left}
 
 
-def test_every_device_node_and_the_renderer_published(hardware_run) -> None:
+def test_every_device_node_and_the_cameras_published(hardware_run) -> None:
     counts = hardware_run["counts"]
     assert all(n >= 2 for n in counts.values()), (counts, hardware_run["log"][-4000:])
 

@@ -24,6 +24,7 @@ from teledora.operators.lidar.lidar_config import LidarSetup
 from teledora.operators.mocap.mocap_config import MocapConfig
 from teledora.operators.model.robot_profile import RobotProfile
 from teledora.operators.rendering.camera_intrinsics import RendererConfig
+from teledora.operators.cameras.camera_config import CamerasConfig
 from teledora.operators.teleop.teleop_scheme import TeleopConfig
 from teledora.operators.viewing.viewer_config import ViewerConfig
 from teledora.operators.xr.scripted_operator import OperatorScript
@@ -42,6 +43,7 @@ LOADERS: dict[str, tuple[Callable[..., Any], type]] = {
     cf.ESTIMATION: (cf.load_estimation_config, EstimationConfig),
     cf.MOCAP: (cf.load_mocap_config, MocapConfig),
     cf.RENDERER: (cf.load_renderer_config, RendererConfig),
+    cf.CAMERAS: (cf.load_cameras_config, CamerasConfig),
     cf.DEMO_SCRIPT: (cf.load_demo_script, OperatorScript),
     cf.RATES: (cf.load_rate_table, RateTable),
     cf.VIEWER: (cf.load_viewer_config, ViewerConfig),

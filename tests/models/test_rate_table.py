@@ -17,6 +17,7 @@ from teledora.models.config_files import (
     load_lidar_setup,
     load_mocap_config,
     load_rate_table,
+    load_cameras_config,
     load_renderer_config,
 )
 from teledora.nodes.recording.recorder import STATUS_PERIOD_S
@@ -96,9 +97,11 @@ def test_config_rates_agree_with_the_table() -> None:
     for name, lidar in load_lidar_setup().lidars.items():
         assert lidar.sim_scan_rate_hz == TABLE.topic(f"lidar_{name}/scan").sim_hz, name
     assert load_mocap_config().sim.rate_hz == TABLE.topic("mocap/pose").sim_hz
+    physical = load_cameras_config()
     for name, camera in load_renderer_config().cameras.items():
-        rate = TABLE.topic(f"renderer/{name}")
-        assert camera.rate_hz == rate.sim_hz == rate.hardware_hz, name
+        rate = TABLE.topic(f"cameras/{name}")
+        assert camera.rate_hz == rate.sim_hz and physical.cameras[name].rate_hz == rate.hardware_hz, name
+    assert physical.calibration_period_s == 2.0
     ik = load_ik_config()
     for kind in DATAFLOW_KINDS:
         assert ik.solver.control_period_s * 1000.0 == pytest.approx(TABLE.timer_ms("ik", kind)), kind

@@ -5,6 +5,7 @@
 // the node maps it to its own from the ping/pong round trips, so each pose
 // carries the time it was sampled and the node judges its true age.
 import { ControlPanel } from '/static/scene.js';
+import { CameraView, parseFrame } from '/static/cameras.js';
 
 const params = new URLSearchParams(location.search);
 const token = params.get('token') || '';
@@ -22,7 +23,11 @@ const status = { paired: false, refused: '', framesSent: 0, state: null, inVR: f
 // panel action (acts: button, hand, XR frame count, feed seq, page time), each grip gesture the
 // page saw (gestures), and the first frame the panel showed each change of the e-stop (shown)
 const scene = { panel: null, frames: 0, hover: {}, pressed: new Map(), acts: [], gestures: [], shown: [], gesture: false };
-window.teledora = { status, emulator: null, scene };
+// camera panels (cameras.js): what arrived and what was drawn (camera, seq, XR frame, and with
+// `probe` on, the pixel at the main panel's centre), and when the HUD showed each e-stop change
+const cams = new CameraView();
+const camStats = { received: {}, shown: [], probe: false, hud: [], stateChanges: [], flatShown: 0 };
+window.teledora = { status, emulator: null, scene, cams, camStats };
 
 let ws = null;
 let seq = 0;
@@ -49,8 +54,10 @@ function showLink(text, ok) { $('link').textContent = text; $('link').style.colo
 function connect() {
   const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
   ws = new WebSocket(`${scheme}://${location.host}/ws`);
+  ws.binaryType = 'arraybuffer';
   ws.onopen = () => ws.send(JSON.stringify({ type: 'hello', token, session }));
   ws.onmessage = (ev) => {
+    if (ev.data instanceof ArrayBuffer) { onCameraFrame(ev.data); return; }
     const msg = JSON.parse(ev.data);
     if (msg.type === 'ping') {
       // answered at once: the node brackets this clock reading between its send and our answer
@@ -59,10 +66,13 @@ function connect() {
     } else if (msg.type === 'welcome') {
       status.paired = true; status.refused = ''; reconnectDelay = 250;
       showLink('paired: this page is in control', true);
+      sendView();
     } else if (msg.type === 'refused') {
       status.refused = msg.reason; showLink(`refused: ${msg.reason}`, false);
     } else if (msg.type === 'state') {
-      status.state = msg; showState(msg);
+      const was = !!(status.state && status.state.estop_latched);
+      if (!!msg.estop_latched !== was) camStats.stateChanges.push({ latched: !!msg.estop_latched, frame: scene.frames, t: performance.now() });
+      status.state = msg; status.stateAt = performance.now(); showState(msg);
     }
   };
   ws.onclose = () => {
@@ -74,6 +84,77 @@ function connect() {
     setTimeout(connect, reconnectDelay);
     reconnectDelay = Math.min(reconnectDelay * 2, 4000);
   };
+}
+
+// ------------------------------------------------------------ camera panels
+function sendView() {
+  if (ws && ws.readyState === WebSocket.OPEN && status.paired) {
+    ws.send(JSON.stringify({ type: 'view', cameras: cams.wanted().join(',') }));
+  }
+}
+
+// reports a camera frame drawn (its XR frame's commands all issued); returns the page time it gave
+function sendShown(header) {
+  const t = nowNs();
+  if (ws && ws.readyState === WebSocket.OPEN) {
+    ws.send(JSON.stringify({ type: 'shown', camera: header.camera, seq: header.seq, page_ns: t }));
+  }
+  return t;
+}
+
+function onCameraFrame(buffer) {
+  const { header, jpeg } = parseFrame(buffer);
+  camStats.received[header.camera] = (camStats.received[header.camera] || 0) + 1;
+  createImageBitmap(new Blob([jpeg], { type: 'image/jpeg' })).then((bitmap) => {
+    if (xrSession) { cams.offer(header, bitmap); return; }  // drawn (and reported) in the next XR frame
+    // outside VR: the main camera on the page, reported at once (the stream must not stall)
+    if (header.camera === cams.mainCamera) {
+      const c = $('camflat');
+      c.getContext('2d').drawImage(bitmap, 0, 0, c.width, c.height);
+      camStats.flatShown += 1;
+    }
+    bitmap.close();
+    sendShown(header);
+  }, () => sendShown(header));  // an undecodable frame: let the next one come
+}
+
+function hudLine() {
+  const s = status.state;
+  if (!status.paired) return { text: 'NOT PAIRED', alarm: true, latched: false };
+  if (!s) return { text: 'robot state unknown', alarm: true, latched: false };
+  const parts = [s.estop_latched ? 'E-STOP LATCHED' : 'e-stop clear', s.arms_paused ? 'PAUSED' : 'arms live'];
+  const clutch = [s.left_clutched ? 'L' : '', s.right_clutched ? 'R' : ''].join('');
+  const slow = [s.left_slow ? 'L' : '', s.right_slow ? 'R' : ''].join('');
+  parts.push(clutch ? `clutch ${clutch}` : 'no clutch');
+  parts.push(slow ? `slow ${slow}` : 'full speed');
+  const age = performance.now() - (status.stateAt || 0);
+  parts.push(age > 1000 ? 'LINK LOST' : `link ${Math.round(age / 50) * 50} ms`);
+  return { text: parts.join(' · '), alarm: !!s.estop_latched || age > 1000, latched: !!s.estop_latched };
+}
+
+function handPositions(frame) {
+  const hands = {};
+  for (const src of frame.session.inputSources) {
+    if (src.handedness !== 'left' && src.handedness !== 'right') continue;
+    const pose = rayPose(frame, src);
+    if (pose) hands[src.handedness] = pose.transform.position;
+  }
+  return hands;
+}
+
+function drawCameras(frame, layer) {
+  const viewer = frame.getViewerPose(refSpace);
+  if (!viewer) return [];
+  if (!cams.mainCenter) cams.place(viewer.transform);
+  const uploaded = cams.upload();
+  const hud = hudLine();
+  if (cams.setHud(hud.text, hud.alarm)) {
+    const last = camStats.hud[camStats.hud.length - 1];
+    if (!last || last.latched !== hud.latched) camStats.hud.push({ latched: hud.latched, frame: scene.frames, t: performance.now() });
+  }
+  const pixel = cams.draw(layer, viewer.views, handPositions(frame), camStats.probe);
+  return uploaded.map((h) => ({ camera: h.camera, seq: h.seq, capture_ns: h.capture_ns, frame: scene.frames,
+    pixel: h.camera === cams.mainCamera ? pixel : null }));
 }
 
 function showState(s) {
@@ -222,6 +303,12 @@ function onSelectStart(ev) {
   const pose = rayPose(ev.frame, ev.inputSource);
   const name = pose && scene.panel ? scene.panel.hit(pose.transform) : null;
   const model = sceneModel();
+  if (!name && pose && cams.hitsMain(pose.transform)) {  // the main camera panel: show the next camera
+    cams.cycleMain();
+    $('cam_main_choice').value = cams.mainCamera;
+    sendView();
+    return;
+  }
   if (!name || !model.enabled[name]) return;
   const now = name === 'estop' || (name === 'pause' && !model.paused);
   scene.pressed.set(ev.inputSource, { name, onRelease: !now });
@@ -271,8 +358,14 @@ function onXRFrame(t, frame) {
   gl.bindFramebuffer(gl.FRAMEBUFFER, layer.framebuffer);
   gl.clearColor(...clearColor(), 1.0);
   gl.clear(gl.COLOR_BUFFER_BIT);
+  const shown = drawCameras(frame, layer);
   drawScene(frame, layer);
   sendFrame(frame, t);
+  for (const s of shown) {
+    s.page_ns = sendShown(s);
+    camStats.shown.push(s);
+    if (camStats.shown.length > 2000) camStats.shown.shift();
+  }
 }
 
 async function enterVR() {
@@ -282,6 +375,7 @@ async function enterVR() {
   // draw calls, so half the native resolution keeps the labels legible at little cost
   await xrSession.updateRenderState({ baseLayer: new XRWebGLLayer(xrSession, gl, { framebufferScaleFactor: FRAMEBUFFER_SCALE, antialias: false }) });
   refSpace = await xrSession.requestReferenceSpace('local-floor');
+  cams.attach(gl);
   scene.panel = scene.panel || new ControlPanel(gl);
   scene.panel.center = null;  // a new session has a new local-floor: place the panel again
   xrSession.addEventListener('selectstart', onSelectStart);
@@ -292,6 +386,10 @@ async function enterVR() {
   xrSession.requestAnimationFrame(onXRFrame);
 }
 
+for (const side of ['main', 'left', 'right']) {
+  $(`cam_${side}`).addEventListener('change', (ev) => { cams.show[side] = ev.target.checked; sendView(); });
+}
+$('cam_main_choice').addEventListener('change', (ev) => { cams.mainCamera = ev.target.value; sendView(); });
 $('estop').addEventListener('click', () => pulse('estop'));
 $('release').addEventListener('click', () => pulse('release_stop'));
 $('confirm').addEventListener('click', () => pulse('release_stop'));

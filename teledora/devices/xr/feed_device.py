@@ -61,3 +61,6 @@ class FeedDevice(Device):
 
     @abstractmethod
     def write(self, message: dict[str, Any]) -> None: ...
+
+    def offer_image(self, camera: str, rgb: Any, capture_ns: int) -> None:
+        """The newest image of a robot camera, for a feed that can show it (others ignore it)."""

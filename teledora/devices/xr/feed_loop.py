@@ -26,7 +26,8 @@ from typing import Any, Mapping
 
 from teledora.devices.xr.feed_device import FeedDevice, ReceivedFrame
 from teledora.runtime.node_io import NodeIO
-from teledora.operators.contract.messages import decode
+from teledora.operators.contract.messages import MessageError, decode, decode_image
+from teledora.operators.rendering.camera_intrinsics import CAMERA_NAMES
 from teledora.operators.xr.feed_assembler import FeedAssembler, StaleFrameError
 from teledora.operators.xr.feed_rejection import FeedRejected
 from teledora.operators.xr.xr_feed_format import parse_frame
@@ -146,10 +147,20 @@ def _service_events(io: NodeIO, backend: FeedDevice, tally: RejectionTally) -> b
     batch = io.next_batch(timeout_s=0)
     if batch is None:
         return False
-    for event in batch:
+    for event in io.newest(batch, set(CAMERA_NAMES)):  # of a burst of images only the newest matters
         kind = event.get("type")
         if kind == "STOP":
             return False
+        if kind == "INPUT" and event.get("id") in CAMERA_NAMES:
+            meta = event.get("metadata") or {}
+            try:
+                rgb = decode_image(event["value"], meta).copy()  # the server keeps it after the event is gone
+            except MessageError as exc:  # a display-only input: never fatal
+                io.reject(f"{event.get('id')}: {exc}")
+                continue
+            capture = meta.get("capture_ns", meta.get("stamp_ns", io.clock()))
+            backend.offer_image(event["id"], rgb, int(capture))
+            continue
         if kind == "INPUT" and event.get("id") == "state":
             try:
                 state = decode("TeleopState", event["value"])

@@ -17,6 +17,12 @@ map the page's clock onto the host's (:mod:`teledora.operators.xr.headset_clock`
 and each frame is handed on with the estimate current when it arrived. When
 the controlling page goes, a disconnect is read (the loop publishes both hands
 gone), whatever the page sent before.
+
+Camera panels: :meth:`WebXrServer.offer_image` keeps each camera's newest
+image; the paired page is sent, for each camera it shows (its ``view``
+message), the newest image as a JPEG once it has reported the previous one
+drawn (``shown``), so frames never queue (:mod:`teledora.operators.xr.camera_view`).
+The ``shown`` reports, mapped to the host clock, give capture-to-display latency.
 """
 
 from __future__ import annotations
@@ -38,7 +44,8 @@ from aiohttp import WSCloseCode, WSMsgType, web
 from teledora.devices.xr.feed_device import FeedDevice, ReceivedFrame
 from teledora.operators.xr.feed_rejection import FeedFormatError
 from teledora.operators.xr.headset_clock import ClockEstimate, HeadsetClock
-from teledora.operators.xr.page_messages import parse_control, parse_hello
+from teledora.operators.xr.camera_view import CameraGate, LatencyStats, frame_message
+from teledora.operators.xr.page_messages import Shown, ViewChoice, parse_control, parse_hello
 from teledora.operators.xr.xr_feed_format import MAX_FRAME_BYTES
 
 _WS_HARD_LIMIT = 64 * 1024  # beyond this aiohttp closes the socket; below it we drop and count
@@ -46,6 +53,8 @@ _CLOSE_BAD_TOKEN, _CLOSE_BUSY, _CLOSE_PROTOCOL = 4003, 4009, 4002
 HELLO_TIMEOUT_S = 5.0
 PING_PERIOD_S = 0.5
 _OUTSTANDING_PINGS = 8
+JPEG_QUALITY = 80
+_CAMERA_POLL_S = 0.25  # a camera whose ack is overdue is looked at again this often
 
 
 class WebXrServer(FeedDevice):
@@ -94,8 +103,37 @@ class WebXrServer(FeedDevice):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
         self._thread: threading.Thread | None = None
+        self.jpeg_quality = JPEG_QUALITY
+        self._camera_lock = threading.Lock()
+        self._camera_latest: dict[str, tuple[int, int, Any]] = {}  # camera -> (seq, capture_ns, RGB image)
+        self._camera_arrived: dict[str, tuple[int, int]] = {}  # camera -> (seq, host ns it reached the server)
+        self._camera_wake: asyncio.Event | None = None
+        self.camera_stats: dict[str, LatencyStats] = {}
+        self._gates: dict[str, CameraGate] = {}
 
     # ------------------------------------------------------------- device API
+    def offer_image(self, camera: str, rgb: Any, capture_ns: int) -> None:
+        """The newest image of ``camera`` (H x W x 3 RGB, owned by the server from now on);
+        an older one not yet sent is dropped."""
+        with self._camera_lock:
+            seq = self._camera_latest.get(camera, (0, 0, None))[0] + 1
+            self._camera_latest[camera] = (seq, int(capture_ns), rgb)
+            self._camera_arrived[camera] = (seq, self.clock())
+        loop, wake = self._loop, self._camera_wake
+        if loop is not None and wake is not None:
+            try:
+                loop.call_soon_threadsafe(wake.set)
+            except RuntimeError:  # the loop is closing
+                pass
+
+    def camera_summary(self) -> dict[str, dict[str, Any]]:
+        """Per camera: frames sent, shown, skipped, and latency/rate figures."""
+        out = {}
+        for cam, gate in dict(self._gates).items():
+            stats = self.camera_stats.get(cam, LatencyStats()).summary()
+            out[cam] = {"sent": gate.sent, "shown": gate.shown, "skipped": gate.skipped, **stats}
+        return out
+
     def connect(self) -> None:
         started = threading.Event()
         errors: list[BaseException] = []
@@ -154,7 +192,7 @@ class WebXrServer(FeedDevice):
         return {"clients_accepted": self.clients_accepted, "peer": self._owner_peer if self._owner is not None else "",
                 "clock_offset_ns": None if est is None else est.offset_ns,
                 "clock_uncertainty_ns": None if est is None else est.uncertainty_at(self.clock()),
-                "round_trips": self._round_trips}
+                "round_trips": self._round_trips, "camera_view": self.camera_summary()}
 
     def origin_allowed(self, origin: str | None) -> bool:
         """True for this server's own origin (scheme, one of its hosts, its port)
@@ -174,6 +212,7 @@ class WebXrServer(FeedDevice):
 
     # -------------------------------------------------------------- aiohttp
     async def _start(self) -> None:
+        self._camera_wake = asyncio.Event()
         app = web.Application()
         app.router.add_get("/", self._index)
         app.router.add_get("/ws", self._ws)
@@ -231,6 +270,10 @@ class WebXrServer(FeedDevice):
         self._estimate, self._round_trips = None, 0  # the clock is this socket's (used in the server thread only)
         pings: OrderedDict[int, int] = OrderedDict()
         pinger = asyncio.create_task(self._pinger(ws, pings))
+        view: set[str] = set()
+        in_flight: dict[str, tuple[int, int, int]] = {}  # camera -> (capture, arrival, send) ns of the frame in flight
+        self._gates = {}
+        sender = asyncio.create_task(self._camera_sender(ws, view, in_flight))
         try:
             async for msg in ws:
                 if msg.type == WSMsgType.BINARY:
@@ -251,6 +294,15 @@ class WebXrServer(FeedDevice):
                 except FeedFormatError as exc:
                     self.reject(exc.reason)
                     continue
+                if isinstance(pong, Shown):
+                    self._camera_shown(pong, clock.estimate(recv_ns), in_flight)
+                    continue
+                if isinstance(pong, ViewChoice):
+                    view.clear()
+                    view.update(pong.cameras)
+                    if self._camera_wake is not None:
+                        self._camera_wake.set()
+                    continue
                 if pong is not None:
                     sent_ns = pings.pop(pong.ping_id, None)
                     if sent_ns is None or not clock.add_round_trip(sent_ns, pong.page_ns, recv_ns):
@@ -263,11 +315,61 @@ class WebXrServer(FeedDevice):
                 self._frames.put(ReceivedFrame(msg.data.encode("utf-8", "replace"), peer, client, recv_ns, estimate))
         finally:
             pinger.cancel()
+            sender.cancel()
             if self._owner is ws:
                 self._owner = None
                 # whatever the page sent before, the loop reports both hands gone: arms hold, buttons release
                 self._frames.put(ReceivedFrame(b"", peer, client, self.clock(), disconnect=True))
         return ws
+
+    def _camera_shown(self, shown: Shown, estimate: ClockEstimate | None,
+                      in_flight: dict[str, tuple[int, int, int]]) -> None:
+        gate = self._gates.get(shown.camera)
+        if gate is None or not gate.mark_shown(shown.seq):
+            return  # late (its ack timed out) or unknown: nothing to learn from it
+        times = in_flight.pop(shown.camera, None)
+        if estimate is not None and times is not None:
+            capture_ns, arrived_ns, sent_ns = times
+            self.camera_stats.setdefault(shown.camera, LatencyStats()).add(
+                capture_ns, shown.page_ns + estimate.offset_ns, arrived_ns, sent_ns)
+        if self._camera_wake is not None:
+            self._camera_wake.set()
+
+    async def _camera_sender(self, ws: web.WebSocketResponse, view: set[str],
+                             in_flight: dict[str, tuple[int, int, int]]) -> None:
+        """Sends each shown camera's newest frame once the page has drawn the one before."""
+        import cv2
+
+        loop = asyncio.get_running_loop()
+        wake = self._camera_wake
+        assert wake is not None
+        while not ws.closed:
+            try:
+                await asyncio.wait_for(wake.wait(), _CAMERA_POLL_S)
+            except asyncio.TimeoutError:
+                pass
+            wake.clear()
+            with self._camera_lock:
+                latest = {c: self._camera_latest[c] for c in view if c in self._camera_latest}
+                arrived = dict(self._camera_arrived)
+            for cam, (seq, capture_ns, rgb) in latest.items():
+                gate = self._gates.setdefault(cam, CameraGate())
+                gate.offer(seq)
+                if not gate.ready(self.clock()):
+                    continue
+                ok, jpeg = await loop.run_in_executor(
+                    None, lambda img=rgb: cv2.imencode(".jpg", img[..., ::-1], [cv2.IMWRITE_JPEG_QUALITY, self.jpeg_quality]))
+                if not ok or ws.closed:
+                    continue
+                h, w = rgb.shape[:2]
+                sent_ns = self.clock()
+                gate.mark_sent(seq, sent_ns)
+                got = arrived.get(cam, (seq, sent_ns))
+                in_flight[cam] = (capture_ns, got[1] if got[0] == seq else sent_ns, sent_ns)
+                try:
+                    await ws.send_bytes(frame_message(cam, seq, capture_ns, w, h, jpeg.tobytes()))
+                except (ConnectionError, RuntimeError):
+                    return
 
     async def _pinger(self, ws: web.WebSocketResponse, pings: "OrderedDict[int, int]") -> None:
         ping_id = 0

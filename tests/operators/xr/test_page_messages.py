@@ -69,3 +69,17 @@ def test_any_bytes_give_a_message_or_a_reasoned_refusal(data):
             parse(data)
         except FeedFormatError:
             pass
+
+
+def test_shown_and_view_messages() -> None:
+    from teledora.operators.xr.page_messages import Shown, ViewChoice
+
+    assert parse_control('{"type": "shown", "camera": "chest", "seq": 4, "page_ns": 9}') == Shown("chest", 4, 9)
+    assert parse_control('{"type": "view", "cameras": "top_front,left_wrist"}') == ViewChoice(("top_front", "left_wrist"))
+    assert parse_control('{"type": "view", "cameras": ""}') == ViewChoice(())
+    for bad in ('{"type": "shown", "camera": "../x", "seq": 4, "page_ns": 9}',
+                '{"type": "shown", "camera": "chest", "seq": -1, "page_ns": 9}',
+                '{"type": "view", "cameras": 3}', '{"type": "view", "cameras": "' + "a," * 9 + '"}'):
+        with pytest.raises(FeedFormatError) as info:
+            parse_control(bad)
+        assert info.value.reason == "bad_control", bad

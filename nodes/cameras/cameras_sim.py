@@ -1,0 +1,102 @@
+"""cameras node, sim variant: the robot's cameras rendered offscreen by MuJoCo from
+the reported states (the same rig and code as the renderer's window, with no window).
+
+Inputs: ``joint_states`` (JointState), ``lift`` (LiftState), ``odom`` (Odometry),
+``tick`` (dora timer: wakes the loop so due cameras render). Outputs: ``chest``,
+``top_front``, ``top_back``, ``left_wrist``, ``right_wrist`` (flat uint8 RGB with
+image metadata; ``capture_ns`` is the render time), ``calibration``
+(CameraCalibration per rendered camera, at start and every
+``calibration_period_s`` of cameras.yaml) and ``diagnostics``.
+
+Each camera renders at its renderer.yaml ``rate_hz``; nothing is published
+until every joint group has had a valid state (as in the renderer). Renders
+are best effort: the process lowers its own CPU priority (``nice`` +10, or
+``CAMERAS_NICE``) so that on a busy machine the control nodes keep the CPU
+and the cameras fall behind their rate instead (late frames are skipped).
+
+Args: ``--config`` renderer YAML, ``--cameras-config`` cameras YAML,
+``--model`` MJCF, ``--cameras a,b`` to render only those.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from typing import Any, Callable, Sequence
+
+import yaml
+
+from teledora import models
+from teledora.devices.rendering.camera_rig import CameraRig, resolve_model
+from teledora.devices.rendering.robot_renderer import LATEST_ONLY, RobotRenderer
+from teledora.models.config_files import load_cameras_config, load_renderer_config
+from teledora.operators.cameras.camera_config import CalibrationClock, calibration_message
+from teledora.operators.rendering.renderer_options import chosen_cameras
+from teledora.runtime.node_io import NodeIO, make_node, node_id
+
+SOURCE = "sim"
+NICE = 10
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="cameras_sim", description=__doc__.splitlines()[0])
+    p.add_argument("--config", default=os.environ.get("RENDERER_CONFIG"))
+    p.add_argument("--cameras-config", default=os.environ.get("CAMERAS_CONFIG"))
+    p.add_argument("--model", default=os.environ.get("RENDERER_MODEL"))
+    p.add_argument("--cameras", default=os.environ.get("RENDERER_CAMERAS"), help="comma-separated subset")
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None, node: Any = None, *, clock: Callable[[], int] = time.time_ns,
+         rig: CameraRig | None = None) -> None:
+    args = parse_args(argv)
+    node = make_node(node)  # connect before anything can fail (dora 1.1.0 aborts the start otherwise)
+    io = NodeIO(node, node_id("cameras"), clock=clock)
+    try:
+        os.nice(int(os.environ.get("CAMERAS_NICE", NICE)))  # software rendering yields to the control loop
+    except (OSError, ValueError):
+        pass
+    owns_rig = rig is None
+    try:
+        config = load_renderer_config(args.config)
+        mounts = load_cameras_config(args.cameras_config)
+        os.environ.setdefault("MUJOCO_GL", "egl")  # before the first mujoco.Renderer
+        if rig is None:
+            model_path = resolve_model(args.model or config.model.path, io.log)
+            rig = CameraRig(model_path, config, chosen_cameras(config, args.cameras))
+        app = RobotRenderer(io, config, rig, models.load_profile(), None)
+    except (ValueError, OSError, RuntimeError, yaml.YAMLError) as exc:
+        reason = f"cameras could not start: {exc}"
+        io.diag.set_status("error", reason)
+        io.diag.error(reason)
+        io.log("error", reason)
+        io.publish_diagnostics(force=True)
+        raise SystemExit(reason) from exc
+    calibration = CalibrationClock(mounts.calibration_period_s)
+    stopping = False
+    try:
+        while True:
+            batch = io.next_batch(0.1)
+            if batch is None:
+                break
+            for event in io.newest(batch, LATEST_ONLY):
+                if event["type"] == "INPUT":
+                    app.on_input(event)
+                elif event["type"] == "STOP":
+                    stopping = True
+            if not stopping:
+                app.step(clock())
+                if calibration.due(clock()):
+                    for name, cam in rig.cameras.items():
+                        msg = calibration_message(name, SOURCE, "mujoco", rig.intrinsics[name], cam.rate_hz,
+                                                  mounts.cameras[name].mount, clock())
+                        io.send("calibration", "CameraCalibration", msg)
+            app.publish_diagnostics()
+        app.publish_diagnostics(force=True)
+    finally:
+        app.close(close_rig=owns_rig)
+
+
+if __name__ == "__main__":
+    main()

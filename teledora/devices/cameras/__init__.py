@@ -1,0 +1,1 @@
+"""Camera capture devices: one OpenCV capture thread per USB camera."""

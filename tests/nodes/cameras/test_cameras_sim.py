@@ -1,0 +1,63 @@
+"""The sim cameras node: images rendered from the reported states, with their
+capture (render) time, and each rendered camera's calibration with its mount."""
+
+from __future__ import annotations
+
+import itertools
+import os
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from teledora import models
+from teledora.nodes.cameras import cameras_sim
+from tests.nodes.rendering.test_renderer import TICK, PacedNode, W, H, arms, event, lift, odom, shared_rig
+
+
+@pytest.fixture()
+def config_path(tmp_path: Path) -> str:
+    data = models.load_yaml("alohamini2/renderer.yaml")
+    data["camera_defaults"].update(width=W, height=H)
+    for cam in data["cameras"].values():
+        cam.update(enabled=True, rate_hz=1000.0)
+    data["max_renders_per_cycle"] = 5
+    path = tmp_path / "renderer.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+def test_renders_the_cameras_with_capture_times_and_calibration(config_path: str, monkeypatch) -> None:
+    monkeypatch.setenv("CAMERAS_NICE", "0")  # the node runs in this process: leave its priority alone
+    cams = ("chest", "left_wrist")
+    rig = shared_rig(config_path, cams)
+    events = [event(*TICK), event("joint_states", arms()), event("lift", lift(0.2)), event("odom", odom()),
+              event(*TICK), event(*TICK), event(*TICK)]
+    node = PacedNode(events)
+    clock = itertools.count(start=10**9, step=20_000_000)
+    cameras_sim.main(["--config", config_path], node=node, clock=lambda: next(clock), rig=rig)
+    for cam in cams:
+        frames = [(v, m) for o, v, m in node.sent if o == cam]
+        assert frames, cam
+        img = node.images(cam)[-1]
+        assert img.shape == (H, W, 3) and np.ptp(img) > 0  # a picture, not a blank
+        meta = frames[-1][1]
+        assert meta["capture_ns"] == meta["render_ns"] > 10**9
+    assert {o for o, _, _ in node.sent} <= {"chest", "left_wrist", "calibration", "diagnostics"}
+    from teledora.operators.contract.messages import decode
+
+    cal = [decode("CameraCalibration", v) for o, v, _ in node.sent if o == "calibration"]
+    by_cam = {c["camera"]: c for c in cal}
+    assert set(by_cam) == set(cams)
+    assert by_cam["left_wrist"]["parent_frame"] == "left_Fixed_Jaw" and by_cam["chest"]["source"] == "sim"
+    assert (by_cam["chest"]["width"], by_cam["chest"]["height"]) == (W, H)
+
+
+def teardown_module() -> None:
+    from tests.nodes.rendering import test_renderer
+
+    test_renderer.teardown_module()
