@@ -407,8 +407,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"rates over the window: xr/controllers {n_ctrl / window_s:.1f} Hz, teleop/arm_targets {n_targets / window_s:.1f} Hz, "
           f"ik/joint_commands {n_cmds / window_s:.1f} Hz")
     for cam in ("chest", "top_front", "top_back", "left_wrist", "right_wrist"):
-        if f"renderer/{cam}" in topic_counts and topic_counts[f"renderer/{cam}"]:
-            print(f"  renderer/{cam}: {topic_counts[f'renderer/{cam}'] / window_s:.1f} Hz")
+        if f"cameras/{cam}" in topic_counts and topic_counts[f"cameras/{cam}"]:
+            print(f"  cameras/{cam}: {topic_counts[f'cameras/{cam}'] / window_s:.1f} Hz")
     del xr_in
     lat = analyse([r for r in rows if r["id"] != "echo"], t0)
     print(f"{'latency':<14} {'n':>6} {'median ms':>10} {'p90 ms':>8} {'p99 ms':>8} {'max ms':>8}")

@@ -45,7 +45,7 @@ def test_the_viewer_listens_latest_only_to_every_shown_output() -> None:
                 for o in iface.outputs if viewed_kind(iface.output_types.get(o, "")) is not None}
     assert set(viewer.inputs) == expected
     assert {"arms__joint_states", "lidar_front__scan", "scan_merger__scan", "ekf__pose", "mocap__pose",
-            "sim__ground_truth", "renderer__chest", "teleop__arm_targets", "xr__diagnostics"} <= expected
+            "sim__ground_truth", "cameras__chest", "teleop__arm_targets", "xr__diagnostics"} <= expected
     assert not [i for i in expected if i.startswith("recorder__") or "journal" in i or "controllers" in i]
     for spec in entry["inputs"].values():
         assert spec["queue_size"] == QUEUE_SIZE and "queue_policy" not in spec  # dora's drop policy, never backpressure
