@@ -128,6 +128,7 @@ def summarize(reader: RunReader) -> dict[str, Any]:
     start_ns = m.get("start_ns") or first_all
     end_ns = m.get("end_ns") or last_all
     return {
+        "episodes": episode_summary(reader, start_ns, end_ns),
         "run": str(reader.run_dir),
         "complete": reader.complete,
         "start_ns": start_ns,
@@ -153,6 +154,24 @@ def summarize(reader: RunReader) -> dict[str, Any]:
             for g in detector.gaps
         ],
     }
+
+
+def episode_summary(reader: RunReader, start_ns: int | None, end_ns: int | None) -> dict[str, Any]:
+    """The operator's episode marks and the episodes they make (docs/datasets.md)."""
+    from teledora.operators.datasets.episodes import split_episodes
+    from teledora.recording.lerobot_export import episode_marks
+
+    marks = episode_marks(reader)
+    if not marks or start_ns is None or end_ns is None:
+        return {"marks": len(marks), "kept": [], "discarded": [], "ignored": 0}
+    split = split_episodes(marks, start_ns, end_ns, "")
+
+    def row(e):
+        return {"start_s": (e.start_ns - start_ns) / 1e9, "duration_s": (e.end_ns - e.start_ns) / 1e9,
+                "task": e.task, "closed_by": e.closed_by}
+
+    return {"marks": len(marks), "kept": [row(e) for e in split.episodes], "discarded": [row(e) for e in split.discarded],
+            "ignored": len(split.ignored)}
 
 
 def _manifest_counts(manifest: dict[str, Any]) -> dict[str, int]:
@@ -214,6 +233,16 @@ def format_summary(s: dict[str, Any]) -> str:
     corrupt = {t: v["corrupt_batches"] for t, v in s["topics"].items() if v.get("corrupt_batches")}
     for topic, batches in corrupt.items():
         lines.append(f"CORRUPT    {topic}: batch {', '.join(map(str, batches))} failed the checksum (skipped; run `teledora log check`)")
+    ep = s.get("episodes") or {}
+    if ep.get("marks"):
+        lines.append(f"episodes   {len(ep['kept'])} kept, {len(ep['discarded'])} discarded, from {ep['marks']} marks"
+                     + (f" ({ep['ignored']} ignored)" if ep.get("ignored") else ""))
+        for e in ep["kept"]:
+            lines.append(f"  kept      +{e['start_s']:.3f} s for {e['duration_s']:.3f} s  {e['task']!r} (ended by {e['closed_by']})")
+        for e in ep["discarded"]:
+            lines.append(f"  discarded +{e['start_s']:.3f} s for {e['duration_s']:.3f} s  {e['task']!r}")
+    else:
+        lines.append("episodes   none marked (an export takes the whole run as one episode)")
     lines.append("")
     header = f"{'topic':<30} {'count':>8} {'rate Hz':>9} {'MiB':>9}  gaps (stall/counter/back)  type"
     lines.append(header)

@@ -52,7 +52,7 @@ LIFT_STATE_SOURCES = [("lift", "state")]
 BASE_STATE_SOURCES = [("base", "odom")]
 BASE_ACTION_SOURCES = [("teleop", "base_cmd")]
 LIFT_ACTION_SOURCES = [("teleop", "lift_cmd")]
-EPISODE_OUTPUT = "episode"
+EPISODE_SOURCES = [("episodes", "marks")]
 
 
 class ExportError(TeledoraError):
@@ -154,10 +154,10 @@ def camera_topics(reader: RunReader) -> dict[str, str]:
 
 
 def episode_marks(reader: RunReader) -> list[EpisodeMark]:
-    """The operator's episode marks (every topic recorded from an ``episode`` output)."""
+    """The operator's episode marks (recorded from episodes/marks)."""
     marks: list[EpisodeMark] = []
-    for topic, (_, output) in reader.sources().items():
-        if output != EPISODE_OUTPUT:
+    for topic, source in reader.sources().items():
+        if source not in EPISODE_SOURCES:
             continue
         stream = _load_stream(reader, topic)
         rows = _struct_rows(stream.values, np.arange(len(stream.times)))

@@ -49,9 +49,8 @@ def _every(rate_hz: float, duration_s: float, offset_ms: float = 0.0):
         yield i, T0 + int((offset_ms + i * 1000.0 / rate_hz) * MS)
 
 
-def write_teleop_run(path: Path, duration_s: float = 3.0, marks: list[tuple[float, str, str]] | None = None,
-                     episode_type: pa.DataType | None = None) -> Path:
-    """Writes the run; ``marks`` are (time s, event, task) episode marks on teleop/episode."""
+def write_teleop_run(path: Path, duration_s: float = 3.0, marks: list[tuple[float, str, str]] | None = None) -> Path:
+    """Writes the run; ``marks`` are (time s, event, task) episode marks on episodes/marks."""
     w = RunWriter(path, {"dataflow_path": "sim.yml"}, start_ns=T0)
     events = []
     for i, t in _every(90, duration_s, 1):
@@ -82,9 +81,7 @@ def write_teleop_run(path: Path, duration_s: float = 3.0, marks: list[tuple[floa
             events.append((t + c * MS, f"renderer__{cam}", pa.array(img.reshape(-1)), meta))
     for ts, event, task in marks or []:
         t = T0 + int(ts * 1e9)
-        value = pa.array([{"stamp_ns": t, "event": event, "task": task}], type=episode_type) if episode_type else \
-            pa.array([{"stamp_ns": t, "event": event, "task": task}])
-        events.append((t, "teleop__episode", value, {}))
+        events.append((t, "episodes__marks", encode("EpisodeMark", {"stamp_ns": t, "event": event, "task": task}), {}))
     events.sort(key=lambda e: e[0])
     for t, topic, value, meta in events:
         w.append(topic, value, {**meta, "timestamp": t}, recv_ns=t + 100_000)
