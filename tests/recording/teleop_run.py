@@ -49,8 +49,23 @@ def _every(rate_hz: float, duration_s: float, offset_ms: float = 0.0):
         yield i, T0 + int((offset_ms + i * 1000.0 / rate_hz) * MS)
 
 
-def write_teleop_run(path: Path, duration_s: float = 3.0, marks: list[tuple[float, str, str]] | None = None) -> Path:
-    """Writes the run; ``marks`` are (time s, event, task) episode marks on episodes/marks."""
+def textured(i: int, c: int, w: int, h: int, rng: np.random.Generator) -> np.ndarray:
+    """A camera-like frame: a drifting gradient and checker with sensor noise."""
+    y, x = np.mgrid[0:h, 0:w]
+    base = ((x + 3 * i) // 32 + (y + 2 * i) // 32) % 2 * 60 + (x * 120 // w) + 40 * c
+    img = np.stack([base, (base + y * 80 // h) % 256, (255 - base) % 256], axis=2)
+    return np.clip(img + rng.normal(0, 4, img.shape), 0, 255).astype(np.uint8)
+
+
+def write_teleop_run(path: Path, duration_s: float = 3.0, marks: list[tuple[float, str, str]] | None = None,
+                     cameras: tuple[str, ...] = CAMERAS, size: tuple[int, int] = (W, H), camera_hz: float = 10,
+                     texture: bool = False) -> Path:
+    """Writes the run; ``marks`` are (time s, event, task) episode marks on episodes/marks.
+
+    Camera frames are solid colours (``image_colour``) unless ``texture`` asks
+    for camera-like content (for encoding speed)."""
+    rng = np.random.default_rng(0)
+    width, height = size
     w = RunWriter(path, {"dataflow_path": "sim.yml"}, start_ns=T0)
     events = []
     for i, t in _every(90, duration_s, 1):
@@ -73,11 +88,15 @@ def write_teleop_run(path: Path, duration_s: float = 3.0, marks: list[tuple[floa
         events.append((t, "teleop__base_cmd", encode("BaseCommand", {"stamp_ns": t, "forward_m_s": 0.1 * ts,
                                                                     "left_m_s": -0.05, "yaw_rad_s": 0.2}), {}))
         events.append((t + MS, "teleop__lift_cmd", encode("LiftCommand", {"stamp_ns": t, "velocity_m_s": 0.01}), {}))
-    for i, t in _every(10, duration_s, 5):
-        for c, cam in enumerate(CAMERAS):
-            img = np.empty((H, W, 3), dtype=np.uint8)
-            img[:] = image_colour(i + 100 * c)
-            meta = image_metadata(width=W, height=H, encoding="rgb8", camera=cam, stamp_ns=t, fx=1, fy=1, cx=W / 2, cy=H / 2)
+    for i, t in _every(camera_hz, duration_s, 5):
+        for c, cam in enumerate(cameras):
+            if texture:
+                img = textured(i, c, width, height, rng)
+            else:
+                img = np.empty((height, width, 3), dtype=np.uint8)
+                img[:] = image_colour(i + 100 * c)
+            meta = image_metadata(width=width, height=height, encoding="rgb8", camera=cam, stamp_ns=t, fx=1, fy=1,
+                                  cx=width / 2, cy=height / 2)
             events.append((t + c * MS, f"renderer__{cam}", pa.array(img.reshape(-1)), meta))
     for ts, event, task in marks or []:
         t = T0 + int(ts * 1e9)
