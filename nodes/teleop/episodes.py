@@ -56,7 +56,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
 
     try:
         while (batch := io.next_batch()) is not None:
-            for event in batch:
+            for event in io.newest(batch, {"tick"}):
                 if event["type"] != "INPUT":
                     continue
                 if event["id"] == "controllers":
