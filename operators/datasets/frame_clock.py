@@ -2,7 +2,7 @@
 
 A recorded run holds each stream at its own rate (joint states at 90 Hz,
 commands at the teleop rate, camera images at the renderer's rate). A training
-dataset has one row per frame at a fixed rate. These helpers pick, for every
+dataset has one row per frame at a fixed rate. These functions pick, for every
 frame time, which sample of a stream the frame holds.
 
 Rules (docs/datasets.md, "Alignment"):
