@@ -149,6 +149,8 @@ KINDS: dict[str, tuple[Field, ...]] = {
         Field("reset_count", I64),
         Field("events", STR_LIST),
     ),
+    # episodes/marks: the operator's episode boundaries (start, keep, discard) with the task text.
+    "EpisodeMark": (_stamp(), Field("event", STR), Field("task", STR)),
     # ik/joint_commands: arm and gripper joints, name-addressed.
     "JointCommands": (
         _stamp(),

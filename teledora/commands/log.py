@@ -42,9 +42,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     info.set_defaults(func=_info)
     export = sub.add_parser("export", help="write the run in another format")
     export.add_argument("run", type=Path)
-    export.add_argument("--format", choices=["mcap"], default="mcap")
-    export.add_argument("-o", "--output", type=Path, default=None, help="output file (default RUN/run.mcap)")
-    export.add_argument("--topics", default=None, help="comma-separated topics (default all)")
+    export.add_argument("--format", choices=["mcap", "lerobot"], default="mcap")
+    export.add_argument("-o", "--output", type=Path, default=None,
+                        help="output file (mcap; default RUN/run.mcap) or dataset root (lerobot; default RUN/lerobot)")
+    export.add_argument("--topics", default=None, help="comma-separated topics (default all; mcap only)")
+    export.add_argument("--fps", type=int, default=30, help="lerobot: frame clock (frames per second, default 30)")
+    export.add_argument("--task", default="teleoperation",
+                        help="lerobot: task text of episodes that carry none (and of a run without episode marks)")
+    export.add_argument("--append", action="store_true", help="lerobot: add this run to the dataset already at the output")
+    export.add_argument("--codec", default="libsvtav1", choices=["libsvtav1", "libx264"],
+                        help="lerobot: video encoder (default libsvtav1, LeRobot's own default)")
     export.set_defaults(func=_export)
     compare = sub.add_parser("compare", help="compare two runs message by message (SHA-256 of the Arrow bytes)")
     compare.add_argument("run", type=Path)
@@ -121,6 +128,7 @@ def summarize(reader: RunReader) -> dict[str, Any]:
     start_ns = m.get("start_ns") or first_all
     end_ns = m.get("end_ns") or last_all
     return {
+        "episodes": episode_summary(reader, start_ns, end_ns),
         "run": str(reader.run_dir),
         "complete": reader.complete,
         "start_ns": start_ns,
@@ -146,6 +154,24 @@ def summarize(reader: RunReader) -> dict[str, Any]:
             for g in detector.gaps
         ],
     }
+
+
+def episode_summary(reader: RunReader, start_ns: int | None, end_ns: int | None) -> dict[str, Any]:
+    """The operator's episode marks and the episodes they make (docs/datasets.md)."""
+    from teledora.operators.datasets.episodes import split_episodes
+    from teledora.recording.lerobot_export import episode_marks
+
+    marks = episode_marks(reader)
+    if not marks or start_ns is None or end_ns is None:
+        return {"marks": len(marks), "kept": [], "discarded": [], "ignored": 0}
+    split = split_episodes(marks, start_ns, end_ns, "")
+
+    def row(e):
+        return {"start_s": (e.start_ns - start_ns) / 1e9, "duration_s": (e.end_ns - e.start_ns) / 1e9,
+                "task": e.task, "closed_by": e.closed_by}
+
+    return {"marks": len(marks), "kept": [row(e) for e in split.episodes], "discarded": [row(e) for e in split.discarded],
+            "ignored": len(split.ignored)}
 
 
 def _manifest_counts(manifest: dict[str, Any]) -> dict[str, int]:
@@ -207,6 +233,16 @@ def format_summary(s: dict[str, Any]) -> str:
     corrupt = {t: v["corrupt_batches"] for t, v in s["topics"].items() if v.get("corrupt_batches")}
     for topic, batches in corrupt.items():
         lines.append(f"CORRUPT    {topic}: batch {', '.join(map(str, batches))} failed the checksum (skipped; run `teledora log check`)")
+    ep = s.get("episodes") or {}
+    if ep.get("marks"):
+        lines.append(f"episodes   {len(ep['kept'])} kept, {len(ep['discarded'])} discarded, from {ep['marks']} marks"
+                     + (f" ({ep['ignored']} ignored)" if ep.get("ignored") else ""))
+        for e in ep["kept"]:
+            lines.append(f"  kept      +{e['start_s']:.3f} s for {e['duration_s']:.3f} s  {e['task']!r} (ended by {e['closed_by']})")
+        for e in ep["discarded"]:
+            lines.append(f"  discarded +{e['start_s']:.3f} s for {e['duration_s']:.3f} s  {e['task']!r}")
+    else:
+        lines.append("episodes   none marked (an export takes the whole run as one episode)")
     lines.append("")
     header = f"{'topic':<30} {'count':>8} {'rate Hz':>9} {'MiB':>9}  gaps (stall/counter/back)  type"
     lines.append(header)
@@ -425,6 +461,8 @@ def _export(args: argparse.Namespace) -> int:
     except RunFormatError as exc:
         print(f"teledora log: {exc}", file=sys.stderr)
         return 2
+    if args.format == "lerobot":
+        return _export_lerobot(args)
     topics = [t.strip() for t in args.topics.split(",")] if args.topics else None
     unknown = sorted(set(topics or []) - set(reader.topics))
     if unknown:
@@ -433,6 +471,42 @@ def _export(args: argparse.Namespace) -> int:
     output = args.output or (args.run / "run.mcap")
     counts = export_mcap(reader, output, topics)
     print(f"wrote {output}: {sum(counts.values())} messages on {len(counts)} channels")
+    return 0
+
+
+def _export_lerobot(args: argparse.Namespace) -> int:
+    from teledora.models.config_files import load_drive_config, load_profile
+    from teledora.operators.datasets.lerobot_features import Units
+    from teledora.recording.lerobot_export import ExportError, ExportOptions, export_run
+
+    if args.fps <= 0:
+        print("teledora log: --fps must be positive", file=sys.stderr)
+        return 2
+    opts = ExportOptions(
+        fps=args.fps,
+        default_task=args.task,
+        robot_type="alohamini2",
+        units=Units(gripper_closed_rad=load_drive_config().arms.gripper_closed_rad),
+        lift_travel_mm=load_profile().lift.travel_mm,
+        vcodec=args.codec,
+    )
+    root = args.output or (args.run / "lerobot")
+    try:
+        report = export_run(args.run, root, opts, append=args.append, progress=lambda line: print(line, flush=True))
+    except ExportError as exc:
+        print(f"teledora log: {exc}", file=sys.stderr)
+        return 2
+    if report.whole_run:
+        print("no episode marks in this run: exported the whole run as one episode")
+    for ep in report.episodes:
+        print(f"episode {ep['episode_index']}: {ep['frames']} frames, task {ep['task']!r} (ended by {ep['closed_by']})")
+    if report.discarded:
+        print(f"{report.discarded} discarded episode(s) left out")
+    if report.ignored_marks:
+        print(f"{report.ignored_marks} episode mark(s) ignored (keep/discard with no episode open)")
+    rate = report.frames / report.seconds if report.seconds > 0 else float("inf")
+    print(f"wrote {root}: {report.frames} frames ({report.recording_s:.1f} s of recording at {args.fps} fps), "
+          f"{len(report.cameras)} camera(s), in {report.seconds:.1f} s ({rate:.0f} frames/s)")
     return 0
 
 

@@ -111,3 +111,19 @@ def test_grips_reach_settled_targets_within_5_mm_p95(demo_run) -> None:
         print(f"{side}: p95 {s['p95_m'] * 1e3:.2f} mm over {s['samples']} settled samples")
         assert s["samples"] > 50
         assert s["p95_m"] < 0.005, summary
+
+
+def test_demo_marks_two_episodes_and_exports_them(demo_run, tmp_path) -> None:
+    """The script's four left X+Y chords: start, keep, start, keep (docs/datasets.md)."""
+    run_dir, _ = demo_run
+    reader = RunReader(run_dir)
+    marks = _messages(reader, "episodes__marks", "EpisodeMark")
+    assert [m["event"] for m in marks] == ["start", "keep", "start", "keep"]
+    proc = subprocess.run(
+        [str(BIN / "teledora"), "log", "export", str(run_dir), "--format", "lerobot", "-o", str(tmp_path / "ds"),
+         "--codec", "libx264"],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    info = json.loads((tmp_path / "ds" / "meta" / "info.json").read_text())
+    assert info["total_episodes"] == 2 and info["total_frames"] > 0

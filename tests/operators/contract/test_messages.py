@@ -32,6 +32,7 @@ SAMPLES = {
     "ArmTargets": dict(stamp_ns=1, frame_id="base_link", left=arm_target(), right=arm_target(enabled=False)),
     "BaseCommand": dict(stamp_ns=1, forward_m_s=0.1, left_m_s=-0.05, yaw_rad_s=0.2),
     "LiftCommand": dict(stamp_ns=1, velocity_m_s=0.02),
+    "EpisodeMark": dict(stamp_ns=1, event="start", task="pick up the red cube"),
     "TeleopState": dict(stamp_ns=1, estop_latched=False, release_armed=False, arms_paused=True, left_clutched=False, right_clutched=True,
                         left_slow=False, right_slow=False, left_pinch="full", right_pinch="fine", reset_count=0,
                         events=["arms_paused:menu"]),

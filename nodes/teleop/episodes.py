@@ -1,0 +1,82 @@
+"""episodes node: the operator's episode marks, from the headset and the command line.
+
+Inputs: ``controllers`` (XrControllers: the left X+Y chord starts or keeps an
+episode, the right A+B chord discards it; operators/teleop/episode_marker.py),
+``tick`` (dora timer, polls the request socket).
+Outputs: ``marks`` (EpisodeMark, one per start / keep / discard), ``diagnostics``.
+
+Requests from ``teledora episode start|keep|discard`` arrive as UDP datagrams on
+127.0.0.1:``--port`` (teledora/devices/xr/episode_requests.py); a port already
+taken leaves the node running on chords alone (reported in its diagnostics).
+
+Args: ``--task`` (task text until a request sets one), ``--port`` (0: no requests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any, Callable, Sequence
+
+from teledora.devices.xr.episode_requests import DEFAULT_PORT, EpisodeRequestSocket
+from teledora.operators.teleop.episode_marker import EpisodeMarker
+from teledora.runtime.node_io import NodeIO, make_node, node_id
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="episodes", description=__doc__.splitlines()[0])
+    ap.add_argument("--task", default="teleoperation", help="task text of episodes until a request sets another")
+    ap.add_argument("--port", type=int, default=DEFAULT_PORT, help="UDP port for episode requests (0: none)")
+    return ap.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
+    args = parse_args(argv)
+    marker = EpisodeMarker(args.task)
+    io = NodeIO(make_node(node), node_id("episodes"), clock)
+    requests = None
+    if args.port:
+        try:
+            requests = EpisodeRequestSocket(args.port)
+        except OSError as exc:
+            io.log("warn", f"episode requests off: port {args.port}: {exc}")
+            io.diag.details["requests"] = f"off: {exc}"
+
+    def handle(request: dict[str, Any]) -> dict[str, Any]:
+        event, task = request.get("event"), request.get("task")
+        if task is not None and not isinstance(task, str):
+            return {"ok": False, "error": "task must be a string"}
+        try:
+            done = marker.request(str(event), io.now(), task)
+        except ValueError as exc:
+            return {"ok": False, "error": str(exc)}
+        if not done:
+            return {"ok": False, "error": marker.refused[-1], "open": marker.open}
+        return {"ok": True, "open": marker.open, "task": marker.task}
+
+    try:
+        while (batch := io.next_batch()) is not None:
+            for event in io.newest(batch, {"tick"}):
+                if event["type"] != "INPUT":
+                    continue
+                if event["id"] == "controllers":
+                    msg = io.decode(event, "XrControllers")
+                    if msg is not None:
+                        marker.on_controllers(msg, io.now())
+                elif event["id"] != "tick":
+                    io.reject(f"unexpected input {event['id']!r}")
+            if requests is not None:
+                requests.serve(handle)
+            for mark in marker.take_marks():
+                io.send("marks", "EpisodeMark", mark)
+                io.log("info", f"episode {mark['event']}: {mark['task']!r}")
+            io.diag.details.update(open=marker.open, task=marker.task, refused=len(marker.refused))
+            io.publish_diagnostics()
+    finally:
+        if requests is not None:
+            requests.close()
+    io.publish_diagnostics(force=True)
+
+
+if __name__ == "__main__":
+    main()
