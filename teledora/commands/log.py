@@ -26,7 +26,7 @@ from teledora.models.config_files import load_profile
 from teledora.operators.errors import ConfigError
 from teledora.operators.recording.recording_gaps import GAP_KINDS, GapDetector
 from teledora.recording import RecordingError, RunFormatError, RunReader, value_digest
-from teledora.recording.mcap_export import export_mcap
+from teledora.recording.mcap_export import channel_schemas, export_mcap, foxglove_layout
 from teledora.recording.run_check import check_run, repair_run
 
 COUNTER_METADATA_KEY = "seq"
@@ -47,6 +47,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     export.add_argument("--topics", default=None, help="comma-separated topics (default all)")
     export.add_argument(
         "--profile", default=None, help="robot profile whose model draws the robot and room (default the shipped one)"
+    )
+    export.add_argument(
+        "--layout", type=Path, default=None, help="also write a Foxglove layout (JSON) that shows the export in 3D"
     )
     export.set_defaults(func=_export)
     compare = sub.add_parser("compare", help="compare two runs message by message (SHA-256 of the Arrow bytes)")
@@ -302,6 +305,9 @@ def _export(args: argparse.Namespace) -> int:
         return 2
     counts = export_mcap(reader, output, topics, profile=profile)
     print(f"wrote {output}: {sum(counts.values())} messages on {len(counts)} channels")
+    if args.layout is not None:
+        args.layout.write_text(foxglove_layout(channel_schemas(output)))
+        print(f"wrote {args.layout}: import it in Foxglove (Layouts, Import from file) after opening {output.name}")
     return 0
 
 

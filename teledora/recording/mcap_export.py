@@ -509,3 +509,66 @@ def _track(out: _McapOut, track: _PoseTrack, topic: str, pose: FramedPose, t_ns:
     if track.last_publish_ns is None or t_ns - track.last_publish_ns >= PATH_PUBLISH_PERIOD_NS:
         out.foxglove(topic, poses_in_frame(pose.frame, track.poses, t_ns), log_ns, publish_ns)
         track.last_publish_ns = t_ns
+
+
+# --------------------------------------------------------------------------- a layout to open it with
+
+# Colours of the estimates in the 3D panel (and the layout's legend in docs/viewing.md).
+POSE_COLOURS = {
+    "base/odom": "#1f77b4",  # blue
+    "ekf/pose": "#ff7f0e",  # orange
+    "mocap/pose": "#2ca02c",  # green
+    "sim/ground_truth": "#7f7f7f",  # grey
+}
+SCAN_COLOURS = {"lidar_front/scan": "#d62728", "lidar_back/scan": "#9467bd", "scan_merger/scan": "#17becf"}
+
+
+def foxglove_layout(schemas: dict[str, str]) -> str:
+    """A Foxglove layout (JSON) for an export whose channels have ``schemas``
+    (channel → schema name): a 3D panel in ``world`` following ``base_link``
+    with the robot, room, scans, poses and paths switched on, beside an Image
+    panel per compressed camera image (with its calibration)."""
+    import foxglove.layouts as fl
+
+    topics: dict[str, Any] = {}
+    for channel, schema in sorted(schemas.items()):
+        key = channel.removeprefix("/foxglove/")
+        if schema == "foxglove.SceneUpdate":
+            topics[channel] = fl.BaseRendererSceneUpdateTopicSettings(visible=True)
+        elif schema == "foxglove.LaserScan":
+            topics[channel] = fl.BaseRendererLaserScanTopicSettings(
+                visible=True, point_size=4.0, color_mode="flat", flat_color=SCAN_COLOURS.get(key, "#d62728"))
+        elif schema == "foxglove.PoseInFrame":
+            topics[channel] = fl.BaseRendererPoseTopicSettings(visible=True, type="arrow", color=POSE_COLOURS.get(key, "#bcbd22"))
+        elif schema == "foxglove.PosesInFrame":
+            colour = POSE_COLOURS.get(key.removesuffix("/path"), "#bcbd22")
+            topics[channel] = fl.BaseRendererPosesTopicSettings(visible=True, type="line", line_width=0.02, gradient=(colour, colour))
+    three_d = fl.ThreeDeePanel(
+        title="robot, scans and estimates",
+        config=fl.ThreeDeeConfig(fixed_frame="world", follow_tf="base_link", follow_mode="follow-position", topics=topics),
+    )
+    images = [
+        fl.SplitItem(content=fl.ImagePanel(
+            title=channel.removeprefix("/foxglove/"),
+            config=fl.ImageConfig(image_mode=fl.ImageModeConfig(
+                image_topic=channel, image_schema_name="foxglove.CompressedImage",
+                calibration_topic=f"{channel}/calib" if f"{channel}/calib" in schemas else None)),
+        ))
+        for channel, schema in sorted(schemas.items())
+        if schema == "foxglove.CompressedImage"
+    ]
+    items = [fl.SplitItem(proportion=2.0, content=three_d)]
+    if images:
+        items.append(fl.SplitItem(content=fl.SplitContainer(direction="column", items=images)))
+    return fl.Layout(content=fl.SplitContainer(direction="row", items=items)).to_json()
+
+
+def channel_schemas(path: Path) -> dict[str, str]:
+    """Channel → schema name of an MCAP file (from its summary)."""
+    from mcap.reader import make_reader
+
+    with open(path, "rb") as f:
+        summary = make_reader(f).get_summary()
+    if summary is None:  # pragma: no cover - export_mcap always writes one
+        return {}
+    return {c.topic: summary.schemas[c.schema_id].name for c in summary.channels.values() if c.schema_id in summary.schemas}

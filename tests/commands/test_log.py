@@ -102,8 +102,15 @@ def read_mcap(path):
 def test_export_mcap_channels_schemas_and_payloads(tmp_path, capsys):
     write_run(tmp_path / "r")
     out = tmp_path / "r.mcap"
-    args = build_parser().parse_args(["log", "export", str(tmp_path / "r"), "--format", "mcap", "-o", str(out)])
+    layout = tmp_path / "layout.json"
+    args = build_parser().parse_args(["log", "export", str(tmp_path / "r"), "--format", "mcap", "-o", str(out), "--layout", str(layout)])
     assert args.func(args) == 0
+    panels = json.loads(layout.read_text())["content"]["items"]
+    three_d = panels[0]["content"]
+    assert three_d["panelType"] == "ThreeDee" and three_d["config"]["fixedFrame"] == "world"
+    assert set(three_d["config"]["topics"]) == {"/foxglove/robot", "/foxglove/room", "/foxglove/lidar_front/scan"}
+    image = panels[1]["content"]["items"][0]["content"]["config"]["imageMode"]
+    assert image["imageTopic"] == "/foxglove/renderer/chest" and image["calibrationTopic"] == "/foxglove/renderer/chest/calib"
     # 33 plain-data messages; /tf: 1 static + 30 lift states; robot and room; the
     # image also compressed and calibrated; the scan also as foxglove.LaserScan
     assert "69 messages on 10 channels" in capsys.readouterr().out
