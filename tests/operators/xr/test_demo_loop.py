@@ -93,3 +93,23 @@ def test_the_robot_keeps_clear_of_every_obstacle_even_when_starved(starved):
     assert np.linalg.norm(rows[-1, 1:3]) < 0.05 and abs(rows[-1, 3]) < np.radians(2.0)  # back at the start, facing +x
     if starved:
         assert rows[-1, 0] > nominal_drive()[-1, 0] + 5.0  # it took longer instead
+
+
+def test_anywhere_in_the_rectangle_of_the_goals_is_clear():
+    """The drive goals span a rectangle; a straight drive between two of its
+    points stays inside, so a goal given up or overshot cannot lead the base
+    out of it. Anywhere in it, any heading, lift low or high: >= 0.3 m clear."""
+    profile = models.load_profile()
+    model = mujoco.MjModel.from_xml_path(str(models.path(profile.scene)))
+    clearance = ObstacleClearance(model, profile)
+    goals = np.array([k.base.drive_to_m for k in load_demo_script().keyframes if k.base is not None and k.base.drive_to_m is not None])
+    (x0, y0), (x1, y1) = goals.min(axis=0), goals.max(axis=0)
+    assert (x0, y0, x1, y1) == (-0.9, -0.7, 1.0, 0.6)
+    home = profile.home_q()
+    worst = min(
+        (clearance.at(x, y, yaw, lift, home)
+         for x in np.linspace(x0, x1, 20) for y in np.linspace(y0, y1, 14)
+         for yaw in np.linspace(-np.pi, np.pi, 8, endpoint=False) for lift in (0.0, 0.3)),
+        key=lambda c: c.distance_m,
+    )
+    assert worst.distance_m >= 0.3, worst
