@@ -468,7 +468,7 @@ def export_mcap(
             name, schema = plain_schema(msg)
             out.json(plain_topic, name, schema, to_json_value(msg.value), msg.recv_ns, publish_ns)
             kind = kinds.get(msg.topic) if message_kind(msg.value) is not None else None
-            if kind not in ("LaserScan", "JointState", "LiftState") + POSE_KINDS:
+            if kind not in ("LaserScan",) + POSE_KINDS and msg.topic not in (joints_topic, lift_topic):
                 continue
             try:
                 data = decode(kind, msg.value)
