@@ -5,7 +5,10 @@ Inputs:  optional; the node paces itself and exits when the script ends,
          which ends the demo dataflow, or when dora asks it to stop. With
          TELEDORA_XR_WAIT_FOR=<input id> the script starts only once that input
          has delivered a message (the demo waits for the arms' first joint
-         state, as a person waits for the robot to come up).
+         state, as a person waits for the robot to come up). ``odom``
+         (Odometry) is what the operator watches to steer the base to the
+         script's base goals; script time waits for a goal (ScriptClock), so
+         an overloaded machine stretches the demo rather than bending its path.
 
 Env: TELEDORA_XR_SCRIPT (a YAML file, default the shipped demo script),
      TELEDORA_XR_RATE_HZ (default: xr/controllers in rates.yaml),
@@ -16,9 +19,11 @@ from __future__ import annotations
 
 import os
 import time
-from teledora.models.config_files import load_demo_script, load_rate_table
+from teledora.models.config_files import load_demo_script, load_node_profile, load_rate_table, load_teleop_config
 from teledora.runtime.node_io import NodeIO, make_node, node_id
-from teledora.operators.xr.scripted_operator import ScriptedOperator
+from teledora.operators.xr.scripted_operator import ScriptClock, ScriptedOperator
+
+ODOM_INPUT = "odom"
 
 
 def _wait_for_input(io: NodeIO, input_id: str) -> tuple[bool, bool]:
@@ -35,15 +40,23 @@ def _wait_for_input(io: NodeIO, input_id: str) -> tuple[bool, bool]:
     return False, False
 
 
-def _stop_requested(io: NodeIO) -> bool:
-    """True once dora asks the node to stop (`dora stop`, Ctrl-C, --stop-after)
-    or its event stream has ended."""
+def _poll(io: NodeIO, pose: tuple[float, float, float] | None) -> tuple[bool, tuple[float, float, float] | None]:
+    """Whether dora asks the node to stop (`dora stop`, Ctrl-C, --stop-after)
+    or its event stream has ended, and the newest odometry pose (x, y, yaw)."""
     batch = io.poll()
-    return batch is None or any(event.get("type") == "STOP" for event in batch)
+    if batch is None:
+        return True, pose
+    for event in batch:
+        if event.get("type") == "INPUT" and event.get("id") == ODOM_INPUT:
+            msg = io.decode(event, "Odometry")
+            if msg is not None:
+                pose = (float(msg["x"]), float(msg["y"]), float(msg["yaw"]))
+    return any(event.get("type") == "STOP" for event in batch), pose
 
 
 def main(argv: list[str] | None = None, node=None, clock=time.monotonic, sleep=time.sleep) -> None:
-    script = ScriptedOperator(load_demo_script(os.environ.get("TELEDORA_XR_SCRIPT") or None))
+    deadzone = load_teleop_config(profile=load_node_profile()).stick_deadzone
+    script = ScriptedOperator(load_demo_script(os.environ.get("TELEDORA_XR_SCRIPT") or None), stick_deadzone=deadzone)
     rate_hz = float(os.environ.get("TELEDORA_XR_RATE_HZ") or load_rate_table().topic("xr/controllers").sim_hz)
     speed = float(os.environ.get("TELEDORA_SIM_SPEED", "1.0"))
     io = NodeIO(make_node(node), node_id("xr"), ends_with=())  # plays until the script ends or STOP
@@ -55,14 +68,23 @@ def main(argv: list[str] | None = None, node=None, clock=time.monotonic, sleep=t
             io.log("warn", f"stopped before {wait_for!r} delivered anything: script not played")
             return
     io.log("info", f"scripted operator: {script.duration_s:.1f} s at {rate_hz:.0f} Hz")
-    start = clock()
+    start = last = clock()
     seq = 0
+    pose: tuple[float, float, float] | None = None
+    script_clock = ScriptClock(script)
     while True:
-        t = (clock() - start) * speed
-        io.send("controllers", "XrControllers", script.report(min(t, script.duration_s), time.time_ns(), seq))
+        now = clock()
+        t = script_clock.advance((now - last) * speed, pose)
+        last = now
+        report = script.report(min(t, script.duration_s), time.time_ns(), seq, pose, script_clock.waiting)
+        io.send("controllers", "XrControllers", report)
         seq += 1
+        io.diag.details["script_time_s"] = round(t, 3)
         io.publish_diagnostics()
-        if t >= script.duration_s or stop_seen or _stop_requested(io):
+        if t >= script.duration_s or stop_seen:
+            break
+        stop_seen, pose = _poll(io, pose)
+        if stop_seen:
             break
         next_t = start + seq / rate_hz / speed
         sleep(max(0.0, next_t - clock()))

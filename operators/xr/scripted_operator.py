@@ -6,6 +6,15 @@ values, and held buttons. Poses blend between keyframes with a minimum-jerk
 profile, so the arm targets start and stop smoothly; sticks and buttons hold
 the value of the last keyframe passed. The result is a pure function of time,
 which makes a scripted run reproducible.
+
+Base goals make the drive closed-loop, as a person watching the robot would:
+a keyframe may carry ``base: {drive_to_m: [x, y]}`` or ``base: {turn_to_deg:
+a}`` (odometry frame), and while its segment is active the operator pushes the
+sticks towards that goal from the latest odometry pose instead of holding fixed
+stick values (:func:`goal_sticks`). :class:`ScriptClock` holds script time at
+the end of such a segment until the goal is reached (or ``max_wait_s`` has
+passed), so a slow or overloaded machine stretches the script instead of
+cutting the path short. Without odometry the goals are skipped.
 """
 
 from __future__ import annotations
@@ -16,7 +25,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from teledora.operators.errors import ConfigError
-from teledora.operators.geometry import matrix_to_quat
+from teledora.operators.geometry import matrix_to_quat, wrap_angle
 from teledora.operators.model.sides import SIDES
 from teledora.operators.config import config_from_mapping
 
@@ -60,8 +69,54 @@ class HandKey:
 
 
 @dataclass(frozen=True, eq=False)
+class BaseGoal:
+    """Where a keyframe's segment steers the base, in the odometry frame:
+    straight to a point (turning only to keep its bearing), or in place to a
+    heading. Exactly one of the two."""
+
+    drive_to_m: np.ndarray | None = None
+    turn_to_deg: float | None = None
+
+    def __post_init__(self) -> None:
+        if (self.drive_to_m is None) == (self.turn_to_deg is None):
+            raise ScriptError("base: give exactly one of drive_to_m and turn_to_deg")
+        if self.drive_to_m is not None:
+            v = np.asarray(self.drive_to_m, dtype=float)
+            if v.shape != (2,) or not np.all(np.isfinite(v)):
+                raise ScriptError("base.drive_to_m: expected 2 finite numbers (x, y)")
+            object.__setattr__(self, "drive_to_m", v)
+
+
+@dataclass(frozen=True)
+class BaseDriving:
+    """How the operator steers towards base goals: full stick deflections
+    (xr-standard units, 0..1), the distance and angle within which it eases
+    off (linearly, down to ``min_push`` of the travel beyond the teleop
+    deadzone), when a goal counts as reached, and how long script time waits
+    for a goal past its segment's end."""
+
+    drive_stick: float
+    turn_stick: float
+    ease_within_m: float
+    ease_within_deg: float
+    min_push: float
+    reached_m: float
+    reached_deg: float
+    max_wait_s: float
+
+    def __post_init__(self) -> None:
+        for name in ("drive_stick", "turn_stick", "min_push"):
+            if not 0.0 < getattr(self, name) <= 1.0:
+                raise ScriptError(f"base_driving.{name}: must be in (0, 1]")
+        for name in ("ease_within_m", "ease_within_deg", "reached_m", "reached_deg", "max_wait_s"):
+            if not getattr(self, name) > 0.0:
+                raise ScriptError(f"base_driving.{name}: must be > 0")
+
+
+@dataclass(frozen=True, eq=False)
 class Keyframe:
-    """Both hands and the page buttons from time ``t_s`` on."""
+    """Both hands and the page buttons from time ``t_s`` on, and optionally a
+    goal the base is steered to in this keyframe's segment."""
 
     t_s: float
     left: HandKey = field(default_factory=HandKey)
@@ -69,6 +124,7 @@ class Keyframe:
     ui_estop: bool = False
     ui_release_stop: bool = False
     ui_pause: bool = False
+    base: BaseGoal | None = None
 
     @property
     def hands(self) -> dict[str, HandKey]:
@@ -86,6 +142,7 @@ class OperatorScript:
 
     hand_origin_m: dict[str, np.ndarray]
     keyframes: tuple[Keyframe, ...]
+    base_driving: BaseDriving | None = None
 
     def __post_init__(self) -> None:
         if set(self.hand_origin_m) != {"left", "right"} or any(v.shape != (3,) for v in self.hand_origin_m.values()):
@@ -93,6 +150,10 @@ class OperatorScript:
         times = [k.t_s for k in self.keyframes]
         if not times or times[0] != 0.0 or any(b <= a for a, b in zip(times, times[1:])):
             raise ScriptError("keyframe times must start at 0 and strictly increase")
+        if any(k.base is not None for k in self.keyframes) and self.base_driving is None:
+            raise ScriptError("keyframes with base goals need base_driving")
+        if self.keyframes[-1].base is not None:
+            raise ScriptError("the last keyframe ends the script: it cannot carry a base goal")
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> "OperatorScript":
@@ -121,10 +182,27 @@ class ScriptedOperator:
         script: The operator script.
     """
 
-    def __init__(self, script: OperatorScript) -> None:
+    def __init__(self, script: OperatorScript, stick_deadzone: float = 0.0) -> None:
         self.origin = dict(script.hand_origin_m)
         self.keyframes: list[Keyframe] = list(script.keyframes)
         self.duration_s = self.keyframes[-1].t_s
+        self.base_driving = script.base_driving
+        self.stick_deadzone = float(stick_deadzone)
+
+    def goal_at(self, t: float) -> tuple[BaseGoal | None, float]:
+        """The base goal of the segment active at script time t (None if none)
+        and that segment's end time."""
+        a, _, _ = self._segment(t)
+        i = self.keyframes.index(a)
+        end = self.keyframes[i + 1].t_s if i + 1 < len(self.keyframes) else a.t_s
+        return a.base, end
+
+    def goal_reached(self, t: float, pose: tuple[float, float, float] | None) -> bool:
+        """True when the segment at t has no base goal, no pose is known, or the goal is reached."""
+        goal, _ = self.goal_at(t)
+        if goal is None or pose is None or self.base_driving is None:
+            return True
+        return goal_sticks(goal, pose, self.base_driving, self.stick_deadzone)[2]
 
     def _segment(self, t: float) -> tuple[Keyframe, Keyframe, float]:
         keys = self.keyframes
@@ -142,9 +220,27 @@ class ScriptedOperator:
         rpy = (1 - s) * ka.rpy_deg + s * kb.rpy_deg
         return pos, matrix_to_quat(_rpy_matrix(rpy))
 
-    def report(self, t: float, stamp_ns: int, seq: int) -> dict[str, Any]:
-        """An XrControllers message for script time t."""
+    def report(
+        self, t: float, stamp_ns: int, seq: int, pose: tuple[float, float, float] | None = None, waiting: bool = False
+    ) -> dict[str, Any]:
+        """An XrControllers message for script time t.
+
+        ``pose`` (x, y, yaw in the odometry frame) steers the base towards the
+        segment's goal, if it has one; without a pose a goal segment leaves the
+        base sticks at rest. ``waiting`` (script time held for a goal) rests
+        every stick the goal does not use, so the lift moves only for its
+        scripted time."""
         a, _, _ = self._segment(t)
+        sticks = {h: a.hands[h].stick.copy() for h in SIDES}
+        if a.base is not None:
+            sticks["left"][:] = 0.0
+            sticks["right"][0] = 0.0
+            if waiting:
+                sticks["right"][1] = 0.0
+            if pose is not None and self.base_driving is not None:
+                left, right_x, _ = goal_sticks(a.base, pose, self.base_driving, self.stick_deadzone)
+                sticks["left"][:] = left
+                sticks["right"][0] = right_x
         msg: dict[str, Any] = {
             "stamp_ns": stamp_ns,
             "frame_id": "operator",
@@ -164,7 +260,7 @@ class ScriptedOperator:
                 "orientation": quat,
                 "trigger": k.buttons["trigger"],
                 "squeeze": k.buttons["squeeze"],
-                "stick": k.stick,
+                "stick": sticks[hand],
                 "primary": k.buttons["primary"] > 0.5,
                 "secondary": k.buttons["secondary"] > 0.5,
                 "stick_click": k.buttons["stick_click"] > 0.5,
@@ -186,3 +282,78 @@ class ScriptedOperator:
             if same and b.t_s - a.t_s >= min_hold_s:
                 out.append((a.t_s, b.t_s))
         return out
+
+
+def _push(fraction: float, full: float, deadzone: float, min_push: float) -> float:
+    """Stick deflection that asks for ``fraction`` (0..1) of ``full``'s effect,
+    never less than ``min_push`` of the travel beyond the deadzone."""
+    beyond = (full - deadzone) * max(min_push, min(1.0, fraction))
+    return deadzone + beyond
+
+
+def goal_sticks(
+    goal: BaseGoal, pose: tuple[float, float, float], driving: BaseDriving, deadzone: float
+) -> tuple[np.ndarray, float, bool]:
+    """Sticks that steer the base towards ``goal`` from ``pose`` (x, y, yaw):
+    the left stick (x, y) and the right stick's x (turning), xr-standard
+    (forward is -y, turning left is -x), and whether the goal is reached.
+
+    Turning: full turn stick, easing off within ``ease_within_deg``; reached
+    within ``reached_deg``. Driving: the left stick pushes forward when the
+    point lies ahead (within 45 degrees), easing off within ``ease_within_m``,
+    and the right stick turns to keep the bearing; reached within
+    ``reached_m`` or once the point is no longer ahead (passed)."""
+    x, y, yaw = (float(v) for v in pose)
+    left = np.zeros(2)
+    if goal.turn_to_deg is not None:
+        err = wrap_angle(np.radians(goal.turn_to_deg) - yaw)
+        if abs(err) <= np.radians(driving.reached_deg):
+            return left, 0.0, True
+        push = _push(abs(err) / np.radians(driving.ease_within_deg), driving.turn_stick, deadzone, driving.min_push)
+        return left, float(-np.sign(err) * push), False
+    dx, dy = goal.drive_to_m[0] - x, goal.drive_to_m[1] - y  # type: ignore[index]
+    dist = float(np.hypot(dx, dy))
+    along = dx * np.cos(yaw) + dy * np.sin(yaw)
+    if dist <= driving.reached_m or along <= driving.reached_m:
+        return left, 0.0, True
+    bearing = wrap_angle(float(np.arctan2(dy, dx)) - yaw)
+    right_x = 0.0
+    if abs(bearing) > np.radians(driving.reached_deg):
+        right_x = float(-np.sign(bearing) * _push(abs(bearing) / np.radians(driving.ease_within_deg), driving.turn_stick,
+                                                  deadzone, driving.min_push))
+    if abs(bearing) < np.radians(45.0):
+        left[1] = -_push(dist / driving.ease_within_m, driving.drive_stick, deadzone, driving.min_push)
+    return left, right_x, False
+
+
+class ScriptClock:
+    """Script time that runs with the wall clock but holds just before the end
+    of a base-goal segment until the goal is reached, at most ``max_wait_s``.
+
+    Args:
+        operator: The scripted operator (its keyframes and goals).
+    """
+
+    def __init__(self, operator: ScriptedOperator) -> None:
+        self.operator = operator
+        self.t = 0.0
+        self.waiting = False
+        self._waited_s = 0.0
+
+    def advance(self, dt_s: float, pose: tuple[float, float, float] | None) -> float:
+        """Moves script time on by ``dt_s`` (s of script time) unless a goal holds it; returns it."""
+        op = self.operator
+        goal, end = op.goal_at(self.t)
+        t_next = self.t + max(0.0, dt_s)
+        if t_next >= end and goal is not None and not op.goal_reached(self.t, pose):
+            self._waited_s += t_next - end
+            limit = op.base_driving.max_wait_s if op.base_driving is not None else 0.0
+            if self._waited_s < limit:
+                self.t = float(np.nextafter(end, -np.inf))
+                self.waiting = True
+                return self.t
+        if t_next >= end:
+            self._waited_s = 0.0
+        self.waiting = False
+        self.t = t_next
+        return self.t

@@ -77,7 +77,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"teledora: with the viewer node: {dataflow}", flush=True)
     dora = Path(sys.executable).parent / "dora"
     cmd = [str(dora) if dora.exists() else "dora", "run", str(dataflow)]
-    stop_after = args.stop_after or ("120s" if args.demo else None)
+    stop_after = args.stop_after or ("300s" if args.demo else None)  # the demo ends by itself (~80 s unloaded)
     if stop_after:
         cmd += ["--stop-after", stop_after]
     print(f"teledora: {' '.join(cmd)}", flush=True)

@@ -3,8 +3,10 @@
 ``teledora log info RUN`` prints the run's provenance and, per topic, the
 message count, rate, span, size and any gaps the recorder can detect.
 ``teledora log export RUN --format mcap`` writes an MCAP file that Foxglove
-and ROS 2 tooling open: one channel per topic (``/node/output``), messages
-JSON-encoded with a JSON schema, images as ``foxglove.RawImage``.
+opens in its 3D panel: frame transforms, the robot and room as scene
+entities, scans, poses and camera images with the ``foxglove.*`` schemas,
+plus one plain-data JSON channel per topic (``/node/output``); see
+:mod:`teledora.recording.mcap_export` and docs/viewing.md.
 ``teledora log compare RUN OTHER`` compares two runs (a run and its replay)
 topic by topic with byte-level digests. ``teledora log check RUN`` verifies
 every batch against its checksum and the run against its manifest;
@@ -14,19 +16,17 @@ every batch against its checksum and the run against its manifest;
 from __future__ import annotations
 
 import argparse
-import base64
 import datetime as dt
 import json
-import math
 import sys
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-import pyarrow as pa
-
-from teledora.operators.contract.messages import IMAGE_ENCODINGS, SCHEMAS
+from teledora.models.config_files import load_profile
+from teledora.operators.errors import ConfigError
 from teledora.operators.recording.recording_gaps import GAP_KINDS, GapDetector
-from teledora.recording import RecordedMessage, RecordingError, RunFormatError, RunReader, message_time_ns, value_digest
+from teledora.recording import RecordingError, RunFormatError, RunReader, value_digest
+from teledora.recording.mcap_export import channel_schemas, export_mcap, foxglove_layout
 from teledora.recording.run_check import check_run, repair_run
 
 COUNTER_METADATA_KEY = "seq"
@@ -52,6 +52,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     export.add_argument("--append", action="store_true", help="lerobot: add this run to the dataset already at the output")
     export.add_argument("--codec", default="libsvtav1", choices=["libsvtav1", "libx264"],
                         help="lerobot: video encoder (default libsvtav1, LeRobot's own default)")
+    export.add_argument(
+        "--profile", default=None, help="mcap: robot profile whose model draws the robot and room (default the shipped one)"
+    )
+    export.add_argument(
+        "--layout", type=Path, default=None, help="mcap: also write a Foxglove layout (JSON) that shows the export in 3D"
+    )
     export.set_defaults(func=_export)
     compare = sub.add_parser("compare", help="compare two runs message by message (SHA-256 of the Arrow bytes)")
     compare.add_argument("run", type=Path)
@@ -316,145 +322,6 @@ def _info(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- MCAP
 
 
-def json_schema(arrow_type: pa.DataType) -> dict[str, Any]:
-    """A JSON Schema for values of ``arrow_type`` as :func:`to_json_value` writes them."""
-    if pa.types.is_struct(arrow_type):
-        return {
-            "type": "object",
-            "properties": {arrow_type.field(i).name: json_schema(arrow_type.field(i).type) for i in range(arrow_type.num_fields)},
-        }
-    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type) or pa.types.is_fixed_size_list(arrow_type):
-        return {"type": "array", "items": json_schema(arrow_type.value_type)}
-    if pa.types.is_boolean(arrow_type):
-        return {"type": "boolean"}
-    if pa.types.is_integer(arrow_type):
-        return {"type": "integer"}
-    if pa.types.is_floating(arrow_type):
-        return {"type": ["number", "null"], "description": "null stands for NaN or +/-Inf"}
-    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
-        return {"type": "string"}
-    return {"type": "string", "description": f"arrow {arrow_type}"}
-
-
-def _finite(obj: Any) -> Any:
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_finite(v) for v in obj]
-    if isinstance(obj, (bytes, bytearray)):
-        return base64.b64encode(obj).decode()
-    return obj
-
-
-def _is_bytes(arrow_type: pa.DataType) -> bool:
-    return arrow_type in (pa.uint8(), pa.int8())
-
-
-def to_json_value(value: pa.Array) -> Any:
-    """A recorded value as JSON data: a length-1 struct becomes one object,
-    a byte array ``{"data": base64}``, anything else ``{"data": [...]}``.
-    Non-finite floats become null."""
-    if pa.types.is_struct(value.type) and len(value) == 1:
-        return _finite(value.to_pylist()[0])
-    if _is_bytes(value.type):
-        return {"data": base64.b64encode(value.to_numpy(zero_copy_only=False).tobytes()).decode()}
-    return {"data": _finite(value.to_pylist())}
-
-
-RAW_IMAGE_SCHEMA = {
-    "title": "foxglove.RawImage",
-    "type": "object",
-    "properties": {
-        "timestamp": {"type": "object", "properties": {"sec": {"type": "integer"}, "nsec": {"type": "integer"}}},
-        "frame_id": {"type": "string"},
-        "width": {"type": "integer"},
-        "height": {"type": "integer"},
-        "encoding": {"type": "string"},
-        "step": {"type": "integer"},
-        "data": {"type": "string", "contentEncoding": "base64"},
-    },
-}
-
-
-def _is_image(msg: RecordedMessage) -> bool:
-    if msg.value.type != pa.uint8():
-        return False
-    meta = json.loads(msg.metadata or "{}")
-    return {"width", "height", "encoding"} <= set(meta) and meta["encoding"] in IMAGE_ENCODINGS
-
-
-def raw_image(msg: RecordedMessage) -> dict[str, Any]:
-    """A recorded image as a foxglove.RawImage JSON object."""
-    meta = json.loads(msg.metadata or "{}")
-    stamp = msg.stamp_ns if msg.stamp_ns is not None else message_time_ns(msg)
-    width = int(meta["width"])
-    return {
-        "timestamp": {"sec": stamp // 1_000_000_000, "nsec": stamp % 1_000_000_000},
-        "frame_id": str(meta.get("camera", msg.node)),
-        "width": width,
-        "height": int(meta["height"]),
-        "encoding": meta["encoding"],
-        "step": width * IMAGE_ENCODINGS[meta["encoding"]],
-        "data": base64.b64encode(msg.value.to_numpy(zero_copy_only=True).tobytes()).decode(),
-    }
-
-
-def _schema_for(msg: RecordedMessage) -> tuple[str, dict[str, Any]]:
-    if _is_image(msg):
-        return "foxglove.RawImage", RAW_IMAGE_SCHEMA
-    for kind, struct in SCHEMAS.items():
-        if msg.value.type == struct:
-            return f"teledora.msgs.{kind}", {"title": kind, **json_schema(struct)}
-    name = f"teledora.{msg.topic}"
-    if pa.types.is_struct(msg.value.type):
-        return name, {"title": name, **json_schema(msg.value.type)}
-    if _is_bytes(msg.value.type):
-        data_schema: dict[str, Any] = {"type": "string", "contentEncoding": "base64"}
-    else:
-        data_schema = json_schema(pa.list_(msg.value.type))
-    return name, {"title": name, "type": "object", "properties": {"data": data_schema}}
-
-
-def export_mcap(reader: RunReader, output: Path, topics: Iterable[str] | None = None) -> dict[str, int]:
-    """Writes the run (or ``topics`` of it) to an MCAP file; returns per-topic counts."""
-    from mcap.writer import Writer
-
-    chosen = reader.topics if topics is None else list(topics)
-    counts: dict[str, int] = {}
-    channels: dict[str, int] = {}
-    schemas: dict[str, int] = {}
-    with open(output, "wb") as f:
-        writer = Writer(f)
-        writer.start(profile="", library="teledora")
-        m = reader.manifest
-        writer.add_metadata(
-            "teledora.run",
-            {k: str(m.get(k)) for k in ("start_ns", "end_ns", "complete", "dataflow_path", "replay_of")}
-            | {"git": json.dumps(m.get("git")), "packages": json.dumps(m.get("packages"))},
-        )
-        for msg in reader.iter_messages(chosen):
-            if msg.topic not in channels:
-                name, schema = _schema_for(msg)
-                if name not in schemas:
-                    schemas[name] = writer.register_schema(name, "jsonschema", json.dumps(schema).encode())
-                node, output_id = reader.sources().get(msg.topic, (msg.node, msg.output))
-                channels[msg.topic] = writer.register_channel(f"/{node}/{output_id}", "json", schemas[name])
-                counts[msg.topic] = 0
-            body = raw_image(msg) if _is_image(msg) else to_json_value(msg.value)
-            writer.add_message(
-                channels[msg.topic],
-                log_time=msg.recv_ns,
-                data=json.dumps(body, separators=(",", ":")).encode(),
-                publish_time=message_time_ns(msg),
-                sequence=msg.seq % 2**32,
-            )
-            counts[msg.topic] += 1
-        writer.finish()
-    return counts
-
-
 def _export(args: argparse.Namespace) -> int:
     try:
         reader = RunReader(args.run)
@@ -469,8 +336,16 @@ def _export(args: argparse.Namespace) -> int:
         print(f"teledora log: no such topics {unknown} (have: {', '.join(reader.topics)})", file=sys.stderr)
         return 2
     output = args.output or (args.run / "run.mcap")
-    counts = export_mcap(reader, output, topics)
+    try:
+        profile = load_profile(args.profile)
+    except (ConfigError, OSError) as exc:
+        print(f"teledora log: {exc}", file=sys.stderr)
+        return 2
+    counts = export_mcap(reader, output, topics, profile=profile)
     print(f"wrote {output}: {sum(counts.values())} messages on {len(counts)} channels")
+    if args.layout is not None:
+        args.layout.write_text(foxglove_layout(channel_schemas(output)))
+        print(f"wrote {args.layout}: import it in Foxglove (Layouts, Import from file) after opening {output.name}")
     return 0
 
 

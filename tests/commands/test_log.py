@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 
@@ -91,38 +90,55 @@ def test_info_on_a_non_run_fails_cleanly(tmp_path, capsys):
 
 
 def read_mcap(path):
+    """[(schema name, channel, log time, publish time, JSON body or None)] of an MCAP file."""
     with open(path, "rb") as f:
         reader = make_reader(f)
-        return [(s.name, json.loads(s.data), c.topic, m.log_time, m.publish_time, json.loads(m.data)) for s, c, m in reader.iter_messages()]
+        return [
+            (s.name, c.topic, m.log_time, m.publish_time, json.loads(m.data) if c.message_encoding == "json" else None)
+            for s, c, m in reader.iter_messages()
+        ]
 
 
 def test_export_mcap_channels_schemas_and_payloads(tmp_path, capsys):
     write_run(tmp_path / "r")
     out = tmp_path / "r.mcap"
-    args = build_parser().parse_args(["log", "export", str(tmp_path / "r"), "--format", "mcap", "-o", str(out)])
+    layout = tmp_path / "layout.json"
+    args = build_parser().parse_args(["log", "export", str(tmp_path / "r"), "--format", "mcap", "-o", str(out), "--layout", str(layout)])
     assert args.func(args) == 0
-    assert "33 messages on 4 channels" in capsys.readouterr().out
+    panels = json.loads(layout.read_text())["content"]["items"]
+    three_d = panels[0]["content"]
+    assert three_d["panelType"] == "ThreeDee" and three_d["config"]["fixedFrame"] == "world"
+    assert set(three_d["config"]["topics"]) == {"/foxglove/robot", "/foxglove/room", "/foxglove/lidar_front/scan"}
+    image = panels[1]["content"]["items"][0]["content"]["config"]["imageMode"]
+    assert image["imageTopic"] == "/foxglove/renderer/chest" and image["calibrationTopic"] == "/foxglove/renderer/chest/calib"
+    # 33 plain-data messages; /tf: 1 static + 30 lift states; robot and room; the
+    # image also compressed and calibrated; the scan also as foxglove.LaserScan
+    assert "69 messages on 10 channels" in capsys.readouterr().out
     rows = read_mcap(out)
-    assert len(rows) == 33
     by_topic = {}
-    for name, schema, topic, log_time, publish_time, body in rows:
-        by_topic.setdefault(topic, []).append((name, schema, log_time, body))
-    assert sorted(by_topic) == ["/lidar_front/scan", "/lift/state", "/raw/blob", "/renderer/chest"]
-    name, schema, log_time, body = by_topic["/lift/state"][3]
-    assert name == "teledora.msgs.LiftState" and schema["properties"]["height_m"]["type"] == ["number", "null"]
-    assert body["height_m"] == pytest.approx(0.03) and log_time == T0 + 60 * MS
-    name, schema, _, body = by_topic["/renderer/chest"][0]
-    assert name == "foxglove.RawImage" and body["encoding"] == "rgb8" and body["step"] == 12
-    assert body["frame_id"] == "chest" and body["timestamp"] == {"sec": (T0 + 5) // 10**9, "nsec": (T0 + 5) % 10**9}
-    assert base64.b64decode(body["data"]) == IMG.tobytes()
-    assert by_topic["/lidar_front/scan"][0][3]["ranges"] == [1.0, None, 2.0, 3.0]
-    assert by_topic["/raw/blob"][0][3] == {"data": [1.5, None]}
+    for name, topic, log_time, publish_time, body in rows:
+        by_topic.setdefault(topic, []).append((name, log_time, body))
+    assert sorted(by_topic) == [
+        "/foxglove/lidar_front/scan", "/foxglove/renderer/chest", "/foxglove/renderer/chest/calib", "/foxglove/robot",
+        "/foxglove/room", "/lidar_front/scan", "/lift/state", "/raw/blob", "/renderer/chest", "/tf",
+    ]
+    name, log_time, body = by_topic["/lift/state"][3]
+    assert name == "teledora.msgs.LiftState" and body["height_m"] == pytest.approx(0.03) and log_time == T0 + 60 * MS
+    assert body["stamp_ns"] == str(T0 + 60 * MS)  # exact: a string, not a double
+    assert by_topic["/renderer/chest"][0][0] == "foxglove.RawImage"
+    assert by_topic["/foxglove/renderer/chest/calib"][0][0] == "foxglove.CameraCalibration"
+    assert by_topic["/lidar_front/scan"][0][2]["ranges"] == [1.0, "inf", 2.0, 3.0]
+    assert by_topic["/raw/blob"][0][2] == {"data": [1.5, "nan"]}
+    assert len(by_topic["/tf"]) == 31 and {r[0] for r in by_topic["/tf"]} == {"foxglove.FrameTransforms"}
 
 
 def test_export_subset_and_unknown_topic(tmp_path, capsys):
     write_run(tmp_path / "r")
     out = tmp_path / "s.mcap"
-    assert log.export_mcap(RunReader(tmp_path / "r"), out, ["renderer__chest"]) == {"renderer__chest": 1}
+    counts = log.export_mcap(RunReader(tmp_path / "r"), out, ["renderer__chest"])
+    assert {k: v for k, v in counts.items() if "chest" in k} == {
+        "/renderer/chest": 1, "/foxglove/renderer/chest": 1, "/foxglove/renderer/chest/calib": 1,
+    }
     args = build_parser().parse_args(["log", "export", str(tmp_path / "r"), "--topics", "nope"])
     assert args.func(args) == 2
     assert "no such topics" in capsys.readouterr().err

@@ -55,6 +55,8 @@ DEFAULTS_BY_DESIGN = {
     "Footprint.padding_m": "a polygon without padding is a footprint too",
     "HandKey.*": "a keyframe leaves out what is zero or released",
     "Keyframe.*": "a keyframe leaves out what is zero or released",
+    "BaseGoal.*": "a base goal is a point or a heading, never both",
+    "OperatorScript.base_driving": "a script without base goals steers nothing",
 }
 
 

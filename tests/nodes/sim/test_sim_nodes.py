@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from dora.testing import MockNode
 
 from teledora import models
@@ -114,6 +115,27 @@ def test_scripted_xr_plays_the_whole_script_and_ends(tmp_path, monkeypatch) -> N
     assert reports[-1]["left"]["position"][2] == 1.1
 
 
+def test_scripted_xr_steers_to_a_base_goal_from_odometry_and_waits_for_it(tmp_path, monkeypatch) -> None:
+    script = tmp_path / "s.yaml"
+    script.write_text(
+        "hand_origin_m: {left: [0.3, 0.2, 1.0], right: [0.3, -0.2, 1.0]}\n"
+        "keyframes: [{t_s: 0.0, base: {drive_to_m: [1.0, 0.0]}}, {t_s: 0.5}]\n"
+        "base_driving: {drive_stick: 0.9, turn_stick: 0.9, ease_within_m: 0.2, ease_within_deg: 20.0,\n"
+        "  min_push: 0.3, reached_m: 0.02, reached_deg: 1.0, max_wait_s: 1.0}\n")
+    monkeypatch.setenv("TELEDORA_XR_SCRIPT", str(script))
+    monkeypatch.setenv("TELEDORA_XR_RATE_HZ", "10")
+    now = [0.0]
+    odom = encode("Odometry", {"stamp_ns": 1, "frame_id": "odom", "child_frame_id": "base_link",
+                               "x": 0.0, "y": 0.0, "yaw": 0.0, "vx": 0.0, "vy": 0.0, "wz": 0.0})
+    node = NeverStops([("odom", odom)])
+    xr_scripted.main(node=node, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
+    reports = [decode("XrControllers", v) for v in node.outputs["controllers"]]
+    assert reports[0]["left"]["stick"].tolist() == [0.0, 0.0]  # no odometry seen yet
+    assert reports[1]["left"]["stick"][1] == pytest.approx(-0.9)  # then it pushes towards the goal
+    # the base never moves: script time waits 1 s (max_wait_s) past the 0.5 s the script lasts
+    assert 15 <= len(reports) <= 17
+
+
 def test_scripted_xr_stops_when_dora_asks() -> None:
     now = [0.0]
     node = MockNode([{"type": "STOP", "id": "MANUAL"}])
@@ -134,4 +156,4 @@ def test_scripted_xr_can_wait_for_the_robot(monkeypatch) -> None:
     script = models.path("alohamini2/demo_script.yaml")
     monkeypatch.setenv("TELEDORA_XR_SCRIPT", str(script))
     xr_scripted.main(node=node, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
-    assert len(node.outputs["controllers"]) > 200  # the whole 25 s script at 10 Hz
+    assert len(node.outputs["controllers"]) > 200  # the whole script at 10 Hz

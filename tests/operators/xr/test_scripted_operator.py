@@ -7,7 +7,7 @@ import pytest
 
 from teledora.operators.contract.messages import encode
 from teledora.models.config_files import load_demo_script
-from teledora.operators.xr.scripted_operator import OperatorScript, ScriptedOperator, ScriptError
+from teledora.operators.xr.scripted_operator import OperatorScript, ScriptClock, ScriptedOperator, ScriptError
 
 SCRIPT = {
     "hand_origin_m": {"left": [0.3, 0.2, 1.0], "right": [0.3, -0.2, 1.0]},
@@ -61,3 +61,57 @@ def test_reports_are_valid_contract_messages_and_deterministic() -> None:
 def test_malformed_scripts_say_what_is_wrong(bad, match) -> None:
     with pytest.raises(ScriptError, match=match):
         ScriptedOperator(OperatorScript.from_mapping(bad))
+
+
+GOAL_SCRIPT = {
+    "hand_origin_m": {"left": [0.3, 0.2, 1.0], "right": [0.3, -0.2, 1.0]},
+    "keyframes": [
+        {"t_s": 0.0, "right": {"stick": [0.0, -0.5]}, "base": {"drive_to_m": [1.0, 0.0]}},
+        {"t_s": 2.0, "base": {"turn_to_deg": 90}},
+        {"t_s": 4.0},
+    ],
+    "base_driving": {"drive_stick": 0.9, "turn_stick": 0.9, "ease_within_m": 0.2, "ease_within_deg": 20.0,
+                     "min_push": 0.3, "reached_m": 0.02, "reached_deg": 1.0, "max_wait_s": 5.0},
+}
+
+
+def test_goal_sticks_push_towards_the_goal_and_ease_off_near_it() -> None:
+    op = ScriptedOperator(OperatorScript.from_mapping(GOAL_SCRIPT), stick_deadzone=0.1)
+    far = op.report(0.5, 0, 0, pose=(0.0, 0.0, 0.0))
+    near = op.report(0.5, 0, 0, pose=(0.95, 0.0, 0.0))
+    assert far["left"]["stick"][1] == pytest.approx(-0.9) and far["right"]["stick"][0] == 0.0
+    assert -0.9 < near["left"]["stick"][1] < -0.1  # eases off, still beyond the deadzone
+    assert far["right"]["stick"][1] == -0.5  # the lift stick of the keyframe stays
+    off_line = op.report(0.5, 0, 0, pose=(0.0, -0.2, 0.0))
+    assert off_line["right"]["stick"][0] < -0.1  # turns left to keep the bearing
+    passed = op.report(0.5, 0, 0, pose=(1.1, 0.0, 0.0))
+    assert passed["left"]["stick"].tolist() == [0.0, 0.0]
+    turn = op.report(2.5, 0, 0, pose=(1.0, 0.0, 0.0))
+    assert turn["right"]["stick"][0] == pytest.approx(-0.9) and turn["left"]["stick"].tolist() == [0.0, 0.0]
+    assert op.report(2.5, 0, 0, pose=None)["right"]["stick"].tolist() == [0.0, 0.0]  # nothing to steer by
+
+
+def test_script_clock_waits_for_a_goal_then_moves_on() -> None:
+    op = ScriptedOperator(OperatorScript.from_mapping(GOAL_SCRIPT), stick_deadzone=0.1)
+    clock = ScriptClock(op)
+    for _ in range(30):
+        clock.advance(0.1, (0.5, 0.0, 0.0))  # the base has not got there
+    assert clock.t == pytest.approx(2.0) and clock.t < 2.0 and clock.waiting
+    assert op.report(clock.t, 0, 0, (0.5, 0.0, 0.0), clock.waiting)["right"]["stick"][1] == 0.0  # the lift rests meanwhile
+    clock.advance(0.1, (1.0, 0.0, 0.0))  # reached
+    assert clock.t == pytest.approx(2.1) and not clock.waiting
+    for _ in range(100):
+        clock.advance(0.1, (1.0, 0.0, 0.0))  # never turns: the clock gives up after max_wait_s
+    assert clock.t > 4.0
+    free = ScriptClock(op)
+    assert free.advance(3.0, None) == 3.0  # without odometry goals do not hold the script
+
+
+def test_base_goals_are_checked() -> None:
+    bad = dict(GOAL_SCRIPT, keyframes=[{"t_s": 0.0, "base": {"drive_to_m": [1.0, 0.0], "turn_to_deg": 9}}, {"t_s": 1.0}])
+    with pytest.raises(ScriptError, match="exactly one"):
+        OperatorScript.from_mapping(bad)
+    with pytest.raises(ScriptError, match="need base_driving"):
+        OperatorScript.from_mapping({k: v for k, v in GOAL_SCRIPT.items() if k != "base_driving"})
+    with pytest.raises(ScriptError, match="last keyframe"):
+        OperatorScript.from_mapping(dict(GOAL_SCRIPT, keyframes=[{"t_s": 0.0}, {"t_s": 1.0, "base": {"turn_to_deg": 9}}]))
