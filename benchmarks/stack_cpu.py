@@ -95,6 +95,9 @@ def build_dataflow(tmp: Path, probe_out: Path, control_only: bool) -> tuple[Path
                            if _source(v).startswith("dora/") or _source(v).split("/")[0] in kept}
             if n.get("input_types"):
                 n["input_types"] = {k: v for k, v in n["input_types"].items() if k in n["inputs"]}
+        waits = (n.get("env") or {}).get("TELEDORA_XR_WAIT_FOR")
+        if waits:  # the scripted operator waits only for inputs that are still wired
+            n["env"] = dict(n["env"], TELEDORA_XR_WAIT_FOR=",".join(i for i in waits.split(",") if i in (n.get("inputs") or {})))
     here = str(Path(__file__).resolve())
     nodes.append({"id": "echo", "path": here, "args": "--echo", "inputs": {"in": ECHO_INPUT}, "outputs": ["out"]})
     nodes.append({

@@ -3,9 +3,10 @@
 Outputs: controllers (XrControllers), diagnostics
 Inputs:  optional; the node paces itself and exits when the script ends,
          which ends the demo dataflow, or when dora asks it to stop. With
-         TELEDORA_XR_WAIT_FOR=<input id> the script starts only once that input
-         has delivered a message (the demo waits for the arms' first joint
-         state, as a person waits for the robot to come up). ``odom``
+         TELEDORA_XR_WAIT_FOR=<input id>[,<input id>...] the script starts only
+         once each of those inputs has delivered a message (the demo waits for
+         the arms' first joint state and the cameras' first calibration, as a
+         person waits for the robot and its cameras to come up). ``odom``
          (Odometry) is what the operator watches to steer the base to the
          script's base goals; script time waits for a goal (ScriptClock), so
          an overloaded machine stretches the demo rather than bending its path.
@@ -26,15 +27,19 @@ from teledora.operators.xr.scripted_operator import ScriptClock, ScriptedOperato
 ODOM_INPUT = "odom"
 
 
-def _wait_for_input(io: NodeIO, input_id: str) -> tuple[bool, bool]:
-    """Blocks until ``input_id`` delivers a message or the stream ends.
+def _wait_for_inputs(io: NodeIO, input_ids: set[str]) -> tuple[bool, bool]:
+    """Blocks until every input of ``input_ids`` has delivered a message, or
+    the stream ends.
 
-    Returns (arrived, stop_seen): whether the input delivered, and whether a
-    STOP came with it (the script then plays one report and stops)."""
+    Returns (arrived, stop_seen): whether all of them delivered, and whether a
+    STOP came with the last one (the script then plays one report and stops)."""
+    waiting = set(input_ids)
     while (batch := io.next_batch()) is not None:
         for i, event in enumerate(batch):
-            if event.get("type") == "INPUT" and event.get("id") == input_id:
-                return True, any(later.get("type") == "STOP" for later in batch[i + 1:])
+            if event.get("type") == "INPUT":
+                waiting.discard(event.get("id"))
+                if not waiting:
+                    return True, any(later.get("type") == "STOP" for later in batch[i + 1:])
             if event.get("type") == "STOP":
                 return False, True
     return False, False
@@ -60,12 +65,12 @@ def main(argv: list[str] | None = None, node=None, clock=time.monotonic, sleep=t
     rate_hz = float(os.environ.get("TELEDORA_XR_RATE_HZ") or load_rate_table().topic("xr/controllers").sim_hz)
     speed = float(os.environ.get("TELEDORA_SIM_SPEED", "1.0"))
     io = NodeIO(make_node(node), node_id("xr"), ends_with=())  # plays until the script ends or STOP
-    wait_for = os.environ.get("TELEDORA_XR_WAIT_FOR", "").strip()
+    wait_for = {i.strip() for i in os.environ.get("TELEDORA_XR_WAIT_FOR", "").split(",") if i.strip()}
     stop_seen = False
     if wait_for:
-        arrived, stop_seen = _wait_for_input(io, wait_for)
+        arrived, stop_seen = _wait_for_inputs(io, wait_for)
         if not arrived:
-            io.log("warn", f"stopped before {wait_for!r} delivered anything: script not played")
+            io.log("warn", f"stopped before each of {sorted(wait_for)} delivered: script not played")
             return
     io.log("info", f"scripted operator: {script.duration_s:.1f} s at {rate_hz:.0f} Hz")
     start = last = clock()

@@ -156,8 +156,8 @@ def test_the_run_exports_to_an_mcap_foxglove_draws_in_3d(demo_run, tmp_path) -> 
         assert schemas[f"/foxglove/{topic}"] == "foxglove.LaserScan", topic
     for topic in ("base/odom", "ekf/pose", "mocap/pose", "sim/ground_truth"):
         assert schemas[f"/foxglove/{topic}"] == "foxglove.PoseInFrame", topic
-    assert schemas["/foxglove/renderer/chest"] == "foxglove.CompressedImage"
-    assert schemas["/foxglove/renderer/chest/calib"] == "foxglove.CameraCalibration"
+    assert schemas["/foxglove/cameras/chest"] == "foxglove.CompressedImage"
+    assert schemas["/foxglove/cameras/chest/calib"] == "foxglove.CameraCalibration"
     assert {"lidar_front", "lidar_back", "base_link", "chest", "world", "odom"} <= frames_used
     for frame in frames_used:
         resolve(list(latest.values()), "world", frame)  # raises if the chain breaks
@@ -195,4 +195,4 @@ def test_demo_marks_two_episodes_and_exports_them(demo_run, tmp_path) -> None:
     )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     info = json.loads((tmp_path / "ds" / "meta" / "info.json").read_text())
-    assert info["total_episodes"] == 2 and info["total_frames"] > 0
+    assert info["total_episodes"] == 2 and info["total_frames"] > 0, proc.stdout[-3000:]

@@ -157,3 +157,19 @@ def test_scripted_xr_can_wait_for_the_robot(monkeypatch) -> None:
     monkeypatch.setenv("TELEDORA_XR_SCRIPT", str(script))
     xr_scripted.main(node=node, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
     assert len(node.outputs["controllers"]) > 200  # the whole script at 10 Hz
+
+
+def test_scripted_xr_waits_for_every_listed_input(monkeypatch) -> None:
+    """With two inputs to wait for, one of them alone does not start the script."""
+    monkeypatch.setenv("TELEDORA_XR_WAIT_FOR", "robot_ready, cameras_ready")
+    now = [0.0]
+    state = encode("JointState", dict(stamp_ns=1, names=JOINTS, position=[0.0] * 14, velocity=[], effort=[]))
+    node = MockNode([("robot_ready", state), ("robot_ready", state)])  # the cameras never came up
+    xr_scripted.main(node=node, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
+    assert "controllers" not in node.outputs
+
+    node = NeverStops([("robot_ready", state), ("cameras_ready", b"\x00")])
+    monkeypatch.setenv("TELEDORA_XR_RATE_HZ", "10")
+    monkeypatch.setenv("TELEDORA_XR_SCRIPT", str(models.path("alohamini2/demo_script.yaml")))
+    xr_scripted.main(node=node, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
+    assert len(node.outputs["controllers"]) > 200
