@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from teledora.operators.ik.global_search import GlobalSearchConfig
 from teledora.operators.ik.joint_reference import JointReferenceConfig
 
 
@@ -67,19 +68,25 @@ class SolverConfig:
 
 @dataclass(frozen=True)
 class CollisionConfig:
-    """The ``collision`` section: proxy groups and pairs, the QP rows' gain and distances, the guard distance."""
+    """The ``collision`` section: the clearance barrier's gain, distances and margin,
+    and the guard distance. Which geom pairs are checked is not configured here: it is
+    every pair the model's collision filter allows that an arm joint moves
+    (``collision_pairs.CollisionPairs.from_model``)."""
 
     enabled: bool
     gain: float
     minimum_distance_m: float
     detection_distance_m: float
     guard_distance_m: float | None
-    groups: dict[str, tuple[str, ...]]
-    pairs: tuple[tuple[str, str], ...]
+    barrier_margin_m: float
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> "CollisionConfig":
         w = "collision"
+        for key in ("groups", "pairs"):
+            if key in data:
+                raise IkConfigError(f"{w}: {key!r} is no longer read: the pairs come from the model's collision filter "
+                                    "(contype/conaffinity, parent-child, <exclude>); edit the model instead")
         guard = _req(data, "guard_distance_m", w)
         cfg = cls(
             enabled=bool(_req(data, "enabled", w)),
@@ -87,13 +94,18 @@ class CollisionConfig:
             minimum_distance_m=float(_req(data, "minimum_distance_m", w)),
             detection_distance_m=float(_req(data, "detection_distance_m", w)),
             guard_distance_m=None if guard is None else float(guard),
-            groups={k: tuple(v) for k, v in _req(data, "groups", w).items()},
-            pairs=tuple(tuple(p) for p in _req(data, "pairs", w)),
+            barrier_margin_m=float(_req(data, "barrier_margin_m", w)),
         )
         if not 0 < cfg.gain <= 1:
             raise IkConfigError("collision: gain must be in (0, 1]")
-        if cfg.detection_distance_m <= cfg.minimum_distance_m:
-            raise IkConfigError("collision: detection_distance_m must exceed minimum_distance_m")
+        if cfg.minimum_distance_m < 0:
+            raise IkConfigError("collision: minimum_distance_m must be >= 0")
+        if cfg.barrier_margin_m < 0:
+            raise IkConfigError("collision: barrier_margin_m must be >= 0")
+        if cfg.detection_distance_m <= cfg.minimum_distance_m + cfg.barrier_margin_m:
+            raise IkConfigError("collision: detection_distance_m must exceed minimum_distance_m + barrier_margin_m")
+        if cfg.guard_distance_m is not None and not 0 <= cfg.guard_distance_m <= cfg.minimum_distance_m:
+            raise IkConfigError("collision: guard_distance_m must be in [0, minimum_distance_m] (or null: no guard)")
         return cfg
 
 
@@ -104,11 +116,14 @@ class IkSettings:
     solver: SolverConfig
     collision: CollisionConfig
     joint_reference: JointReferenceConfig
+    global_search: GlobalSearchConfig | None = None  # absent: no global fallback
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> "IkSettings":
+        search = data.get("global_search")
         return cls(
             SolverConfig.from_mapping(_req(data, "solver", "ik")),
             CollisionConfig.from_mapping(_req(data, "collision", "ik")),
             JointReferenceConfig.from_mapping(_req(data, "joint_reference", "ik")),
+            None if search is None else GlobalSearchConfig.from_mapping(search),
         )

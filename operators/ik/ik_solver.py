@@ -5,21 +5,22 @@ cost 12, orientation cost 2, Levenberg–Marquardt damping 0.1), a posture task
 pulls towards the home posture, a Tikhonov term regularises the Hessian. The
 QP runs over the full model tangent space; base, lift and grippers (and any
 held arm) are frozen with equality constraints. Inequalities: joint range
-(configuration limit), arm speed caps, and collision-avoidance rows between
-the capsule/box/plane proxies — mink's formulation, whose bound on the
-displacement is ``gain * (d - d_min) / dt``. The QP step is then passed
-through the :class:`JointReference` guard (uniform speed scaling,
+(configuration limit), arm speed caps, and clearance rows for every proxy pair
+the model's collision filter allows (:class:`ClearanceLimit`: a pair may close
+at most ``gain * (d - d_min)`` in one step — a distance on the displacement
+QP, where mink's stock limit puts ``gain * (d - d_min) / dt``). The QP step is
+then passed through the :class:`JointReference` guard (uniform speed scaling,
 acceleration cap, inward bounds) and an exact collision guard (the step is
-shortened until every proxy pair stays above ``guard_distance_m``), and the
-result becomes the solver's own reference configuration.
+shortened until every proxy pair stays above ``guard_distance_m`` or stops
+closing), and the result becomes the solver's own reference configuration.
 
 The numbers come from ``models/alohamini2/ik.yaml``; nothing is hard-coded.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Callable, Mapping, Sequence
 
 import daqp
 import mink
@@ -29,7 +30,10 @@ import numpy.typing as npt
 
 # Settings, model building and task terms live in their own modules; they stay
 # importable from here, where callers have always found them.
-from teledora.operators.ik.collision_pairs import CollisionGuard, CollisionPairs, joint_levers_m
+from teledora.operators.ik.clearance_limit import ClearanceLimit
+from teledora.operators.ik.collision_guard import CollisionGuard
+from teledora.operators.ik.collision_pairs import CollisionPairs, joint_levers_m
+from teledora.operators.ik.global_search import GlobalFallback
 from teledora.operators.ik.ik_model import build_ik_model
 from teledora.operators.ik.ik_settings import CollisionConfig, IkConfigError, IkSettings, SolverConfig
 from teledora.operators.ik.ik_tasks import GripTarget, MeritFrameTask, MeritPostureTask
@@ -38,6 +42,7 @@ from teledora.operators.model.robot_profile import RobotProfile
 from teledora.operators.geometry.rotations import matrix_to_quat_xyzw
 
 SIDES = ("left", "right")
+GOAL_COST = 2.0  # posture cost (1/rad) pulling an arm to its global-search joint goal
 
 
 class IkSolveError(RuntimeError):
@@ -55,6 +60,8 @@ class TickResult:
     step_fraction: float = 1.0  # < 1 when the collision guard shortened the step
     min_distance_m: float = float("inf")  # smallest proxy distance seen by the guard (capped near the guard distance)
     error: str = ""
+    goal_mode: dict[str, bool] = field(default_factory=dict)  # arms moving to a global-search joint goal
+    arrived: dict[str, bool] = field(default_factory=dict)  # arms that reached it this tick
 
 
 class BimanualIk:
@@ -66,7 +73,8 @@ class BimanualIk:
         settings: Solver, collision and joint-reference settings.
     """
 
-    def __init__(self, model: mujoco.MjModel, profile: RobotProfile, settings: IkSettings) -> None:
+    def __init__(self, model: mujoco.MjModel, profile: RobotProfile, settings: IkSettings,
+                 with_fallback: bool = True) -> None:
         self.model = model
         self.profile = profile
         self.settings = settings
@@ -104,19 +112,12 @@ class BimanualIk:
         ]
         self.collision_pairs: CollisionPairs | None = None
         if c.enabled:
-            self.collision_pairs = CollisionPairs(model, c.groups, c.pairs)
-            self.collision_limit = mink.CollisionAvoidanceLimit(
-                model,
-                [(list(a), list(b)) for a, b in self.collision_pairs.group_pairs],
-                gain=c.gain,
-                minimum_distance_from_collisions=c.minimum_distance_m,
-                collision_detection_distance=c.detection_distance_m,
-            )
-            proxies = [g for group in c.groups.values() for g in group]
-            levers = joint_levers_m(model, proxies, self.arm_joint_names)
-            self.guard = CollisionGuard(self.collision_pairs, self.collision_limit, c.guard_distance_m,
-                                        c.detection_distance_m, levers)
-            self.limits.append(self.guard.rows)
+            self.collision_pairs = CollisionPairs.from_model(model, self.arm_joint_names)
+            self.collision_limit = ClearanceLimit(self.collision_pairs, c.gain, c.minimum_distance_m,
+                                                  c.detection_distance_m, c.barrier_margin_m)
+            levers = joint_levers_m(model, self.collision_pairs.geoms, self.arm_joint_names)
+            self.guard = CollisionGuard(self.collision_pairs, self.collision_limit, c.guard_distance_m, levers)
+            self.limits.append(self.collision_limit)
         self._freezers: dict[tuple[bool, bool], mink.DofFreezingTask] = {}
 
         lower = np.array([model.jnt_range[self._jid[n]][0] for n in self.arm_joint_names])
@@ -127,6 +128,25 @@ class BimanualIk:
         self.failures = 0
         self.guard_shortened = 0
         self.backtracked = 0
+        self.relaxed_solves = 0
+        # optional per-phase timing of tick(): a clock passed in by the caller
+        self.phase_clock: Callable[[], float] | None = None
+        self.phase_times: dict[str, float] = {}
+
+        # joint-space goal terms for arms the global fallback moves (cost on that arm only)
+        self.goal_tasks: dict[str, MeritPostureTask] = {}
+        for side in SIDES:
+            cost = np.zeros(model.nv)
+            cost[self._side_dofs[side]] = GOAL_COST
+            self.goal_tasks[side] = MeritPostureTask(model, cost=cost)
+        self.fallback: GlobalFallback | None = None
+        g = settings.global_search
+        if with_fallback and g is not None and g.enabled:
+            # the search wants the target exactly: longer steps, no pull towards home,
+            # no collision rows (a solution is checked for clearance once found)
+            search_settings = replace(settings, solver=replace(s, control_period_s=g.step_s, posture_cost=0.0),
+                                      collision=replace(c, enabled=False), global_search=None)
+            self.fallback = GlobalFallback(self, BimanualIk(model, profile, search_settings, with_fallback=False), g)
 
     # -- model access ---------------------------------------------------------
 
@@ -159,6 +179,8 @@ class BimanualIk:
         q[self._qadr] = self.reference.clamp(values)
         self.configuration.update(q)
         self.reference.reset(self.arm_q())
+        if getattr(self, "fallback", None) is not None:
+            self.fallback.clear()
 
     def resync_arm(self, side: str, joint_q: Mapping[str, float]) -> None:
         """Moves one arm's reference to measured values (the other arm keeps its
@@ -206,11 +228,19 @@ class BimanualIk:
             self._freezers[active] = mink.DofFreezingTask(self.model, dof_indices=sorted(set(dofs)))
         return self._freezers[active]
 
-    def _set_targets(self, targets: Mapping[str, GripTarget | None]) -> list[mink.Task]:
+    def _set_targets(self, targets: Mapping[str, GripTarget | None],
+                     joint_goals: Mapping[str, np.ndarray] | None = None) -> list[mink.Task]:
         tasks: list[mink.Task] = [self.posture_task]
         for side in SIDES:
             target = targets.get(side)
-            if target is not None:
+            if target is None:
+                continue
+            if joint_goals and side in joint_goals:
+                q = self.configuration.q.copy()
+                q[self._qadr[self.joint_index(self.profile.arms[side].joints)]] = joint_goals[side]
+                self.goal_tasks[side].set_target(q)
+                tasks.append(self.goal_tasks[side])
+            else:
                 self.frame_tasks[side].set_target(target.se3())
                 tasks.append(self.frame_tasks[side])
         return tasks
@@ -250,6 +280,24 @@ class BimanualIk:
         return self._solve(self._set_targets(targets), tuple(targets.get(side) is not None for side in SIDES))
 
     def _solve(self, tasks: Sequence[mink.Task], active: tuple[bool, bool], dt: float | None = None) -> np.ndarray:
+        """The QP velocity; when the clearance rows' push-out makes the QP
+        infeasible (two obstacles pinching a link), it is solved again with rows
+        that only forbid approach (always feasible: standing still satisfies them)."""
+        try:
+            return self._solve_once(tasks, active, dt)
+        except IkSolveError:
+            limit = getattr(self, "collision_limit", None)
+            if limit is None or not np.any(limit.bound(limit.active_distances) < 0):
+                raise
+        self.collision_limit.relaxed = True
+        try:
+            v = self._solve_once(tasks, active, dt)
+        finally:
+            self.collision_limit.relaxed = False
+        self.relaxed_solves += 1
+        return v
+
+    def _solve_once(self, tasks: Sequence[mink.Task], active: tuple[bool, bool], dt: float | None = None) -> np.ndarray:
         """mink assembles the QP; DAQP is called directly (inactive collision rows
         dropped, no per-call limit check: the joint reference keeps every joint
         strictly inside its range). Any other solver goes through mink.solve_ik."""
@@ -293,13 +341,17 @@ class BimanualIk:
 
         return self.guard.check(q_from, q_to, move)
 
-    def tick(self, targets: Mapping[str, GripTarget | None], dt: float | None = None) -> TickResult:
+    def tick(self, targets: Mapping[str, GripTarget | None], dt: float | None = None,
+             goals: Mapping[str, GripTarget | None] | None = None) -> TickResult:
         """Solves, integrates, guards and commits one control step.
 
         Args:
             targets: Per arm, a grip target or None (the arm holds).
             dt: Length of this step in seconds (default: the control period);
-                speed caps and the collision bound use it.
+                speed caps use it.
+            goals: Per arm, where the target is going (the requested pose before
+                any speed shaping; default: ``targets``): what the global
+                fallback searches for.
 
         A failed QP or a hold changes nothing but clears the feedforward.
         """
@@ -310,9 +362,19 @@ class BimanualIk:
         q_prev = self.reference.q
         if not any(active.values()):
             self.reference.hold()
+            if self.fallback is not None:
+                self.fallback.plan({})
             return TickResult("hold", q_prev, self.reference.dq, active, 1.0, float("nan"))
+        lap = self._lap
+        t = lap(None, 0.0)
+        joint_goals: dict[str, np.ndarray] = {}
+        if self.fallback is not None:
+            goals = targets if goals is None else goals
+            joint_goals = self.fallback.plan({s: goals.get(s) if active[s] else None for s in SIDES})
+        goal_mode = {side: side in joint_goals for side in SIDES}
+        t = lap("fallback plan", t)
         try:
-            tasks = self._set_targets(targets)
+            tasks = self._set_targets(targets, joint_goals)
             v = self._solve(tasks, (active["left"], active["right"]), dt)
             merit0 = sum(t.last_merit for t in tasks)  # recorded while the QP was assembled
         except IkSolveError as exc:
@@ -321,16 +383,37 @@ class BimanualIk:
             self._set_q(q_prev)
             return TickResult("failed", q_prev, self.reference.dq, active, 0.0, float("nan"), str(exc))
         self.solves += 1
+        t = lap("QP (assembly + DAQP)", t)
         q_full = self.configuration.integrate(v, dt)
+        t = lap("integrate", t)
         q_proposed = self.reference.propose(q_full[self._qadr], dt)
+        t = lap("joint reference", t)
         q_safe, fraction, dmin = self._guard(q_prev, q_proposed)
         if fraction < 1.0:
             self.guard_shortened += 1
+        t = lap("collision guard", t)
         q_safe = self._backtrack(q_prev, q_safe, tasks, merit0)
         self.reference.commit(q_safe, dt)
         if not np.array_equal(self.reference.q, q_safe):
             self._set_q(self.reference.q)
-        return TickResult("ok", self.reference.q, self.reference.dq, active, fraction, dmin)
+        t = lap("backtracking + commit", t)
+        arrived = {side: False for side in SIDES}
+        if self.fallback is not None:
+            arrived = self.fallback.after_tick(self.reference.q)
+            self.fallback.search_step()
+        lap("fallback search", t)
+        return TickResult("ok", self.reference.q, self.reference.dq, active, fraction, dmin,
+                          goal_mode=goal_mode, arrived=arrived)
+
+    def _lap(self, phase: str | None, since: float) -> float:
+        """Adds the time since ``since`` to ``phase_times[phase]`` when a
+        ``phase_clock`` was given (benchmarks); returns the clock's reading."""
+        if self.phase_clock is None:
+            return 0.0
+        now = self.phase_clock()
+        if phase is not None:
+            self.phase_times[phase] = self.phase_times.get(phase, 0.0) + (now - since)
+        return now
 
     def settle_step(self, targets: Mapping[str, GripTarget | None]) -> np.ndarray:
         """One unpaced step for offline planning: QP, integrate, collision guard;

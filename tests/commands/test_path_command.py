@@ -15,16 +15,20 @@ from teledora.commands.path import WaypointFileError, parse_waypoints
 PROFILE = models.load_profile()
 NAMES = [j for s in ("left", "right") for j in PROFILE.arms[s].joints]
 
-WAYPOINTS = """
+# an unfolded start (at the folded home posture the arm's own links leave a
+# straight line little room)
+READY = {"shoulder_lift": -0.6, "elbow_flex": 0.3, "wrist_flex": 0.6}
+READY_JOINTS = "{" + ", ".join(f"{s}_{j}: {v}" for s in ("left", "right") for j, v in READY.items()) + "}"
+WAYPOINTS = f"""
 lift_height_m: 0.3
 waypoints:
-  - name: home
-    joints: home
+  - name: ready
+    joints: {READY_JOINTS}
   - name: low
-    offsets_m: {left: [0.0, 0.0, -0.08], right: [0.0, 0.0, -0.08]}
+    offsets_m: {{left: [0.0, 0.0, -0.08], right: [0.0, 0.0, -0.08]}}
     speed_m_s: 0.2
   - name: back
-    joints: home
+    joints: {READY_JOINTS}
 """
 
 
@@ -34,13 +38,14 @@ def test_run_plans_every_leg_and_writes_the_trajectory(tmp_path, capsys):
     out = tmp_path / "traj.csv"
     assert cli.main(["path", "run", str(wp), "--csv", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "home -> low" in printed and "low -> back" in printed
+    assert "ready -> low" in printed and "low -> back" in printed
     rows = list(csv.reader(out.open()))
     assert rows[0] == ["t_s", *NAMES]
     q = np.array([[float(v) for v in r[1:]] for r in rows[1:]])
     home = np.array([PROFILE.home_q()[n] for n in NAMES])
-    np.testing.assert_allclose(q[0], home, atol=1e-9)
-    np.testing.assert_allclose(q[-1], home, atol=5e-3)
+    ready = np.array([READY.get(n.split("_", 1)[1], home[i]) for i, n in enumerate(NAMES)])
+    np.testing.assert_allclose(q[0], ready, atol=1e-9)
+    np.testing.assert_allclose(q[-1], ready, atol=5e-3)
     t = np.array([float(r[0]) for r in rows[1:]])
     assert np.all(np.diff(t) >= 0)
     assert t[-1] == pytest.approx(0.08 / 0.2 + 0.08 / 0.1, rel=0.02)  # default speed 0.1 m/s on the way back

@@ -123,13 +123,20 @@ def test_waits_for_feedback_then_holds_the_measured_pose():
     assert diags[0]["level"] == "warn" and "waiting" in diags[0]["message"]
 
 
+# an unfolded posture: at the folded home posture the arm's own links leave
+# little room to move in most directions
+READY = dict(HOME, **{f"{s}_{j}": v for s in ("left", "right")
+                      for j, v in {"shoulder_lift": -0.6, "elbow_flex": 0.3, "wrist_flex": 0.6}.items()})
+
+
 def test_targets_are_tracked_with_capped_speed_and_feedforward():
-    goal_l = GRIP_POS["left"] + [0.05, 0.03, 0.04]
-    goal_r = GRIP_POS["right"] + [0.04, -0.02, -0.05]
-    inputs = startup()
+    ready_grips = fk(np.array([READY[n] for n in ARM]), ARM)
+    goal_l = ready_grips["left"] + [0.05, 0.03, 0.04]
+    goal_r = ready_grips["right"] + [0.04, -0.02, -0.05]
+    inputs = [(0, "lift", lift(0)), (0, "joint_states", joints(0, READY))]
     t = 10 * MS
     for k in range(120):
-        inputs.append((t, "joint_states", joints(t)))
+        inputs.append((t, "joint_states", joints(t, READY)))
         inputs.append((t, "arm_targets", targets(t, arm(goal_l), arm(goal_r, gripper=9.0))))
         t += 10 * MS
     cmds, _ = run(inputs)

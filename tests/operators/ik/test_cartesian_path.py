@@ -36,9 +36,16 @@ def solve_offsets(planner, q0, left_offset, right_offset):
     return ik.arm_q()
 
 
+# An unfolded posture to plan from: at the folded home posture the arm's own
+# links (upper arm on its mount, wrist by the shoulder) leave a straight line
+# little room in most directions.
+READY = {"shoulder_pan": 0.0, "shoulder_lift": -0.6, "elbow_flex": 0.3, "wrist_flex": 0.6, "wrist_yaw_joint": 0.0,
+         "wrist_roll": 0.0}
+
+
 @pytest.fixture(scope="module")
 def home(planner) -> np.ndarray:
-    return np.array([PROFILE.home_q()[n] for n in planner.ik.arm_joint_names])
+    return np.array([READY[n.split("_", 1)[1]] for n in planner.ik.arm_joint_names])
 
 
 def test_min_jerk_profile_shape():
@@ -95,12 +102,13 @@ def test_no_motion_gives_a_single_sample(planner, home):
 
 
 def test_unreachable_sample_raises_before_returning(planner, home):
-    # straight up from home: the middle of the line needs more reach than the arm has
-    q_b = solve_offsets(planner, home, [0.0, 0.0, 0.25], [0.0, 0.0, 0.25])
+    # from in front of the robot round to its back: the straight line between
+    # the grips runs through the column, where no grip can go
+    q_b = home.copy()
     tight = dataclasses.replace(CONFIG, pos_tolerance_m=1e-4, ori_tolerance_rad=1e-3)
     strict = CartesianPathPlanner(planner.ik, tight)
     q_far = home.copy()
-    q_far[planner.ik.joint_index(["left_shoulder_lift", "right_shoulder_lift"])] += 1.2
+    q_far[planner.ik.joint_index(["left_shoulder_pan", "right_shoulder_pan"])] += [2.6, -2.6]
     with pytest.raises(PathPlanningError, match="unreachable|leaves its line"):
         strict.plan(q_b, q_far, lift_joint=0.0)
 
