@@ -147,6 +147,12 @@ def _quat_matrix(q_xyzw: np.ndarray) -> np.ndarray:
     return np.asarray(quat_to_matrix_xyzw(q_xyzw), dtype=float)
 
 
+def _goal_delta(a: GripTarget, b: GripTarget) -> tuple[float, float]:
+    """Position and rotation (rad) between two targets (unit quaternions)."""
+    dot = min(1.0, abs(float(np.dot(a.orientation, b.orientation))))
+    return float(np.linalg.norm(a.position - b.position)), 2.0 * float(np.arccos(dot))
+
+
 def _pose_error(pose: GripTarget, goal: GripTarget) -> tuple[float, float]:
     return float(np.linalg.norm(pose.position - goal.position)), float(quat_angle_xyzw(pose.orientation, goal.orientation))
 
@@ -180,6 +186,7 @@ class GlobalFallback:
                           if self.pairs is not None else {})
         self._fk_data = mujoco.MjData(ik.model)
         self._grip_site = {s: ik.model.site(ik.profile.arms[s].grip_site).id for s in SIDES}
+        self._goal_matrix: dict[str, tuple[GripTarget, np.ndarray]] = {}
         self.searches_started = 0
         self.goals_engaged = 0
         self.iterations = 0
@@ -201,14 +208,14 @@ class GlobalFallback:
                 continue
             if arm.search is not None and self._goal_changed(arm.search.goal, goal):
                 self.arms[side] = arm = _Arm()
-            pos, ori = _pose_error(self.ik.grip_pose(side), goal)
+            pos, ori = self._grip_error(side, goal)
             if pos <= self.config.position_tolerance_m * 2 and ori <= self.config.orientation_tolerance_rad * 2:
                 arm.goal_q, arm.search = None, None  # there: nothing to search for
                 continue
             if arm.goal_q is None:
                 score = pos + 0.1 * ori
                 moved = arm.still_goal is None or any(
-                    a > b for a, b in zip(_pose_error(arm.still_goal, goal), (STILL_M, STILL_RAD)))
+                    a > b for a, b in zip(_goal_delta(arm.still_goal, goal), (STILL_M, STILL_RAD)))
                 if moved:
                     # a moving target is being followed, not stalled on
                     arm.still_goal, arm.best_score, arm.since_best = goal, score, 0
@@ -234,6 +241,16 @@ class GlobalFallback:
             if arm.goal_q is not None:
                 out[side] = arm.goal_q
         return out
+
+    def _grip_error(self, side: str, goal: GripTarget) -> tuple[float, float]:
+        """The tick solver's grip against ``goal``: position (m) and rotation (rad),
+        read straight from the kinematics (no quaternion round trip)."""
+        data, site = self.ik.configuration.data, self._grip_site[side]
+        if self._goal_matrix.get(side, (None,))[0] is not goal:
+            self._goal_matrix[side] = (goal, _quat_matrix(goal.orientation))
+        goal_r = self._goal_matrix[side][1]
+        cos = (float(np.sum(goal_r * data.site_xmat[site].reshape(3, 3))) - 1.0) / 2.0
+        return float(np.linalg.norm(data.site_xpos[site] - goal.position)), float(np.arccos(np.clip(cos, -1.0, 1.0)))
 
     def after_tick(self, arm_q: np.ndarray) -> dict[str, bool]:
         """After a committed tick: which arms reached their joint goal (they
@@ -278,7 +295,7 @@ class GlobalFallback:
             not arm.search.solutions or arm.search.active or arm.search.path is not None)
 
     def _goal_changed(self, old: GripTarget, new: GripTarget) -> bool:
-        pos, ori = _pose_error(old, new)
+        pos, ori = _goal_delta(old, new)
         return pos > self.config.goal_change_m or ori > self.config.goal_change_rad
 
     # -- the search ------------------------------------------------------------
