@@ -24,6 +24,7 @@ stops getting closer to the goal drops it and takes the next solution.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -149,8 +150,9 @@ def _quat_matrix(q_xyzw: np.ndarray) -> np.ndarray:
 
 def _goal_delta(a: GripTarget, b: GripTarget) -> tuple[float, float]:
     """Position and rotation (rad) between two targets (unit quaternions)."""
-    dot = min(1.0, abs(float(np.dot(a.orientation, b.orientation))))
-    return float(np.linalg.norm(a.position - b.position)), 2.0 * float(np.arccos(dot))
+    dot = min(1.0, abs(float(a.orientation @ b.orientation)))
+    dx, dy, dz = a.position - b.position
+    return math.sqrt(dx * dx + dy * dy + dz * dz), 2.0 * math.acos(dot)
 
 
 def _pose_error(pose: GripTarget, goal: GripTarget) -> tuple[float, float]:
@@ -186,7 +188,7 @@ class GlobalFallback:
                           if self.pairs is not None else {})
         self._fk_data = mujoco.MjData(ik.model)
         self._grip_site = {s: ik.model.site(ik.profile.arms[s].grip_site).id for s in SIDES}
-        self._goal_matrix: dict[str, tuple[GripTarget, np.ndarray]] = {}
+        self._quat, self._goal_r = np.zeros(4), np.zeros(9)
         self.searches_started = 0
         self.goals_engaged = 0
         self.iterations = 0
@@ -246,11 +248,12 @@ class GlobalFallback:
         """The tick solver's grip against ``goal``: position (m) and rotation (rad),
         read straight from the kinematics (no quaternion round trip)."""
         data, site = self.ik.configuration.data, self._grip_site[side]
-        if self._goal_matrix.get(side, (None,))[0] is not goal:
-            self._goal_matrix[side] = (goal, _quat_matrix(goal.orientation))
-        goal_r = self._goal_matrix[side][1]
-        cos = (float(np.sum(goal_r * data.site_xmat[site].reshape(3, 3))) - 1.0) / 2.0
-        return float(np.linalg.norm(data.site_xpos[site] - goal.position)), float(np.arccos(np.clip(cos, -1.0, 1.0)))
+        x, y, z, w = goal.orientation
+        self._quat[:] = (w, x, y, z)
+        mujoco.mju_quat2Mat(self._goal_r, self._quat)
+        cos = (float(self._goal_r @ data.site_xmat[site]) - 1.0) / 2.0  # trace(R_goal^T R)
+        dx, dy, dz = data.site_xpos[site] - goal.position
+        return math.sqrt(dx * dx + dy * dy + dz * dz), math.acos(min(1.0, max(-1.0, cos)))
 
     def after_tick(self, arm_q: np.ndarray) -> dict[str, bool]:
         """After a committed tick: which arms reached their joint goal (they
