@@ -20,7 +20,7 @@ Blocks of ticks alternate between the variants so machine load hits all
 alike; each tick is timed in thread CPU time. Prints median and p99 per tick,
 the ratios to bare mink, and our tick's cost by phase (mean per tick).
 
-    python benchmarks/ik_tick.py [--ticks 4000] [--block 200] [--no-collisions] [--center ready|home]
+    python benchmarks/ik_tick.py [--ticks 4000] [--block 200] [--no-collisions] [--center ready|home] [--far]
 """
 
 from __future__ import annotations
@@ -77,6 +77,22 @@ def target_walk(ik: BimanualIk, n: int, seed: int = 0) -> list[dict[str, GripTar
     return out
 
 
+def far_targets(ik: BimanualIk, n: int, seed: int = 0, hold: int = 300) -> list[dict[str, GripTarget]]:
+    """Far targets: the grips of uniformly drawn collision-free arm
+    configurations, each held for ``hold`` ticks (the global fallback searches)."""
+    rng = np.random.default_rng(seed)
+    q0 = ik.arm_q()
+    lo, hi = ik.reference.lower_inner, ik.reference.upper_inner
+    out: list[dict[str, GripTarget]] = []
+    while len(out) < n:
+        ik.reset(rng.uniform(lo, hi))
+        if ik.min_proxy_distance(distmax=0.02) < 0.02:
+            continue
+        out += [{s: ik.grip_pose(s) for s in SIDES}] * hold
+    ik.reset(q0)
+    return out[:n]
+
+
 class BareMink:
     """The same tasks and limits assembled and solved by mink, integrated in place."""
 
@@ -115,10 +131,10 @@ class OurSolveIntegrate:
         ik.configuration.integrate_inplace(v, ik.dt)
 
 
-def measure(ticks: int, block: int, collisions: bool, center: str = "ready"):
+def measure(ticks: int, block: int, collisions: bool, center: str = "ready", far: bool = False):
     ours, bare_ik, qp_ik = make(collisions, center), make(collisions, center), make(collisions, center)
     bare, qp_only = BareMink(bare_ik), OurSolveIntegrate(qp_ik)
-    walk = target_walk(ours, ticks)
+    walk = far_targets(ours, ticks) if far else target_walk(ours, ticks)
     variants = (("ours", ours.tick), ("ours QP", qp_only.tick), ("bare mink", bare.tick))
     times: dict[str, list[float]] = {name: [] for name, _ in variants}
     wall: dict[str, list[float]] = {name: [] for name, _ in variants}
@@ -148,10 +164,13 @@ def main() -> None:
     ap.add_argument("--no-collisions", action="store_true")
     ap.add_argument("--center", choices=("ready", "home"), default="ready",
                     help="posture the walk (and the posture task) is centred on")
+    ap.add_argument("--far", action="store_true",
+                    help="instead of the walk, far targets (uniform reachable poses, 3 s each): the fallback searches")
     args = ap.parse_args()
-    res, wall, phases, stats = measure(args.ticks, args.block, not args.no_collisions, args.center)
+    res, wall, phases, stats = measure(args.ticks, args.block, not args.no_collisions, args.center, args.far)
+    what = "far targets held 3 s" if args.far else f"walk around {args.center}"
     print(f"IK tick, AlohaMini2, collisions {'off' if args.no_collisions else 'on'} ({stats['pairs']} geom pairs), "
-          f"walk around {args.center}, {args.ticks} ticks each, {stats['searches']} global searches")
+          f"{what}, {args.ticks} ticks each, {stats['searches']} global searches")
     print(f"{'':<10} {'cpu median ms':>14} {'cpu p99 ms':>10} {'wall median ms':>15} {'wall p99 ms':>11}")
     for name, t in res.items():
         w = wall[name]
