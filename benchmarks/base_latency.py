@@ -44,10 +44,12 @@ for ev in node:
 SINK = '''
 import json, os, time
 from dora import Node
-from teledora.operators.drive.omni_drive import body_to_wheel_raw
+from teledora.models.config_files import load_drive_config
+from teledora.operators.drive.omni_drive import OmniDrive
 from teledora.operators.contract.messages import decode
 node = Node()
-expect = {body_to_wheel_raw(0.1, 0.0, 0.0)[0]: 0.1, body_to_wheel_raw(0.2, 0.0, 0.0)[0]: 0.2}
+DRIVE = OmniDrive(load_drive_config().base.geometry)
+expect = {DRIVE.body_to_wheel_raw(0.1, 0.0, 0.0)[0]: 0.1, DRIVE.body_to_wheel_raw(0.2, 0.0, 0.0)[0]: 0.2}
 pending = {}
 lat = []
 for ev in node:

@@ -21,11 +21,10 @@ import numpy as np
 os.environ.setdefault("MAVLINK20", "1")
 from pymavlink.dialects.v20 import ardupilotmega as mavlink  # noqa: E402
 
-from teledora import models  # noqa: E402
-from teledora.operators.estimation.flow_model import FlowModel, FlowModelConfig  # noqa: E402
+from teledora.models.config_files import load_estimation_config  # noqa: E402
+from teledora.operators.estimation.flow_model import FlowModel  # noqa: E402
 from teledora.operators.estimation.flow_odometry import FlowOdometry  # noqa: E402
 from teledora.operators.contract.messages import decode, encode  # noqa: E402
-from teledora.operators.estimation.planar_ekf import EkfConfig  # noqa: E402
 
 
 class _Sink:
@@ -37,9 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=20000, help="samples per case")
     args = ap.parse_args(argv)
-    cfg = models.load_yaml("alohamini2/estimation.yaml")
-    model = FlowModel(FlowModelConfig.from_dict(cfg["flow_sensor"]))
-    odo = FlowOdometry(model, EkfConfig.from_dict(cfg["ekf"]))
+    cfg = load_estimation_config()
+    model = FlowModel(cfg.flow_sensor)
+    odo = FlowOdometry(model, cfg.ekf)
     raw = model.sensor_flow(model.body_flow(0.08, 0.01, 0.3, 0.05))
     tx = mavlink.MAVLink(_Sink(), srcSystem=1, srcComponent=191)
     rx = mavlink.MAVLink(None)

@@ -13,6 +13,9 @@ it forgotten. Prints final and max position error and max yaw error.
 instead of the twist, as the `flow` node does with ``--image``.
 ``--odom`` also fuses simulated wheel odometry (true twist + 0.01 m/s, 0.01 rad/s
 noise at 50 Hz), which makes the gyro bias observable.
+``--flow-delay-ms D`` gives the simulated sensor a report latency of D ms (the
+``flow_sim.delay_ms`` setting, like SITL's SIM_FLOW_DELAY); the estimator fuses
+each report at its stamp, without compensating the delay.
 ``--imperfect`` gives the simulated sensor a 2 % low flow gain (uncorrected by the
 scalers) and the gyro a 0.002 rad/s yaw-rate bias, to show what calibration buys.
 """
@@ -26,12 +29,14 @@ from typing import Callable
 
 import numpy as np
 
-from teledora import models
-from teledora.operators.estimation.floor_image_flow import FloorCamera, FloorCameraConfig, ImageFlowSensor
+from teledora.models.config_files import load_estimation_config
+from teledora.operators.estimation.delay_line import DelayLine
+from teledora.operators.estimation.floor_image_flow import FloorCamera, ImageFlowSensor
 from teledora.operators.estimation.flow_model import FlowModel, FlowModelConfig
 from teledora.operators.estimation.flow_odometry import FlowOdometry
 from teledora.operators.estimation.flow_sensor_sim import FlowSensorSim, FlowSimConfig
-from teledora.operators.estimation.planar_ekf import EkfConfig, wrap_angle
+from teledora.operators.estimation.planar_ekf import EkfConfig
+from teledora.operators.geometry import wrap_angle
 
 Twist = tuple[float, float, float]
 
@@ -96,24 +101,27 @@ def run_drive(drive: Drive, truth_model: FlowModel, estimator_model: FlowModel, 
     odom_every = round(truth_hz / odom_hz) if odom_hz > 0 else 0
     odom_rng = np.random.default_rng(sim_config.seed + 1000)
     pose = np.zeros(3)
+    poses: DelayLine[tuple[float, float, float]] = DelayLine(round(sim_config.delay_ms * 1e6))  # image path
     max_err = max_yaw = length = 0.0
     steps = int(drive.duration_s * truth_hz)
     for k in range(steps + 1):
         t = k * dt
         vx, vy, wz = drive.twist(t)
         stamp_ns = int(round(t * 1e9))
-        sim.add_truth(vx, vy, wz)
+        sim.add_truth(stamp_ns, vx, vy, wz)
+        poses.push(stamp_ns, (float(pose[0]), float(pose[1]), float(pose[2])))
         if k % gyro_every == 0:
             odo.on_gyro(stamp_ns, sim.read_gyro(wz))
         if odom_every and k % odom_every == 0:
             n = odom_rng.normal(0.0, 0.01, 3)
             odo.on_odom(stamp_ns, vx + n[0], vy + n[1], wz + n[2])
-        if k % flow_every == 0:
+        if k % flow_every == 0 and sim.ready(stamp_ns):  # the first reports may still be inside the delay
             r = sim.read_flow(stamp_ns)
             if imager is None:
                 odo.on_flow(stamp_ns, (r.flow_rate_x, r.flow_rate_y), r.quality, r.ground_distance_m)
             else:
-                measured = imager.read(stamp_ns, float(pose[0]), float(pose[1]), float(pose[2]))
+                poses.release(stamp_ns)
+                measured = imager.read(poses.latest[0], *poses.latest[1]) if poses.latest else None
                 if measured is not None:
                     odo.on_flow(stamp_ns, measured[:2], measured[2], r.ground_distance_m)
             err = math.hypot(odo.ekf.x[0] - pose[0], odo.ekf.x[1] - pose[1])
@@ -130,9 +138,8 @@ def run_drive(drive: Drive, truth_model: FlowModel, estimator_model: FlowModel, 
 
 
 def load_configs() -> tuple[FlowModelConfig, FlowSimConfig, EkfConfig]:
-    cfg = models.load_yaml("alohamini2/estimation.yaml")
-    return (FlowModelConfig.from_dict(cfg["flow_sensor"]), FlowSimConfig.from_dict(cfg["flow_sim"]),
-            EkfConfig.from_dict(cfg["ekf"]))
+    cfg = load_estimation_config()
+    return cfg.flow_sensor, cfg.flow_sim, cfg.ekf
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,16 +149,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--imperfect", action="store_true", help="2 %% flow gain error, 0.002 rad/s gyro bias")
     parser.add_argument("--image", action="store_true", help="flow from rendered floor images (OpenCV)")
     parser.add_argument("--odom", action="store_true", help="also fuse simulated wheel odometry at 50 Hz")
+    parser.add_argument("--flow-delay-ms", type=float, default=None, metavar="D",
+                        help="flow report latency in ms (default: flow_sim.delay_ms)")
     args = parser.parse_args(argv)
     flow_cfg, sim_cfg, ekf_cfg = load_configs()
+    if args.flow_delay_ms is not None:
+        sim_cfg = replace(sim_cfg, delay_ms=args.flow_delay_ms)
     if args.imperfect:
         sim_cfg = replace(sim_cfg, gain_x=0.98, gain_y=0.98, gyro_bias_rad_s=0.002)
     truth = FlowModel(flow_cfg)
     camera = None
     if args.image:
-        image_cfg = {k: v for k, v in models.load_yaml("alohamini2/estimation.yaml")["flow_image"].items()
-                     if k != "enabled"}
-        camera = FloorCamera(FloorCameraConfig(**image_cfg))
+        camera = FloorCamera(load_estimation_config().flow_image.camera)
     variants = {"offset modelled": FlowModel(flow_cfg), "offset missing": FlowModel(flow_cfg.without_offset())}
     drives = [straight_drive(), spin_drive(), mixed_drive()]
     rows = []

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 
 from teledora.fakes.feetech_bus import FakeFeetechBus, arm_servos  # noqa: E402
 

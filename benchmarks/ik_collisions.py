@@ -33,9 +33,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ik_node_driver import MujocoCollisionCheck, NodeDriver, arm_targets, ik_config, make_loop, restart  # noqa: E402
 
-from teledora.operators.geometry.rotations import quat_normalize  # noqa: E402
+from teledora.operators.geometry import Pose, quat_normalize  # noqa: E402
 from teledora.operators.ik.ik_loop import IkLoop  # noqa: E402
-from teledora.operators.ik.ik_solver import SIDES, GripTarget  # noqa: E402
+from teledora.operators.model.sides import SIDES  # noqa: E402
 
 ATTACKS = ("other_arm", "column", "battery_box", "base_disk", "carriage", "own_mount", "floor")
 LEG_S = 0.5
@@ -105,7 +105,7 @@ def run(loop: IkLoop, episodes: int, seed: int = 0, legs: int = 4, check: Mujoco
     res = AdversarialResult(episodes)
     clearance = loop.ik.settings.collision.minimum_distance_m
     home = loop.profile.home_q()
-    travel = loop.profile.lift_travel_mm / 1000.0
+    travel = loop.profile.lift.travel_mm / 1000.0
     ik = loop.ik
     stats0 = (ik.failures, ik.guard_shortened, ik.relaxed_solves)
     t0 = time.perf_counter()
@@ -123,7 +123,7 @@ def run(loop: IkLoop, episodes: int, seed: int = 0, legs: int = 4, check: Mujoco
                 n = np.linalg.norm(jump)
                 if n > MAX_JUMP_M:
                     jump *= MAX_JUMP_M / n
-                target[s] = GripTarget.of(target[s].position + jump, quat_normalize(rng.normal(size=4)))
+                target[s] = Pose.of(target[s].position + jump, quat_normalize(rng.normal(size=4)))
             msg = arm_targets(loop.profile, target)
 
             def on_solve(solve, attacks=attacks) -> None:

@@ -29,9 +29,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ik_node_driver import NodeDriver, arm_targets, ik_config, make_loop, restart  # noqa: E402
 
-from teledora.operators.geometry.rotations import quat_angle_xyzw  # noqa: E402
+from teledora.operators.geometry import quat_angle  # noqa: E402
 from teledora.operators.ik.ik_loop import IkLoop  # noqa: E402
-from teledora.operators.ik.ik_solver import SIDES  # noqa: E402
+from teledora.operators.model.sides import SIDES  # noqa: E402
 
 POS_TOL_M = 1e-3
 ORI_TOL_RAD = 0.01
@@ -54,7 +54,7 @@ def random_configuration(loop: IkLoop, rng: np.random.Generator, clearance: floa
 
 def make_trials(loop: IkLoop, n: int, seed: int, clearance: float) -> list[dict]:
     rng = np.random.default_rng(seed)
-    travel = loop.profile.lift_travel_mm / 1000.0
+    travel = loop.profile.lift.travel_mm / 1000.0
     ik = loop.ik
     trials = []
     for _ in range(n):
@@ -87,7 +87,7 @@ def run_trial(loop: IkLoop, trial: dict, start: str, max_s: float) -> dict:
             state["max_speed"] = max(state["max_speed"], float(np.max(np.abs(q - q_prev))) / ((solve.t_ns - t_prev) / 1e9))
         state["last"] = (solve.t_ns, q)
         pos = max(float(np.linalg.norm(ik.grip_pose(s).position - trial["goal"][s].position)) for s in SIDES)
-        ori = max(quat_angle_xyzw(ik.grip_pose(s).orientation, trial["goal"][s].orientation) for s in SIDES)
+        ori = max(quat_angle(ik.grip_pose(s).orientation, trial["goal"][s].orientation) for s in SIDES)
         if pos <= POS_TOL_M and ori <= ORI_TOL_RAD:
             state["t"] = solve.t_ns / 1e9
             raise Done

@@ -25,9 +25,12 @@ import mujoco
 import numpy as np
 
 from teledora import models
-from teledora.operators.ik.ik_loop import IkLoop, IkNodeConfig
-from teledora.operators.ik.ik_solver import SIDES, BimanualIk, GripTarget, IkSettings, build_ik_model
-from teledora.operators.ik.workspace_limits import WorkspaceConfig
+from teledora.operators.geometry import Pose
+from teledora.operators.ik.ik_config import IkConfig
+from teledora.operators.ik.ik_loop import IkLoop
+from teledora.operators.ik.ik_model import build_ik_model
+from teledora.operators.ik.ik_solver import BimanualIk
+from teledora.operators.model.sides import SIDES
 
 NS = 1_000_000_000
 
@@ -42,11 +45,11 @@ def ik_config(**overrides: Any) -> dict:
 
 
 def make_loop(data: dict | None = None) -> IkLoop:
-    data = data or ik_config()
-    settings = IkSettings.from_mapping(data)
+    config = IkConfig.from_mapping(data or ik_config())
+    settings = config.settings
     profile = models.load_profile()
     ik = BimanualIk(build_ik_model(models.path(settings.solver.model), settings.solver.add_floor), profile, settings)
-    return IkLoop(ik, WorkspaceConfig.from_mapping(data["workspace"]), IkNodeConfig.from_mapping(data["node"]), profile)
+    return IkLoop(ik, config.workspace, config.node, profile)
 
 
 def restart(loop: IkLoop) -> IkLoop:
@@ -54,7 +57,7 @@ def restart(loop: IkLoop) -> IkLoop:
     return IkLoop(loop.ik, loop.workspace, loop.config, loop.profile)
 
 
-def arm_targets(profile, poses: dict[str, GripTarget | None], gripper: float = 0.0) -> dict:
+def arm_targets(profile, poses: dict[str, Pose | None], gripper: float = 0.0) -> dict:
     msg: dict[str, Any] = {"frame_id": profile.base_frame}
     for side in SIDES:
         pose = poses.get(side)

@@ -37,7 +37,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ik_node_driver import ik_config  # noqa: E402
 
 from teledora import models  # noqa: E402
-from teledora.operators.ik.ik_solver import SIDES, BimanualIk, GripTarget, IkSettings, build_ik_model  # noqa: E402
+from teledora.operators.geometry import Pose  # noqa: E402
+from teledora.operators.ik.ik_config import IkConfig  # noqa: E402
+from teledora.operators.ik.ik_model import build_ik_model  # noqa: E402
+from teledora.operators.ik.ik_solver import BimanualIk  # noqa: E402
+from teledora.operators.ik.ik_tasks import pose_to_se3  # noqa: E402
+from teledora.operators.model.sides import SIDES  # noqa: E402
 
 
 # an unfolded working posture; at the folded home posture the arms' own links
@@ -48,7 +53,7 @@ READY = {"shoulder_pan": 0.0, "shoulder_lift": -0.6, "elbow_flex": 0.3, "wrist_f
 
 
 def make(collisions: bool, center: str = "ready") -> BimanualIk:
-    settings = IkSettings.from_mapping(ik_config(collision__enabled=collisions))
+    settings = IkConfig.from_mapping(ik_config(collision__enabled=collisions)).settings
     ik = BimanualIk(build_ik_model(models.path(settings.solver.model), True), models.load_profile(), settings)
     if center == "ready":
         ik.reset(np.array([READY[n.split("_", 1)[1]] for n in ik.arm_joint_names]))
@@ -56,7 +61,7 @@ def make(collisions: bool, center: str = "ready") -> BimanualIk:
     return ik
 
 
-def target_walk(ik: BimanualIk, n: int, seed: int = 0) -> list[dict[str, GripTarget]]:
+def target_walk(ik: BimanualIk, n: int, seed: int = 0) -> list[dict[str, Pose]]:
     """Hand-like targets: each grip's velocity does a random walk (<= 0.3 m/s),
     its position stays within +-6 cm of where it starts; orientation is kept."""
     rng = np.random.default_rng(seed)
@@ -72,18 +77,18 @@ def target_walk(ik: BimanualIk, n: int, seed: int = 0) -> list[dict[str, GripTar
             bounce = np.abs(offset[s]) > 0.06
             velocity[s][bounce] *= -1
             offset[s] = np.clip(offset[s], -0.06, 0.06)
-            step[s] = GripTarget.of(home[s].position + offset[s], home[s].orientation)
+            step[s] = Pose.of(home[s].position + offset[s], home[s].orientation)
         out.append(step)
     return out
 
 
-def far_targets(ik: BimanualIk, n: int, seed: int = 0, hold: int = 300) -> list[dict[str, GripTarget]]:
+def far_targets(ik: BimanualIk, n: int, seed: int = 0, hold: int = 300) -> list[dict[str, Pose]]:
     """Far targets: the grips of uniformly drawn collision-free arm
     configurations, each held for ``hold`` ticks (the global fallback searches)."""
     rng = np.random.default_rng(seed)
     q0 = ik.arm_q()
     lo, hi = ik.reference.lower_inner, ik.reference.upper_inner
-    out: list[dict[str, GripTarget]] = []
+    out: list[dict[str, Pose]] = []
     while len(out) < n:
         ik.reset(rng.uniform(lo, hi))
         if ik.min_proxy_distance(distmax=0.02) < 0.02:
@@ -108,11 +113,11 @@ class BareMink:
                 minimum_distance_from_collisions=c.minimum_distance_m,
                 collision_detection_distance=c.detection_distance_m))
 
-    def tick(self, targets: dict[str, GripTarget]) -> None:
+    def tick(self, targets: dict[str, Pose]) -> None:
         ik = self.ik
         tasks = [ik.posture_task]
         for s in SIDES:
-            ik.frame_tasks[s].set_target(targets[s].se3())
+            ik.frame_tasks[s].set_target(pose_to_se3(targets[s]))
             tasks.append(ik.frame_tasks[s])
         v = mink.solve_ik(self.cfg, tasks, ik.dt, "daqp", damping=ik.settings.solver.regularization,
                           limits=self.limits, constraints=[self.freeze])
@@ -125,7 +130,7 @@ class OurSolveIntegrate:
     def __init__(self, ik: BimanualIk) -> None:
         self.ik = ik
 
-    def tick(self, targets: dict[str, GripTarget]) -> None:
+    def tick(self, targets: dict[str, Pose]) -> None:
         ik = self.ik
         v = ik._solve(ik._set_targets(targets), (True, True))
         ik.configuration.integrate_inplace(v, ik.dt)

@@ -9,18 +9,20 @@
    side: echo-mapped (what the node does), transmit-stamp-mapped (fallback),
    and the naive arrival time.
 3. Evaluation cost of a 10-minute run (estimate 50 Hz, truth 120 Hz):
-   interpolate vs nearest association, and with the lag search.
+   interpolate vs nearest association, with the lag search, and with the
+   distance travelled summed over raw steps (``--path-step 0``) instead of
+   the decimated path.
 
-    python benchmarks/mocap.py [--seconds 5] [--repeat 2000]
+    python benchmarks/mocap.py [--seconds 5] [--repeat 2000] [--only parse|loopback|eval]
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +31,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 from teledora.fakes.motive import FakeMotive  # noqa: E402
 
-from teledora.nodes.mocap.mocap_natnet import NatNetBackend, NatNetConfig  # noqa: E402
+from teledora.devices.mocap.natnet_client import NatNetClient  # noqa: E402
+from teledora.models.config_files import load_mocap_config  # noqa: E402
 from teledora.operators.mocap import natnet_frame as nf  # noqa: E402
 from teledora.operators.mocap import natnet_protocol as nn  # noqa: E402
 from teledora.operators.contract.messages import encode  # noqa: E402
@@ -39,6 +42,7 @@ from teledora.operators.estimation.odometry_evaluation import EvaluationConfig, 
 from teledora.operators.estimation.trajectory_association import Trajectory  # noqa: E402
 
 V41 = (4, 1, 0, 0)
+MOCAP = load_mocap_config()
 PERIOD_US = 1e6 / 120
 
 
@@ -61,7 +65,7 @@ def parse_costs(repeat: int) -> None:
     many = tuple(nf.RigidBodySample(i, (1.0, 0.2, -2.0), (0.0, 0.0, 0.0, 1.0), 0.0002, True) for i in range(20))
     markers = tuple(nf.LabeledMarker(i, (0.1, 0.2, 0.3), 0.014) for i in range(100))
     busy = nn.split_packet(nf.build_frame_of_data(nf.FrameOfData(1, many, labeled_markers=markers), V41)).payload
-    stream = MocapPoseStream(RigidBodySelector(id=1), MocapFrameTransform())
+    stream = MocapPoseStream(RigidBodySelector(id=1), MocapFrameTransform(MOCAP.frame))
     stream.handle(nn.build_server_info(nn.ServerInfo("Motive", (3, 1, 0, 0), V41, 10_000_000, 1511, False, "0.0.0.0")), 0)
     counter = iter(range(1, 10**9))
 
@@ -86,13 +90,13 @@ def parse_costs(repeat: int) -> None:
 
 def loopback(seconds: float) -> None:
     with FakeMotive(exposure_to_transmit_s=0.004) as fake:
-        backend = NatNetBackend(NatNetConfig(server_address="127.0.0.1", command_port=fake.command_port,
-                                             local_address="127.0.0.1"))
+        backend = NatNetClient(replace(MOCAP.natnet, server_address="127.0.0.1", command_port=fake.command_port,
+                                       local_address="127.0.0.1"))
         backend.connect()
         backend.write(nn.build_connect("bench", V41))
         backend.keep_alive()
-        stream = MocapPoseStream(RigidBodySelector(id=3), MocapFrameTransform())
-        transmit_only = MocapPoseStream(RigidBodySelector(id=3), MocapFrameTransform())
+        stream = MocapPoseStream(RigidBodySelector(id=3), MocapFrameTransform(MOCAP.frame))
+        transmit_only = MocapPoseStream(RigidBodySelector(id=3), MocapFrameTransform(MOCAP.frame))
         fake.wait_for_client()
         n = int(seconds * 120)
         poses = [((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0))] * n
@@ -158,6 +162,7 @@ def eval_costs() -> None:
     results = {}
     for name, cfg in (
         ("interpolate, se2", EvaluationConfig()),
+        ("interpolate, se2, raw path", EvaluationConfig(path_min_step_m=0.0)),
         ("nearest, se2", EvaluationConfig(association="nearest")),
         ("interpolate, se2, lag search", EvaluationConfig(estimate_lag=True, max_lag_s=0.2, lag_step_s=0.01)),
     ):
@@ -167,16 +172,21 @@ def eval_costs() -> None:
         print(f"{name:30s} {results[name]:6.2f} s  APE rmse {r['ape_m']['rmse'] * 1e3:7.3f} mm  "
               f"lag {r['association']['lag_s'] * 1e3:6.2f} ms")
     print(f"lag search / fixed lag time ratio: {results['interpolate, se2, lag search'] / results['interpolate, se2']:.0f}x")
+    print(f"decimated / raw path time ratio: {results['interpolate, se2'] / results['interpolate, se2, raw path']:.1f}x")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=5.0, help="loopback streaming time")
     ap.add_argument("--repeat", type=int, default=2000, help="parse repetitions")
+    ap.add_argument("--only", choices=("parse", "loopback", "eval"), default=None, help="run one section")
     args = ap.parse_args()
-    parse_costs(args.repeat)
-    loopback(args.seconds)
-    eval_costs()
+    if args.only in (None, "parse"):
+        parse_costs(args.repeat)
+    if args.only in (None, "loopback"):
+        loopback(args.seconds)
+    if args.only in (None, "eval"):
+        eval_costs()
 
 
 if __name__ == "__main__":

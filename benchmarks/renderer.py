@@ -28,7 +28,9 @@ import numpy as np
 
 from teledora import models
 from teledora.runtime.node_io import NodeIO
-from teledora.nodes.rendering.renderer import CameraRig, RendererNode, load_config
+from teledora.models.config_files import load_renderer_config
+from teledora.devices.rendering.camera_rig import CameraRig
+from teledora.devices.rendering.robot_renderer import RobotRenderer
 from teledora.operators.rendering.camera_intrinsics import CAMERA_NAMES
 from teledora.operators.contract.messages import encode
 
@@ -53,7 +55,7 @@ class _Collector:
 
 
 def _rig(mujoco_defaults: bool) -> CameraRig:
-    config = load_config(None)
+    config = load_renderer_config()
     cams = [dataclasses.replace(config.cameras[c], enabled=True, width=640, height=480) for c in CAMERA_NAMES]
     if mujoco_defaults:
         config = dataclasses.replace(config, shadows=True, multisamples=4)
@@ -87,7 +89,7 @@ def frames_per_camera(frames: int) -> dict[str, tuple[tuple[float, float], tuple
 
 
 def state_to_pixels(frames: int, camera: str) -> tuple[tuple[float, float], tuple[float, float]]:
-    config = load_config(None)
+    config = load_renderer_config()
     cam = dataclasses.replace(config.cameras[camera], enabled=True, rate_hz=1e6)
     config = dataclasses.replace(config, cameras={camera: cam})
     rig = CameraRig(models.path(config.model.path), config, [cam])
@@ -95,7 +97,7 @@ def state_to_pixels(frames: int, camera: str) -> tuple[tuple[float, float], tupl
     collector = _Collector()
     clock = [0]
     io = NodeIO(collector, "bench", clock=lambda: clock[0])
-    app = RendererNode(io, config, rig, profile)
+    app = RobotRenderer(io, config, rig, profile)
     names = list(profile.arm_joint_names)
     lift = encode("LiftState", {"stamp_ns": 1, "height_m": 0.3, "velocity_m_s": 0.0, "homed": True})
     odom = encode("Odometry", {"stamp_ns": 1, "frame_id": "odom", "child_frame_id": "base_link", "x": 0.0, "y": 0.0,

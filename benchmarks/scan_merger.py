@@ -27,11 +27,12 @@ import mujoco
 import numpy as np
 
 from teledora import models
-from teledora.nodes.lidar.lidar_rplidar import load_lidar_setup
+from teledora.models.config_files import load_lidar_setup
 from teledora.nodes.lidar.lidar_sim import SimLidarBackend
 from teledora.operators.lidar.laser_scan import LaserScan
 from teledora.operators.lidar.lidar_mounts import mount_from_site
-from teledora.operators.lidar.pose_history import PlanarPose, PoseHistory
+from teledora.operators.geometry import Pose2D
+from teledora.operators.lidar.pose_history import OdometrySample, PoseHistory
 from teledora.operators.lidar.scan_merger import COMPENSATION_MODES, ScanMerger
 from teledora.operators.lidar.scan_pairing import ScanPairer
 
@@ -50,7 +51,7 @@ def bench_cost(setup, mounts, n: int) -> None:
     rng = np.random.default_rng(0)
     odom = PoseHistory(max_age_s=10.0)
     for k in range(300):
-        odom.add(PlanarPose(k * 10_000_000, 0.0025 * k, 0.0, 0.0065 * k, 0.25, 0.0, 0.65))
+        odom.add(OdometrySample(k * 10_000_000, Pose2D(0.0025 * k, 0.0, 0.0065 * k), 0.25, 0.0, 0.65))
     print("merge cost per pair (front + back), A1 scan period 181.8 ms")
     print(f"{'rays':>6} {'mode':>11} {'median ms':>10} {'p99 ms':>8} {'median/period':>14} {'p99/period':>11}")
     for rays in (360, 1440):
@@ -106,7 +107,7 @@ def bench_accuracy(setup, mounts, seconds: float, v: float, w: float, noise: boo
     scans = []
     for k in range(int(seconds * 100) + 1):
         t = k * 0.01
-        odom.add(PlanarPose(int(round(t * 1e9)), *pose(t), v, 0.0, w))
+        odom.add(OdometrySample(int(round(t * 1e9)), Pose2D(*pose(t)), v, 0.0, w))
         for name, lidar in lidars.items():
             scans += [(s.stamp_ns, name, s) for s in lidar.read(odom)]
     scans.sort(key=lambda e: e[0])

@@ -21,7 +21,7 @@ measures, per frame:
 
 The probe adds one dora hop to every figure, so the numbers are conservative.
 ``--cost`` instead measures, in one process, the CPU time per frame of the two
-pieces this path adds (xr: parse + assemble + Arrow array; teleop: read + scheme +
+pieces this path adds (xr: MAC check + parse + assemble + Arrow array; teleop: read + scheme +
 forward kinematics + the four outputs to Arrow), which a busy machine distorts
 far less than wall-clock latency.
 
@@ -48,6 +48,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 PORT = 9871
+TOKEN = "xr-latency-benchmark"
+SESSION = os.urandom(8)
 
 
 # ------------------------------------------------------------------- probe node
@@ -88,7 +90,7 @@ def build_dataflow(tmp: Path, probe_out: Path, with_sensing: bool) -> Path:
             n["path"] = str((REPO / "dataflows" / n["path"]).resolve())
         if n["id"] == "xr":
             n["path"] = str(REPO / "nodes" / "xr" / "xr_udp.py")
-            n["args"] = f"--port {PORT}"
+            n["args"] = f"--port {PORT} --token {TOKEN}"
         nodes.append(n)
     nodes.append({
         "id": "probe",
@@ -118,13 +120,20 @@ def frame(seq: int, t_ns: int, phase: float) -> bytes:
                        "hands": {"left": hand, "right": right}}).encode()
 
 
+def datagram(seq: int, t_ns: int, phase: float) -> bytes:
+    """The frame in the UDP feed's authenticated envelope."""
+    from teledora.operators.xr.udp_envelope import feed_key, seal
+
+    return seal(feed_key(TOKEN), SESSION, seq, t_ns, frame(seq, t_ns, phase))
+
+
 def stream(seconds: float, rate_hz: float, first_seq: int = 1) -> int:
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     period = 1.0 / rate_hz
     start = time.perf_counter()
     n = 0
     while (elapsed := time.perf_counter() - start) < seconds:
-        sock.sendto(frame(first_seq + n, time.time_ns(), 2 * math.pi * 0.2 * elapsed), ("127.0.0.1", PORT))
+        sock.sendto(datagram(first_seq + n, time.time_ns(), 2 * math.pi * 0.2 * elapsed), ("127.0.0.1", PORT))
         n += 1
         delay = start + n * period - time.perf_counter()
         if delay > 0:
@@ -165,10 +174,17 @@ def cost(frames: int) -> None:
     from teledora.nodes.teleop.teleop import RobotGrips
     from teledora.operators.contract.messages import encode
     from teledora.operators.teleop.teleop_scheme import TeleopScheme
-    from teledora.operators.xr.xr_feed_format import FeedAssembler, parse_frame
+    from teledora.operators.xr.feed_assembler import FeedAssembler
+    from teledora.operators.xr.headset_clock import HOST_CLOCK
+    from teledora.operators.xr.udp_envelope import EnvelopeOpener, feed_key
+    from teledora.operators.xr.xr_feed_format import parse_frame
 
-    assembler, scheme = FeedAssembler("bench"), TeleopScheme()
-    kin = RobotGrips(models.path("alohamini2/alohamini2.xml"), models.load_profile())
+    from teledora.models.config_files import load_teleop_config
+
+    profile = models.load_profile()
+    assembler, scheme = FeedAssembler("bench"), TeleopScheme(load_teleop_config(profile=profile))
+    opener = EnvelopeOpener(feed_key(TOKEN))
+    kin = RobotGrips(models.path(profile.model), profile)
     names = list(kin.profile.arm_joint_names)
     kin.set_joints(names, np.zeros(len(names)))
     kin.set_lift_height(0.3)
@@ -177,9 +193,9 @@ def cost(frames: int) -> None:
     xr_cpu, teleop_cpu, xr_wall, teleop_wall = [], [], [], []
     for i in range(frames):
         now = time.time_ns()
-        data = frame(i + 1, now, 2 * math.pi * i / 450)
+        data = datagram(i + 1, now, 2 * math.pi * i / 450)
         c0, w0 = time.thread_time_ns(), time.perf_counter_ns()
-        msg = assembler.assemble(parse_frame(data), now)
+        msg = assembler.assemble(parse_frame(opener.open(data, now).payload), now, HOST_CLOCK)
         value = encode("XrControllers", msg)
         c1, w1 = time.thread_time_ns(), time.perf_counter_ns()
         scheme.on_controllers(io.decode({"id": "controllers", "value": value}, "XrControllers"), now)
@@ -234,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
             warm = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             while not out.with_suffix(".ready").exists() and time.monotonic() < deadline and proc.poll() is None:
                 seq += 1
-                warm.sendto(frame(seq, time.time_ns(), 0.0), ("127.0.0.1", PORT))
+                warm.sendto(datagram(seq, time.time_ns(), 0.0), ("127.0.0.1", PORT))
                 time.sleep(0.1)
             warm.close()
             time.sleep(1.0)

@@ -1,11 +1,16 @@
-"""Robot models and configuration shipped with teledora (package data)."""
+"""Robot models and configuration shipped with teledora (package data).
+
+Config files are read through :mod:`teledora.models.config_files`
+(``load_config`` and one ``load_*`` per subsystem file).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
+if TYPE_CHECKING:
+    from teledora.operators.model.robot_profile import RobotProfile
 
 MODELS_DIR = Path(__file__).resolve().parent
 
@@ -19,16 +24,15 @@ def path(name: str) -> Path:
 
 
 def load_yaml(name: str) -> dict[str, Any]:
-    """Loads a YAML file shipped under models/ (e.g. ``"alohamini2/profile.yaml"``)."""
-    with path(name).open() as f:
-        data = yaml.safe_load(f)
-    if not isinstance(data, dict):
-        raise ValueError(f"{name}: expected a mapping at top level")
-    return data
+    """The raw mapping of a YAML file shipped under models/, unchecked: for
+    tools and tests that edit a shipped config before parsing it."""
+    from teledora.models.config_files import read_config_file
+
+    return dict(read_config_file(path(name))[1])
 
 
-def load_profile(name: str = "alohamini2/profile.yaml"):
-    """The robot profile shipped under models/, as a ``RobotProfile``."""
-    from teledora.operators.model.robot_profile import profile_from_dict
+def load_profile(name: str | None = None) -> RobotProfile:
+    """The robot profile shipped under models/ (see ``config_files.load_profile``)."""
+    from teledora.models.config_files import load_profile as load
 
-    return profile_from_dict(load_yaml(name))
+    return load(name)

@@ -20,144 +20,71 @@ as goal before torque comes on, and nothing else is written until the first
 ``joint_commands`` arrives. When the stream ends (``dora stop``, or upstream
 gone) torque stays on and the arms hold their last goal.
 
+Every command passes the arms' command limits first
+(:class:`~teledora.operators.drive.arm_command_limits.ArmCommandLimits`): a
+non-finite or absurd value rejects it whole; a position outside its joint's
+range (the model's, cut to the calibrated one) is clamped and counted.
+
 Args: ``--config`` drive.yaml, ``--calibration`` calibration YAML (default
 from drive.yaml), ``--left-port`` / ``--right-port`` override the buses,
-``--sides left,right`` selects the arms present.
+``--sides left,right`` selects the arms present; env ``TELEDORA_PROFILE`` the
+robot profile (model and command limits).
 """
 
 from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import yaml
+import mujoco
+from teledora.models.config_files import (
+    DRIVE,
+    add_config_arg,
+    load_calibration,
+    load_drive_config,
+    load_node_profile,
+)
+from teledora.operators.contract.messages import MessageError, require_joint_names
+from teledora.operators.drive.arm_command_limits import ArmCommandLimits
+from teledora.operators.drive.command_limits import CommandRejected
+from teledora.operators.drive.current_protection import (
+    CurrentHoldLimiter,
+    OvercurrentTrip,
+)
+from teledora.operators.drive.drive_config import DriveConfig
+from teledora.operators.errors import DeviceError
 
 from teledora import models
-from teledora.devices.drive.base_loop import add_config_arg, load_drive_config, parse_args
-from teledora.runtime.node_io import NodeIO, make_node, newest_per_input, next_batch, node_id
-from teledora.devices.drive.feetech_bus import BusStats, FeetechBus, FeetechBusError
-from teledora.operators.drive import feetech_protocol as fp
-from teledora.operators.drive.current_protection import CurrentHoldLimiter, OvercurrentTrip
-from teledora.operators.drive.drive_config import ArmsConfig, DriveConfig
-from teledora.operators.contract.messages import MessageError, require_joint_names
-from teledora.operators.drive.servo_calibration import (
-    ServoCalibration,
-    calibration_from_dict,
-    gripper_rad_from_raw,
-    gripper_raw_from_rad,
-    joint_rad_from_raw,
-    joint_raw_from_rad,
-    joint_velocity_rad_s,
-)
-
-_READ = ["Present_Position", "Present_Velocity", "Present_Current"]
+from teledora.devices.device import stopped_on_exit
+from teledora.devices.drive.feetech_arms import ArmServos, FeetechArms
+from teledora.devices.drive.feetech_bus import FeetechBus
+from teledora.runtime.node_io import NodeIO, make_node, node_id
 
 
-class OvercurrentTripError(RuntimeError):
+class OvercurrentTripError(DeviceError, RuntimeError):
     """A servo stayed over the trip current; all arm torque was released."""
 
 
-class ArmServos:
-    """One arm's seven servos on its bus, in model joint names and radians."""
-
-    def __init__(self, side: str, bus: FeetechBus, arms: ArmsConfig, cals: dict[str, ServoCalibration]) -> None:
-        self.side = side
-        self.bus = bus
-        self.arms = arms
-        self.joints = [f"{side}_{j}" for j in arms.servo_ids]
-        missing = [j for j in self.joints if j not in cals]
-        if missing:
-            raise FeetechBusError(f"calibration has no record for {missing}")
-        self.cal = {j: cals[j] for j in self.joints}
-        self.ids = {j: arms.servo_ids[j[len(side) + 1 :]] for j in self.joints}
-        self.gripper = f"{side}_gripper"
-
-    def connect(self) -> None:
-        """Pings, puts the servos in position mode with the driver's PID, holds the present pose."""
-        self.bus.connect()
-        p, i, d = self.arms.pid
-        for joint, sid in self.ids.items():
-            try:
-                self.bus.ping(sid)
-            except FeetechBusError as exc:
-                raise FeetechBusError(f"{joint} (servo {sid}) not found on {self.bus.port}: {exc}") from exc
-            self.bus.write(sid, "Torque_Enable", 0)
-            offset = self.bus.read(sid, "Homing_Offset")
-            if offset != self.cal[joint].homing_offset:
-                raise FeetechBusError(
-                    f"{joint} (servo {sid}) homing offset {offset} differs from the calibration file "
-                    f"({self.cal[joint].homing_offset}); run `teledora calibrate`"
-                )
-            self.bus.write(sid, "Operating_Mode", fp.OPERATING_MODE_POSITION)
-            self.bus.write(sid, "P_Coefficient", p)
-            self.bus.write(sid, "I_Coefficient", i)
-            self.bus.write(sid, "D_Coefficient", d)
-        present = self.bus.sync_read(self.ids.values(), ["Present_Position"])
-        self.bus.sync_write("Goal_Position", {sid: present[sid]["Present_Position"] for sid in self.ids.values()})
-        self.bus.sync_write("Torque_Enable", dict.fromkeys(self.ids.values(), 1))
-
-    def read(self, ma_per_raw: float) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
-        """Positions (rad), velocities (rad/s) and currents (mA) by joint name."""
-        raw = self.bus.sync_read(self.ids.values(), _READ)
-        pos, vel, cur = {}, {}, {}
-        for joint, sid in self.ids.items():
-            r, cal = raw[sid], self.cal[joint]
-            pos[joint] = self.rad_from_raw(joint, r["Present_Position"])
-            vel[joint] = 0.0 if joint == self.gripper else joint_velocity_rad_s(cal, r["Present_Velocity"])
-            cur[joint] = r["Present_Current"] * ma_per_raw
-        return pos, vel, cur
-
-    def write_goals(self, goals_rad: dict[str, float]) -> dict[str, float]:
-        """Writes the goals of this arm's joints (one SYNC_WRITE); returns what was
-        written, converted back from the raw goal positions to radians."""
-        raw, written = {}, {}
-        for joint, q in goals_rad.items():
-            if joint not in self.ids:
-                continue
-            cal = self.cal[joint]
-            if joint == self.gripper:
-                raw[self.ids[joint]] = gripper_raw_from_rad(cal, q, self.arms.gripper_closed_rad, self.arms.gripper_open_direction)
-            else:
-                raw[self.ids[joint]] = joint_raw_from_rad(cal, q)
-            written[joint] = self.rad_from_raw(joint, raw[self.ids[joint]])
-        if raw:
-            self.bus.sync_write("Goal_Position", raw)
-        return written
-
-    def rad_from_raw(self, joint: str, raw: float) -> float:
-        """Model joint value (rad) of a raw servo position of ``joint``."""
-        cal = self.cal[joint]
-        if joint == self.gripper:
-            return gripper_rad_from_raw(cal, raw, self.arms.gripper_closed_rad, self.arms.gripper_open_direction)
-        return joint_rad_from_raw(cal, raw)
-
-    def release(self) -> None:
-        if self.bus.connected:
-            self.bus.sync_write("Torque_Enable", dict.fromkeys(self.ids.values(), 0))
-
-    def close(self) -> None:
-        self.bus.close()
-
-
-def run_arms(io: NodeIO, arms: list[ArmServos], config: DriveConfig, clock: Callable[[], int]) -> None:
-    """Runs the arms event loop until the stream ends (re-raises errors after releasing torque)."""
+def run_arms(io: NodeIO, arms: FeetechArms, config: DriveConfig, limits: ArmCommandLimits,
+             clock: Callable[[], int]) -> None:
+    """Runs the arms event loop until the stream ends; after an error the arms'
+    torque is released and the error re-raised, at a normal end they hold.
+    ``limits`` bounds every ``joint_commands`` before its goals are kept."""
     cp = config.current_protection
-    grippers = [a.gripper for a in arms]
+    grippers = arms.grippers
     closed = config.arms.gripper_closed_rad
     # closure angle grows when closing, so the gripper opens in the negative direction
     grip_limiter = CurrentHoldLimiter(cp.gripper_hold_ma, cp.release_margin_rad, cp.gripper_hold_close_step_rad,
                                       open_direction=dict.fromkeys(grippers, -1.0), limits=dict.fromkeys(grippers, (0.0, closed)))
     joint_limiter = CurrentHoldLimiter(cp.joint_freeze_ma, cp.release_margin_rad)
     trip = OvercurrentTrip(cp.trip_ma, cp.trip_consecutive_reads)
-    known = [j for a in arms for j in a.joints]
+    known = arms.joints
     goals: dict[str, float] = {}
-    try:
-        for a in arms:
-            a.connect()
-        while (batch := next_batch(io.node)) is not None:
-            for event in newest_per_input(batch, {"joint_commands", "tick"}):
+    with stopped_on_exit(arms, io, "arms"):
+        arms.connect()
+        while (batch := io.next_batch()) is not None:
+            for event in io.newest(batch, {"joint_commands", "tick"}):
                 if event.get("type") != "INPUT":
                     continue
                 if event["id"] == "joint_commands":
@@ -166,16 +93,18 @@ def run_arms(io: NodeIO, arms: list[ArmServos], config: DriveConfig, clock: Call
                         continue
                     try:
                         require_joint_names(msg["names"], known, subset_ok=True)
-                    except MessageError as exc:
+                        bounded = limits.bound(msg["names"], msg["q_ref"], msg["dq_ref"])
+                    except (MessageError, CommandRejected) as exc:
                         io.reject(f"joint_commands: {exc}")
                         continue
-                    goals.update({n: float(q) for n, q in zip(msg["names"], msg["q_ref"])})
+                    if io.recording_hold(clock()):
+                        continue  # safe stop: the arms keep their last goals
+                    if bounded.clamps:
+                        io.clamp(f"joint_commands: {bounded.describe()}")
+                    goals.update({n: float(q) for n, q in zip(msg["names"], bounded.value[0])})
                 elif event["id"] == "tick":
                     now = clock()
-                    pos, vel, cur = {}, {}, {}
-                    for a in arms:
-                        p, v, c = a.read(cp.ma_per_raw)
-                        pos.update(p), vel.update(v), cur.update(c)
+                    pos, vel, cur = arms.read()
                     io.send("joint_states", "JointState", {
                         "stamp_ns": now, "names": known, "position": [pos[j] for j in known],
                         "velocity": [vel[j] for j in known], "effort": [],
@@ -189,10 +118,7 @@ def run_arms(io: NodeIO, arms: list[ArmServos], config: DriveConfig, clock: Call
                     if goals:
                         grip = grip_limiter.limit({j: q for j, q in goals.items() if j in grippers}, pos, cur)
                         rest = joint_limiter.limit({j: q for j, q in goals.items() if j not in grippers}, pos, cur)
-                        limited = {**rest, **grip}
-                        written: dict[str, float] = {}
-                        for a in arms:
-                            written.update(a.write_goals(limited))
+                        written = arms.write({**rest, **grip})
                         names = [j for j in known if j in written]
                         holding = bool(grip_limiter.holds or joint_limiter.holds)
                         io.send("servo_targets", "JointCommands", {
@@ -202,56 +128,38 @@ def run_arms(io: NodeIO, arms: list[ArmServos], config: DriveConfig, clock: Call
                     io.diag.details = {
                         "current_ma": {j: round(c, 1) for j, c in cur.items()},
                         "holds": sorted([*grip_limiter.holds, *joint_limiter.holds]),
-                        "bus": BusStats.totals([a.bus.stats for a in arms]),
+                        "limits": limits.counts(),
+                        **arms.diagnostics_details(),
                     }
                     for msg_text in grip_limiter.events + joint_limiter.events:
                         io.log("warn", msg_text)
                     grip_limiter.events.clear(), joint_limiter.events.clear()
             io.publish_diagnostics()
-    except Exception as exc:
-        io.diag.set_status("error", f"arms stopped: {exc}")
-        io.diag.error(str(exc))
-        io.log("error", f"arms stopped: {exc}")
-        for a in arms:
-            try:
-                a.release()
-            except Exception as rel_exc:
-                io.log("error", f"could not release {a.side} arm torque: {rel_exc}")
-        io.publish_diagnostics(force=True)
-        for a in arms:
-            a.close()
-        raise
-    for a in arms:
-        a.close()  # torque stays on: the arms hold their last goal
-    io.publish_diagnostics(force=True)
-
-
-def load_calibration(name_or_path: str) -> dict[str, ServoCalibration]:
-    p = Path(name_or_path)
-    if p.is_file():
-        with p.open() as f:
-            return calibration_from_dict(yaml.safe_load(f))
-    return calibration_from_dict(models.load_yaml(name_or_path))
 
 
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_config_arg(parser)
+    add_config_arg(parser, DRIVE)
     parser.add_argument("--calibration", default=None, help="calibration YAML (path or shipped name)")
     parser.add_argument("--left-port", default=None)
     parser.add_argument("--right-port", default=None)
     parser.add_argument("--sides", default="left,right")
     parser.add_argument("--timeout-s", type=float, default=None)
-    args = parse_args(parser, argv)
+    args, _ = parser.parse_known_args(argv)  # dora may pass more
     config = load_drive_config(args.config)
-    cals = load_calibration(args.calibration or config.arms.calibration)
+    cals = load_calibration(args.calibration or config.arms.calibration).servos
     arms = []
     for side in [s.strip() for s in args.sides.split(",") if s.strip()]:
         bus_cfg = config.buses[side]
         port = getattr(args, f"{side}_port") or bus_cfg.port
         arms.append(ArmServos(side, FeetechBus(port, bus_cfg.baud_rate, args.timeout_s or bus_cfg.timeout_s), config.arms, cals))
+    device = FeetechArms(arms, config.current_protection.ma_per_raw)
+    profile = load_node_profile()
+    model = mujoco.MjModel.from_xml_path(str(models.path(profile.model)))
+    # the model's joint ranges, cut to what each servo was calibrated to reach
+    limits = ArmCommandLimits.from_model(model, profile).narrowed(device.joint_ranges_rad())
     io = NodeIO(make_node(node), node_id("arms"), clock)
-    run_arms(io, arms, config, clock)
+    run_arms(io, device, config, limits, clock)
 
 
 if __name__ == "__main__":

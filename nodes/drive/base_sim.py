@@ -2,7 +2,8 @@
 
 The simulated wheels follow their goal velocities exactly; the sim node moves
 the model's planar base joints from ``odom``. Inputs/outputs: see
-:mod:`teledora.devices.drive.base_loop`. Args: ``--config`` drive.yaml.
+:mod:`teledora.devices.drive.base_loop`. Args: ``--config`` drive.yaml; env
+``TELEDORA_PROFILE`` the robot profile (command caps).
 """
 
 from __future__ import annotations
@@ -11,38 +12,27 @@ import argparse
 import time
 from typing import Any, Callable, Sequence
 
-from teledora.devices.drive.base_loop import add_config_arg, load_drive_config, parse_args, run_base
+from teledora.models.config_files import (
+    DRIVE,
+    add_config_arg,
+    load_drive_config,
+    load_node_profile,
+)
+from teledora.operators.drive.base_command_limits import BaseCommandLimits
+
+from teledora.devices.drive.base_loop import run_base
+from teledora.devices.drive.sim_wheels import SimWheels
 from teledora.runtime.node_io import NodeIO, make_node, node_id
-from teledora.operators.drive.omni_drive import WheelTicks
-
-
-class SimWheels:
-    """Ideal wheels: the measured velocity is the commanded one."""
-
-    def __init__(self) -> None:
-        self.last = WheelTicks(0, 0, 0)
-
-    def connect(self) -> None:
-        self.last = WheelTicks(0, 0, 0)
-
-    def apply(self, ticks: WheelTicks) -> WheelTicks:
-        self.last = ticks
-        return ticks
-
-    def stop(self) -> None:
-        self.last = WheelTicks(0, 0, 0)
-
-    def close(self) -> None:
-        pass
 
 
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_config_arg(parser)
-    args = parse_args(parser, argv)
+    add_config_arg(parser, DRIVE)
+    args, _ = parser.parse_known_args(argv)  # dora may pass more
     config = load_drive_config(args.config)
     io = NodeIO(make_node(node), node_id("base"), clock)
-    run_base(io, SimWheels(), config, clock)
+    limits = BaseCommandLimits.from_profile(load_node_profile())
+    run_base(io, SimWheels(), config, limits, clock)
 
 
 if __name__ == "__main__":

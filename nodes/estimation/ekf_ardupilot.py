@@ -4,7 +4,9 @@ Inputs: ``flow`` (OpticalFlow from ``flow/flow``), ``gyro`` and ``odom`` (accept
 parity with the onboard variant and ignored: the autopilot fuses its own IMU).
 Outputs: ``pose`` (PoseEstimate, source "ardupilot", frame "odom"), ``diagnostics``.
 
-The bridge connects over serial or UDP, waits for the autopilot's heartbeat, makes
+The bridge (:mod:`teledora.devices.estimation.ardupilot_bridge`, over the device
+:class:`teledora.devices.estimation.mavlink_link.ArduPilotLink`) connects over
+serial or UDP, waits for the autopilot's heartbeat, makes
 sure the EKF has an origin (SET_GPS_GLOBAL_ORIGIN when there is no GPS), requests
 LOCAL_POSITION_NED, ATTITUDE and EKF_STATUS_REPORT streams, forwards each flow
 report as OPTICAL_FLOW (``flow_rate_x/y``) plus DISTANCE_SENSOR (height), keeps a
@@ -20,302 +22,16 @@ it (``/dev/ttyACM0``, ``udpout:HOST:PORT``, ``udpin:0.0.0.0:14550``), ``--poll-s
 from __future__ import annotations
 
 import argparse
-import math
-import os
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
-from teledora.runtime.node_io import NodeIO, make_node, next_batch, node_id
-from teledora.nodes.estimation.flow_sim import load_estimation_config
-from teledora.operators.estimation.ardupilot_frames import PoseCovariance, odom_from_ned, position_ok
-from teledora.operators.estimation.autopilot_session import Action, AutopilotSession, LinkState, SessionConfig
-from teledora.operators.estimation.mavlink_clock import MavlinkClock
-
-MSG_ATTITUDE, MSG_LOCAL_POSITION_NED, MSG_EKF_STATUS_REPORT = 30, 32, 193
-MAV_CMD_SET_MESSAGE_INTERVAL, MAV_CMD_REQUEST_MESSAGE = 511, 512
-MSG_GPS_GLOBAL_ORIGIN = 49
-MAV_TYPE_ONBOARD_CONTROLLER, MAV_AUTOPILOT_INVALID, MAV_STATE_ACTIVE = 18, 8, 4
-MAV_DISTANCE_SENSOR_UNKNOWN, MAV_SENSOR_ROTATION_PITCH_270 = 4, 25
-
-
-class LinkError(OSError):
-    """The MAVLink connection failed (open, read or write)."""
-
-
-def bridge_streams(message_interval_s: float = 0.05, status_interval_s: float = 0.5) -> dict[int, float]:
-    """The streams the bridge requests (message id -> period s): pose and attitude, EKF status."""
-    return {MSG_LOCAL_POSITION_NED: message_interval_s, MSG_ATTITUDE: message_interval_s,
-            MSG_EKF_STATUS_REPORT: status_interval_s}
-
-
-# YAML keys of the ``ardupilot`` section that become SessionConfig.streams
-_STREAM_KEYS = ("message_interval_s", "status_interval_s")
-
-
-@dataclass(frozen=True)
-class BridgeConfig:
-    """The ``ardupilot`` section of estimation.yaml.
-
-    The section is flat: the session's timings sit next to the bridge's own keys,
-    and ``message_interval_s`` / ``status_interval_s`` give the stream periods.
-    :meth:`from_dict` gathers them into :attr:`session`.
-    """
-
-    connection: str = "udpout:127.0.0.1:14555"
-    baud: int = 115200
-    source_system: int = 1
-    source_component: int = 191
-    origin_lat_deg: float = 0.0
-    origin_lon_deg: float = 0.0
-    origin_alt_m: float = 0.0
-    send_distance_sensor: bool = True
-    position_std_m: float = 0.02
-    yaw_std_rad: float = 0.02
-    lost_position_std_m: float = 100.0
-    session: SessionConfig = field(default_factory=lambda: SessionConfig(streams=bridge_streams()))
-
-    @classmethod
-    def from_dict(cls, cfg: Mapping[str, Any]) -> "BridgeConfig":
-        own = {f.name for f in fields(cls)} - {"session"}
-        timing = {f.name for f in fields(SessionConfig)} - {"streams"}
-        known = own | timing | set(_STREAM_KEYS)
-        unknown = sorted(set(cfg) - known)
-        if unknown:
-            raise ValueError(f"unknown ardupilot settings {unknown}; known: {sorted(known)}")
-        streams = bridge_streams(**{k: cfg[k] for k in _STREAM_KEYS if k in cfg})
-        session = SessionConfig(**{k: cfg[k] for k in timing if k in cfg}, streams=streams)
-        return cls(**{k: cfg[k] for k in own if k in cfg}, session=session)
-
-
-class ArduPilotLink:
-    """MAVLink 2 connection (serial or UDP) through pymavlink: connect / read / write / close."""
-
-    def __init__(self, connection: str, baud: int = 115200, source_system: int = 1, source_component: int = 191):
-        self.connection = connection
-        self.baud = baud
-        self.source_system = source_system
-        self.source_component = source_component
-        self._conn: Any = None
-        self.bad_data = 0
-
-    def connect(self) -> None:
-        os.environ["MAVLINK20"] = "1"  # OPTICAL_FLOW's flow_rate fields are MAVLink 2 extensions
-        from pymavlink import mavutil
-
-        mavutil.set_dialect("ardupilotmega")
-        try:
-            self._conn = mavutil.mavlink_connection(
-                self.connection, baud=self.baud, source_system=self.source_system,
-                source_component=self.source_component, autoreconnect=False)
-        except Exception as exc:  # serial.SerialException, OSError, socket.gaierror
-            raise LinkError(f"cannot open {self.connection}: {exc}") from exc
-
-    @property
-    def is_open(self) -> bool:
-        return self._conn is not None
-
-    def local_address(self) -> tuple[str, int] | None:
-        """The bound UDP address (tests), or None for serial."""
-        sock = getattr(self._conn, "port", None)
-        try:
-            return sock.getsockname() if sock is not None else None
-        except (OSError, AttributeError):
-            return None
-
-    def read(self, limit: int = 200) -> list[Any]:
-        """Every message already received (up to ``limit``), without blocking."""
-        if self._conn is None:
-            raise LinkError("not connected")
-        out = []
-        try:
-            for _ in range(limit):
-                msg = self._conn.recv_match(blocking=False)
-                if msg is None:
-                    break
-                if msg.get_type() == "BAD_DATA":
-                    self.bad_data += 1
-                    continue
-                out.append(msg)
-        except Exception as exc:  # serial unplugged, socket closed, malformed input
-            if isinstance(exc, (OSError, EOFError)) or type(exc).__name__ == "SerialException":
-                raise LinkError(f"read failed: {exc}") from exc
-            self.bad_data += 1
-        return out
-
-    def write(self, name: str, *args: Any) -> None:
-        """Sends message ``name`` (e.g. ``"optical_flow"``) with pymavlink's field order."""
-        if self._conn is None:
-            raise LinkError("not connected")
-        try:
-            getattr(self._conn.mav, f"{name}_send")(*args)
-        except (OSError, ValueError) as exc:
-            raise LinkError(f"write {name} failed: {exc}") from exc
-
-    def close(self) -> None:
-        if self._conn is not None:
-            try:
-                self._conn.close()
-            except Exception:
-                pass
-        self._conn = None
-
-
-class ArduPilotBridge:
-    """Flow in, pose out, over one :class:`ArduPilotLink`, driven by :class:`AutopilotSession`.
-
-    Args:
-        config: Bridge settings.
-        link: The MAVLink backend.
-        clock: Host time in ns.
-    """
-
-    def __init__(self, config: BridgeConfig, link: ArduPilotLink, clock: Callable[[], int] = time.time_ns) -> None:
-        self.config = config
-        self.link = link
-        self.clock = clock
-        self.session = AutopilotSession(config.session)
-        self.mav_clock = MavlinkClock()
-        self.cov = PoseCovariance(config.position_std_m, config.yaw_std_rad, config.lost_position_std_m)
-        self.ekf_flags = 0
-        self.attitude: Any = None
-        self.flows_sent = 0
-        self.flows_dropped = 0
-        self.poses = 0
-        self.last_error = ""
-        self._boot_ms0 = clock() // 1_000_000
-
-    # -- flow in ---------------------------------------------------------------------------
-    def on_flow(self, msg: Mapping[str, Any]) -> bool:
-        """Forwards one OpticalFlow message; False (counted as dropped) while the link is not up."""
-        if self.session.state not in (LinkState.CONFIGURING, LinkState.STREAMING):
-            self.flows_dropped += 1
-            return False
-        quality = max(0, min(255, int(msg["quality"])))
-        try:
-            self.link.write("optical_flow", int(msg["stamp_ns"]) // 1000, 0, 0, 0, 0.0, 0.0, quality,
-                            float(msg["ground_distance_m"]), float(msg["flow_rate_x"]), float(msg["flow_rate_y"]))
-            if self.config.send_distance_sensor:
-                cm = max(0, min(65535, round(msg["ground_distance_m"] * 100.0)))
-                self.link.write("distance_sensor", self._boot_ms(), 1, 100, cm, MAV_DISTANCE_SENSOR_UNKNOWN, 0,
-                                MAV_SENSOR_ROTATION_PITCH_270, 0)
-        except LinkError as exc:
-            self._lose(str(exc))
-            self.flows_dropped += 1
-            return False
-        self.flows_sent += 1
-        return True
-
-    def _boot_ms(self) -> int:
-        return (self.clock() // 1_000_000 - self._boot_ms0) & 0xFFFFFFFF
-
-    # -- session ---------------------------------------------------------------------------
-    def _lose(self, reason: str) -> None:
-        self.last_error = reason
-        self.session.lost(self.clock(), reason)
-        self.link.close()
-        self.mav_clock.reset()
-
-    def _do(self, step: Any, now: int) -> None:
-        c = self.config
-        s = self.session
-        if step.action is Action.RECONNECT:
-            self.link.close()
-            try:
-                self.link.connect()
-            except LinkError as exc:
-                self._lose(str(exc))
-                return
-            s.connected(now)
-        elif step.action is Action.SEND_HEARTBEAT:
-            self.link.write("heartbeat", MAV_TYPE_ONBOARD_CONTROLLER, MAV_AUTOPILOT_INVALID, 0, 0, MAV_STATE_ACTIVE)
-        elif step.action is Action.SEND_TIMESYNC:
-            self.link.write("timesync", 0, now)
-        elif step.action is Action.REQUEST_ORIGIN:
-            self.link.write("command_long", s.target_system, s.target_component, MAV_CMD_REQUEST_MESSAGE, 0,
-                            MSG_GPS_GLOBAL_ORIGIN, 0, 0, 0, 0, 0, 0)
-        elif step.action is Action.SET_ORIGIN:
-            self.link.write("set_gps_global_origin", s.target_system, round(c.origin_lat_deg * 1e7),
-                            round(c.origin_lon_deg * 1e7), round(c.origin_alt_m * 1000), now // 1000)
-        elif step.action is Action.REQUEST_INTERVAL:
-            self.link.write("command_long", s.target_system, s.target_component, MAV_CMD_SET_MESSAGE_INTERVAL, 0,
-                            step.msg_id, step.interval_us, 0, 0, 0, 0, 0)
-
-    def poll(self) -> list[dict[str, Any]]:
-        """Runs the session, reads everything received; returns new PoseEstimate dicts."""
-        poses: list[dict[str, Any]] = []
-        now = self.clock()
-        try:
-            for step in self.session.poll(now):
-                self._do(step, now)
-            if self.session.state is LinkState.LOST:
-                if self.link.is_open:
-                    self.link.close()
-                    self.mav_clock.reset()
-                return poses
-            for msg in self.link.read():
-                pose = self._handle(msg, self.clock())
-                if pose is not None:
-                    poses.append(pose)
-        except LinkError as exc:
-            self._lose(str(exc))
-        return poses
-
-    def _handle(self, msg: Any, now: int) -> dict[str, Any] | None:
-        kind = msg.get_type()
-        s = self.session
-        if kind == "HEARTBEAT":
-            s.on_heartbeat(msg.get_srcSystem(), msg.get_srcComponent(), msg.autopilot, now)
-        elif kind == "TIMESYNC":
-            if msg.tc1 == 0:  # the autopilot asks for our time
-                self.link.write("timesync", now, msg.ts1)
-            else:  # an answer to ours; a slow or stale one is counted in mav_clock.rejected
-                self.mav_clock.add_exchange(msg.ts1, msg.tc1, now)
-        elif kind == "GPS_GLOBAL_ORIGIN":
-            s.on_origin()
-        elif kind == "EKF_STATUS_REPORT":
-            s.on_stream_message(MSG_EKF_STATUS_REPORT, now)
-            self.ekf_flags = int(msg.flags)
-        elif kind == "ATTITUDE":
-            s.on_stream_message(MSG_ATTITUDE, now)
-            self.attitude = msg
-        elif kind == "LOCAL_POSITION_NED":
-            s.on_stream_message(MSG_LOCAL_POSITION_NED, now)
-            return self._pose(msg, now)
-        return None
-
-    def _pose(self, lpn: Any, now: int) -> dict[str, Any] | None:
-        if self.attitude is None:
-            return None
-        vals = [lpn.x, lpn.y, lpn.vx, lpn.vy, self.attitude.yaw, self.attitude.yawspeed]
-        if not all(math.isfinite(v) for v in vals):
-            self.last_error = "non-finite LOCAL_POSITION_NED/ATTITUDE"
-            return None
-        odom = odom_from_ned(lpn.x, lpn.y, lpn.vx, lpn.vy, self.attitude.yaw, self.attitude.yawspeed)
-        stamp = self.mav_clock.boot_ms_to_host_ns(lpn.time_boot_ms) if self.mav_clock.synced else now
-        self.poses += 1
-        return {"stamp_ns": int(stamp), "frame_id": "odom", **odom,
-                "covariance": self.cov.matrix(position_ok(self.ekf_flags)).reshape(9), "source": "ardupilot"}
-
-    def status(self) -> dict[str, Any]:
-        """Counters and link state for diagnostics."""
-        s = self.session
-        out: dict[str, Any] = {
-            "link_state": s.state.value, "connects": s.connects, "link_losses": s.losses, "stream_stalls": s.stream_stalls,
-            "origin_known": s.origin_known, "origin_set_by_us": s.origin_set_by_us,
-            "flows_sent": self.flows_sent, "flows_dropped": self.flows_dropped, "poses": self.poses,
-            "ekf_flags": self.ekf_flags, "position_ok": position_ok(self.ekf_flags),
-            "bad_data": self.link.bad_data, "clock_synced": self.mav_clock.synced,
-            "timesync_rejected": self.mav_clock.rejected,
-        }
-        if self.mav_clock.synced:
-            out["clock_offset_ns"] = self.mav_clock.offset_ns
-            out["clock_round_trip_ns"] = self.mav_clock.round_trip_ns
-        return out
-
-    def close(self) -> None:
-        self.link.close()
+from teledora.devices.estimation.ardupilot_bridge import ArduPilotBridge
+from teledora.devices.estimation.mavlink_link import ArduPilotLink
+from teledora.runtime.node_io import NodeIO, make_node, node_id
+from teledora.models.config_files import load_estimation_config
+from teledora.operators.estimation.autopilot_session import LinkState
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -328,16 +44,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     args = parse_args(argv)
-    cfg = dict(load_estimation_config(args.config)["ardupilot"])
+    config = load_estimation_config(args.config).ardupilot
     if args.connection:
-        cfg["connection"] = args.connection
-    config = BridgeConfig.from_dict(cfg)
+        config = replace(config, connection=args.connection)
     link = ArduPilotLink(config.connection, config.baud, config.source_system, config.source_component)
     bridge = ArduPilotBridge(config, link, clock)
     io = NodeIO(make_node(node), node_id("ekf"), clock)
     last_state = bridge.session.state
     try:
-        while (batch := next_batch(io.node, timeout_s=args.poll_s)) is not None:
+        while (batch := io.next_batch(timeout_s=args.poll_s)) is not None:
             for event in batch:
                 if event["type"] != "INPUT":
                     continue  # STOP / INPUT_CLOSED: keep bridging until the stream ends

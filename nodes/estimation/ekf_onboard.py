@@ -22,11 +22,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from teledora.runtime.node_io import NodeIO, make_node, next_batch, node_id
-from teledora.nodes.estimation.flow_sim import load_estimation_config
-from teledora.operators.estimation.flow_model import FlowModel, FlowModelConfig
+from teledora.runtime.node_io import NodeIO, make_node, node_id
+from teledora.models.config_files import load_estimation_config
+from teledora.operators.estimation.flow_model import FlowModel
+from teledora.operators.estimation.estimation_config import EstimationConfig
 from teledora.operators.estimation.flow_odometry import FlowOdometry
-from teledora.operators.estimation.planar_ekf import EkfConfig
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -38,12 +38,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def build_estimator(cfg: dict[str, Any], offset_model: bool = True) -> FlowOdometry:
-    """The estimator from an estimation config mapping."""
-    flow_cfg = FlowModelConfig.from_dict(cfg["flow_sensor"])
-    if not offset_model:
-        flow_cfg = flow_cfg.without_offset()
-    return FlowOdometry(FlowModel(flow_cfg), EkfConfig.from_dict(cfg["ekf"]))
+def build_estimator(cfg: EstimationConfig, offset_model: bool = True) -> FlowOdometry:
+    """The estimator from the estimation config."""
+    flow_cfg = cfg.flow_sensor if offset_model else cfg.flow_sensor.without_offset()
+    return FlowOdometry(FlowModel(flow_cfg), cfg.ekf)
 
 
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
@@ -59,7 +57,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         if io.send("pose", "PoseEstimate", pose):
             last_pose_ns = pose["stamp_ns"]
 
-    while (batch := next_batch(io.node)) is not None:
+    while (batch := io.next_batch()) is not None:
         for event in batch:
             if event["type"] != "INPUT":
                 continue  # STOP / INPUT_CLOSED: keep fusing until the stream ends

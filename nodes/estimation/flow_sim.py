@@ -7,8 +7,9 @@ Outputs: ``flow`` (OpticalFlow, sensor axes, ArduPilot sign convention) on each 
 
 Every ground-truth sample is used (the flow is averaged over the report interval,
 as the real sensor integrates); ticks are collapsed to the newest. The mounting
-offset, noise, gain error, quality and dropouts come from estimation.yaml
-(``flow_sensor`` and ``flow_sim`` sections).
+offset, noise, gain error, quality, dropouts and report latency (``delay_ms``:
+each report describes the motion that long before its stamp) come from
+estimation.yaml (``flow_sensor`` and ``flow_sim`` sections).
 
 With ``flow_image.enabled`` (or ``--image``) the flow is instead measured the way
 the real sensor does it: the floor under the sensor is rendered from the
@@ -27,13 +28,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import yaml
-
-from teledora import models
-from teledora.runtime.node_io import NodeIO, make_node, newest_per_input, next_batch, node_id
-from teledora.operators.estimation.floor_image_flow import FloorCamera, FloorCameraConfig, ImageFlowSensor
-from teledora.operators.estimation.flow_model import FlowModel, FlowModelConfig
-from teledora.operators.estimation.flow_sensor_sim import FlowSensorSim, FlowSimConfig
+from teledora.runtime.node_io import NodeIO, make_node, node_id
+from teledora.operators.estimation.delay_line import DelayLine
+from teledora.operators.estimation.floor_image_flow import FloorCamera, ImageFlowSensor
+from teledora.operators.estimation.flow_model import FlowModel
+from teledora.operators.estimation.flow_sensor_sim import FlowSensorSim, FlowSimConfigError
+from teledora.models.config_files import load_estimation_config
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -44,51 +44,42 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def load_estimation_config(path: Path | None) -> dict[str, Any]:
-    """The estimation YAML as a mapping (shipped file when ``path`` is None)."""
-    if path is None:
-        return models.load_yaml("alohamini2/estimation.yaml")
-    with open(path) as f:
-        data = yaml.safe_load(f)
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping at top level")
-    return data
-
-
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     args = parse_args(argv)
     cfg = load_estimation_config(args.config)
-    sim_cfg = FlowSimConfig.from_dict(cfg["flow_sim"])
+    sim_cfg = cfg.flow_sim
     if args.seed is not None:
         sim_cfg = dataclasses.replace(sim_cfg, seed=args.seed)
-    flow_cfg = FlowModelConfig.from_dict(cfg["flow_sensor"])
+    flow_cfg = cfg.flow_sensor
     sensor = FlowSensorSim(FlowModel(flow_cfg), sim_cfg)
-    image_cfg = dict(cfg.get("flow_image") or {})
     imager: ImageFlowSensor | None = None
-    if image_cfg.pop("enabled", False) or args.image:
-        imager = ImageFlowSensor(FloorCamera(FloorCameraConfig(**image_cfg)), flow_cfg.offset_m,
-                                 flow_cfg.orient_yaw_rad)
+    if cfg.flow_image.enabled or args.image:
+        imager = ImageFlowSensor(FloorCamera(cfg.flow_image.camera), flow_cfg.offset_m, flow_cfg.orient_yaw_rad)
     io = NodeIO(make_node(node), node_id("flow"), clock)
     io.diag.details["mode"] = "image" if imager else "model"
     truth_stamp_ns = 0
-    pose = (0.0, 0.0, 0.0)
+    poses: DelayLine[tuple[float, float, float]] = DelayLine(round(sim_cfg.delay_ms * 1e6))  # image path
 
-    while (batch := next_batch(io.node)) is not None:
-        for event in newest_per_input(batch, {"tick"}):
+    while (batch := io.next_batch()) is not None:
+        for event in io.newest(batch, {"tick"}):
             if event["type"] != "INPUT":
                 continue  # STOP / INPUT_CLOSED: keep going until the stream ends
             if event["id"] == "ground_truth":
                 msg = io.decode(event, "GroundTruth")
                 if msg is None:
                     continue
-                sensor.add_truth(msg["vx"], msg["vy"], msg["wz"])
+                try:
+                    sensor.add_truth(msg["stamp_ns"], msg["vx"], msg["vy"], msg["wz"])
+                except FlowSimConfigError as exc:
+                    io.reject(f"ground_truth: {exc}")
+                    continue
                 truth_stamp_ns = msg["stamp_ns"]
-                pose = (msg["x"], msg["y"], msg["yaw"])
+                poses.push(truth_stamp_ns, (msg["x"], msg["y"], msg["yaw"]))
                 io.send("gyro", "Gyro", {"stamp_ns": truth_stamp_ns, "frame_id": "base_link",
                                          "angular_velocity": sensor.read_gyro(msg["wz"])})
             elif event["id"] == "tick":
                 io.diag.received += 1
-                if not sensor.has_truth:
+                if not sensor.ready(truth_stamp_ns):
                     io.diag.set_status("warn", "waiting for ground_truth")
                     continue
                 r = sensor.read_flow(truth_stamp_ns)
@@ -96,7 +87,11 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                        "flow_rate_y": r.flow_rate_y, "quality": r.quality, "ground_distance_m": r.ground_distance_m,
                        "integration_time_s": r.integration_time_s}
                 if imager is not None:
-                    measured = imager.read(truth_stamp_ns, *pose)
+                    poses.release(truth_stamp_ns)
+                    if poses.latest is None:
+                        continue
+                    pose_stamp_ns, (x, y, yaw) = poses.latest
+                    measured = imager.read(pose_stamp_ns, x, y, yaw)
                     if measured is None:
                         continue  # first frame, or no new ground truth since the last tick
                     fx, fy, quality, dt = measured
@@ -105,7 +100,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                 io.diag.set_status("ok", "")
             else:
                 io.reject(f"unknown input {event['id']!r}")
-        io.diag.details.update({"dropouts": sensor.dropouts, "seed": sim_cfg.seed})
+        io.diag.details.update({"dropouts": sensor.dropouts, "seed": sim_cfg.seed, "delay_ms": sim_cfg.delay_ms})
         io.publish_diagnostics()
     io.publish_diagnostics(force=True)
 

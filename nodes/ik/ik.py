@@ -31,14 +31,14 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import yaml
-
 from teledora import models
-from teledora.runtime.node_io import NodeIO, make_node, newest_per_input, node_id
-from teledora.operators.ik.ik_loop import IkLoop, IkNodeConfig
-from teledora.operators.ik.ik_solver import SIDES, BimanualIk, IkSettings, build_ik_model
+from teledora.runtime.node_io import NodeIO, make_node, node_id
+from teledora.operators.ik.ik_loop import IkLoop
+from teledora.operators.ik.ik_solver import BimanualIk
+from teledora.operators.ik.ik_model import build_ik_model
 from teledora.operators.contract.messages import MessageError
-from teledora.operators.ik.workspace_limits import WorkspaceConfig
+from teledora.operators.model.sides import SIDES
+from teledora.models.config_files import load_ik_config
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -48,15 +48,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def build_loop(config_path: Path | None) -> IkLoop:
-    if config_path is None:
-        data = models.load_yaml("alohamini2/ik.yaml")
-    else:
-        with open(config_path) as f:
-            data = yaml.safe_load(f) or {}
-    settings = IkSettings.from_mapping(data)
+    config = load_ik_config(config_path)
     profile = models.load_profile()
-    ik = BimanualIk(build_ik_model(models.path(settings.solver.model), settings.solver.add_floor), profile, settings)
-    return IkLoop(ik, WorkspaceConfig.from_mapping(data["workspace"]), IkNodeConfig.from_mapping(data["node"]), profile)
+    model = build_ik_model(models.path(config.solver.model), config.solver.add_floor)
+    return IkLoop(BimanualIk(model, profile, config.settings), config.workspace, config.node, profile)
 
 
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
@@ -79,7 +74,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         "teleop_state": ("TeleopState", loop.on_teleop_state),
     }
     while (batch := io.next_batch()) is not None:
-        for event in newest_per_input(batch, {"tick", "joint_states", "lift", "arm_targets", "teleop_state"}):
+        for event in io.newest(batch, {"tick", "joint_states", "lift", "arm_targets", "teleop_state"}):
             if event["type"] != "INPUT":
                 continue  # STOP / INPUT_CLOSED: keep draining until the stream ends
             eid = event["id"]

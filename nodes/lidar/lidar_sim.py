@@ -31,12 +31,13 @@ import mujoco
 import numpy as np
 
 from teledora import models
-from teledora.runtime.node_io import NodeIO, make_node, next_batch, node_id
-from teledora.nodes.lidar.lidar_rplidar import load_lidar_setup
+from teledora.runtime.node_io import NodeIO, make_node, node_id
+from teledora.models.config_files import load_lidar_setup
 from teledora.operators.lidar.laser_scan import LaserScan
 from teledora.operators.lidar.lidar_config import SimLidarConfig
 from teledora.operators.lidar.lidar_mounts import site_pose_in_base
-from teledora.operators.lidar.pose_history import PlanarPose, PoseHistory, PoseOutOfRangeError
+from teledora.operators.geometry import Pose2D
+from teledora.operators.lidar.pose_history import OdometrySample, PoseHistory, PoseOutOfRangeError
 from teledora.operators.lidar.scan_binning import Revolution, ScanGrid, bin_revolution
 
 RAY_START_OFFSET_M = 0.04  # rays start outside the lidar's own housing (r 0.035 m)
@@ -156,9 +157,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def pose_from_message(msg: dict[str, Any]) -> PlanarPose:
+def pose_from_message(msg: dict[str, Any]) -> OdometrySample:
     """The base pose of a GroundTruth or Odometry message."""
-    return PlanarPose(int(msg["stamp_ns"]), msg["x"], msg["y"], msg["yaw"], msg["vx"], msg["vy"], msg["wz"])
+    return OdometrySample(int(msg["stamp_ns"]), Pose2D(msg["x"], msg["y"], msg["yaw"]), msg["vx"], msg["vy"], msg["wz"])
 
 
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
@@ -179,7 +180,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     io.diag.set_status("warn", "waiting for a pose input")
     kinds = {"ground_truth": "GroundTruth", "odom": "Odometry"}
 
-    while (batch := next_batch(io.node)) is not None:
+    while (batch := io.next_batch()) is not None:
         for event in batch:
             if event["type"] != "INPUT" or event["id"] not in kinds:
                 continue  # STOP / INPUT_CLOSED: keep going until the stream ends

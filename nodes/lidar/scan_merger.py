@@ -27,11 +27,12 @@ from typing import Any, Callable, Sequence
 import mujoco
 
 from teledora import models
+from teledora.models.config_files import load_lidar_setup
 from teledora.runtime.node_io import NodeIO, make_node, node_id
-from teledora.nodes.lidar.lidar_rplidar import load_lidar_setup
 from teledora.operators.lidar.laser_scan import LaserScan, ScanGeometryError
 from teledora.operators.lidar.lidar_mounts import mount_from_site
-from teledora.operators.lidar.pose_history import PlanarPose, PoseHistory
+from teledora.operators.geometry import Pose2D
+from teledora.operators.lidar.pose_history import OdometrySample, PoseHistory
 from teledora.operators.lidar.scan_merger import COMPENSATION_MODES, ScanMerger
 from teledora.operators.lidar.scan_pairing import ScanGroup, ScanPairer
 
@@ -94,7 +95,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                 msg = io.decode(event, "Odometry")
                 if msg is None:
                     continue
-                odom.add(PlanarPose(msg["stamp_ns"], msg["x"], msg["y"], msg["yaw"], msg["vx"], msg["vy"], msg["wz"]))
+                odom.add(OdometrySample(msg["stamp_ns"], Pose2D(msg["x"], msg["y"], msg["yaw"]), msg["vx"], msg["vy"], msg["wz"]))
                 groups = pairer.poll(io.now())
             elif eid == "tick":
                 groups = pairer.poll(io.now())

@@ -10,7 +10,8 @@ registers its data socket with keep-alives (unicast) or joins the multicast
 group, asks for MODEL_DEF to resolve the rigid body's name, and sends an echo
 request every ``echo_period_s`` to map Motive's clock onto the host clock
 (each pose is stamped at its camera mid-exposure time). The packet logic is
-:class:`teledora.operators.mocap.mocap_pose_stream.MocapPoseStream`.
+:class:`teledora.operators.mocap.mocap_pose_stream.MocapPoseStream`, the
+sockets are the device :class:`teledora.devices.mocap.natnet_client.NatNetClient`.
 
 Args: ``--config`` mocap YAML (default: shipped alohamini2/mocap.yaml),
 ``--server``, ``--command-port``, ``--body-id``, ``--body-name`` override it.
@@ -21,127 +22,20 @@ from __future__ import annotations
 
 import argparse
 import os
-import select
-import socket
-import struct
 import time
-from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
-import yaml
 
-from teledora import models
+from teledora.devices.mocap.natnet_client import NatNetClient
+from dataclasses import replace
+from teledora.models.config_files import load_mocap_config
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.mocap import natnet_protocol as nn
-from teledora.operators.mocap.mocap_frames import MocapFrameConfig, MocapFrameTransform
+from teledora.operators.mocap.mocap_frames import MocapFrameTransform
 from teledora.operators.mocap.mocap_pose_stream import MocapPoseStream, RigidBodySelector
 
 LOG_EVERY_N_REJECTIONS = 100  # after the first rejection of a kind, log one in N
-
-
-@dataclass(frozen=True)
-class NatNetConfig:
-    """Connection settings (see models/alohamini2/mocap.yaml)."""
-
-    server_address: str = "127.0.0.1"
-    command_port: int = 1510
-    local_address: str = "0.0.0.0"
-    multicast: bool = False
-    multicast_group: str = "239.255.42.99"
-    data_port: int = 1511
-    client_name: str = "teledora"
-    natnet_version: tuple[int, int, int, int] = (4, 1, 0, 0)
-    connect_retry_s: float = 1.0
-    echo_period_s: float = 1.0
-    keepalive_period_s: float = 1.0
-    model_def_retry_s: float = 2.0
-    poll_s: float = 0.002
-
-    @classmethod
-    def from_mapping(cls, data: Mapping[str, Any]) -> "NatNetConfig":
-        known = {f.name: f for f in fields(cls)}
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise ValueError(f"unknown natnet keys {unknown}; known: {sorted(known)}")
-        kw: dict[str, Any] = {}
-        for key, value in data.items():
-            default = getattr(cls, key)
-            kw[key] = tuple(int(v) for v in value) if isinstance(default, tuple) else type(default)(value)
-        return cls(**kw)
-
-
-class NatNetBackend:
-    """UDP sockets to Motive: a command socket and a data socket.
-
-    ``connect`` opens them, ``read`` returns datagrams with their host arrival
-    time, ``write`` sends a command, ``close`` releases everything.
-    """
-
-    def __init__(self, config: NatNetConfig, clock: Callable[[], int] = time.time_ns) -> None:
-        self.config = config
-        self.clock = clock
-        self.command: socket.socket | None = None
-        self.data: socket.socket | None = None
-        self.server = (config.server_address, config.command_port)
-
-    def connect(self) -> None:
-        """Opens the sockets (nothing is sent: the node drives the handshake)."""
-        c = self.config
-        self.command = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.command.bind((c.local_address, 0))
-        self.data = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.data.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
-        if c.multicast:
-            self.data.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            self.data.bind(("", c.data_port))
-            local = socket.inet_aton("0.0.0.0" if c.local_address == "0.0.0.0" else c.local_address)
-            mreq = struct.pack("4s4s", socket.inet_aton(c.multicast_group), local)
-            self.data.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, mreq)
-        else:
-            self.data.bind((c.local_address, 0))
-        for s in (self.command, self.data):
-            s.setblocking(False)
-
-    def write(self, data: bytes) -> None:
-        """Sends a command datagram to Motive's command port."""
-        assert self.command is not None, "connect() first"
-        try:
-            self.command.sendto(data, self.server)
-        except OSError:
-            pass  # Motive unreachable: the retry timers try again
-
-    def keep_alive(self) -> None:
-        """Tells Motive where to send unicast frames (from the data socket)."""
-        assert self.data is not None, "connect() first"
-        try:
-            self.data.sendto(nn.build_packet(nn.MessageId.KEEP_ALIVE), self.server)
-        except OSError:
-            pass
-
-    def read(self, timeout_s: float) -> list[tuple[int, bytes]]:
-        """Waits up to ``timeout_s`` for datagrams; returns all queued ones with host arrival times."""
-        assert self.command is not None and self.data is not None, "connect() first"
-        socks = [self.command, self.data]
-        ready, _, _ = select.select(socks, [], [], timeout_s)
-        out: list[tuple[int, bytes]] = []
-        for s in ready:
-            while True:
-                try:
-                    data = s.recv(65535)
-                except (BlockingIOError, InterruptedError):
-                    break
-                except OSError:
-                    break  # e.g. ICMP port unreachable reported on the socket
-                out.append((self.clock(), data))
-        out.sort(key=lambda item: item[0])
-        return out
-
-    def close(self) -> None:
-        for s in (self.command, self.data):
-            if s is not None:
-                s.close()
-        self.command = self.data = None
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -152,17 +46,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--body-id", type=int, default=None, help="rigid body streaming id")
     ap.add_argument("--body-name", default=None, help="rigid body name in Motive")
     return ap.parse_args(argv)
-
-
-def load_mocap_config(path: Path | None) -> dict[str, Any]:
-    """The mocap YAML as a mapping (shipped file when ``path`` is None)."""
-    if path is None:
-        return models.load_yaml("alohamini2/mocap.yaml")
-    with open(path) as f:
-        data = yaml.safe_load(f)
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping at top level")
-    return data
 
 
 class _Every:
@@ -182,19 +65,15 @@ class _Every:
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     args = parse_args(argv)
     cfg = load_mocap_config(args.config)
-    net = NatNetConfig.from_mapping(cfg.get("natnet", {}))
     overrides = {"server_address": args.server, "command_port": args.command_port}
-    net = NatNetConfig(**{**net.__dict__, **{k: v for k, v in overrides.items() if v is not None}})
-    body = cfg.get("rigid_body", {})
+    net = replace(cfg.natnet, **{k: v for k, v in overrides.items() if v is not None})
     selector = RigidBodySelector(
-        id=args.body_id if args.body_id is not None else body.get("id"),
-        name=args.body_name if args.body_name is not None else body.get("name"),
+        id=args.body_id if args.body_id is not None else cfg.rigid_body.id,
+        name=args.body_name if args.body_name is not None else cfg.rigid_body.name,
     )
-    frame = dict(cfg.get("frame", {}))
-    frame_id = frame.pop("frame_id", "world")
-    stream = MocapPoseStream(selector, MocapFrameTransform(MocapFrameConfig.from_mapping(frame)), frame_id)
-    io = NodeIO(make_node(node), node_id("mocap"), clock)
-    backend = NatNetBackend(net, clock)
+    stream = MocapPoseStream(selector, MocapFrameTransform(cfg.frame), cfg.frame.frame_id)
+    io = NodeIO(make_node(node), node_id("mocap"), clock, ends_with=())  # runs until STOP
+    backend = NatNetClient(net, clock)
     backend.connect()
     connect, echo, alive, model = (
         _Every(net.connect_retry_s), _Every(net.echo_period_s), _Every(net.keepalive_period_s), _Every(net.model_def_retry_s)
@@ -231,9 +110,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                     backend.write(nn.build_echo_request(clock()))
                 if (stream.body_id is None or stream.models_changed) and model.due(now):
                     backend.write(nn.build_packet(nn.MessageId.REQUEST_MODEL_DEF))
-            while (event := io.node.try_recv()) is not None:
-                if event.get("type") == "STOP":
-                    stopping = True
+            batch = io.next_batch(timeout_s=0)
+            stopping = batch is None or any(event.get("type") == "STOP" for event in batch)
             status = stream.status()
             if stream.clock is not None and stream.clock.has_estimate:
                 off = stream.clock.offset()

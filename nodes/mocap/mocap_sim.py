@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from teledora.runtime.node_io import NodeIO, make_node, newest_per_input, next_batch, node_id
-from teledora.nodes.mocap.mocap_natnet import load_mocap_config
-from teledora.operators.mocap.mocap_simulator import MocapSimConfig, MocapSimError, MocapSimulator
+from teledora.runtime.node_io import NodeIO, make_node, node_id
+from teledora.models.config_files import load_mocap_config
+from teledora.operators.mocap.mocap_simulator import MocapSimError, MocapSimulator
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -35,17 +35,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     args = parse_args(argv)
     cfg = load_mocap_config(args.config)
-    sim_cfg = MocapSimConfig.from_mapping(cfg.get("sim", {}))
+    sim_cfg = cfg.sim
     if args.seed is not None:
         sim_cfg = dataclasses.replace(sim_cfg, seed=args.seed)
-    name = (cfg.get("rigid_body") or {}).get("name") or "alohamini2"
-    frame_id = (cfg.get("frame") or {}).get("frame_id", "world")
-    rig = MocapSimulator(sim_cfg, name=name, frame_id=frame_id)
+    rig = MocapSimulator(sim_cfg, name=cfg.rigid_body.name or "alohamini2", frame_id=cfg.frame.frame_id)
     io = NodeIO(make_node(node), node_id("mocap"), clock)
     io.diag.set_status("warn", "waiting for ground_truth")
 
-    while (batch := next_batch(io.node, timeout_s=0.5 / sim_cfg.rate_hz)) is not None:
-        for event in newest_per_input(batch, {"tick"}):
+    while (batch := io.next_batch(timeout_s=0.5 / sim_cfg.rate_hz)) is not None:
+        for event in io.newest(batch, {"tick"}):
             if event["type"] != "INPUT":
                 continue  # STOP / INPUT_CLOSED: keep going until the stream ends
             if event["id"] == "ground_truth":

@@ -7,7 +7,10 @@ Wire each topic to record as an input named ``<node>__<output>`` with
       path: ../nodes/recording/recorder.py
       inputs:
         xr__controllers: {source: xr/controllers, queue_policy: backpressure}
-      outputs: [diagnostics]
+      outputs: [status, diagnostics]
+
+``status`` is the heartbeat (RecorderStatus, every 0.2 s) that the actuator
+nodes watch (docs/recording.md, "When the recorder fails").
 
 Environment (command-line flags of the same name override it):
     TELEDORA_RUNS_DIR            where runs go (default ``runs``, relative to
@@ -24,6 +27,7 @@ The run directory path is printed when recording starts and when it ends.
 from __future__ import annotations
 
 import argparse
+import collections
 import datetime as dt
 import os
 import resource
@@ -38,11 +42,12 @@ from typing import Any, Callable, Iterable, Sequence
 
 import yaml
 
-from teledora.runtime.node_io import NodeIO, make_node, next_batch, node_id
+from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.recording.recording_gaps import GapDetector
 from teledora.recording import MANIFEST_NAME, RunWriter, TopicNameError, TopicTypeError, new_run_dir
 
 DEFAULT_FLUSH_S = 0.5
+STATUS_PERIOD_S = 0.2
 COUNTER_METADATA_KEY = "seq"
 
 
@@ -73,6 +78,60 @@ def git_revision(cwd: str | os.PathLike[str]) -> dict[str, Any]:
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
     return {"commit": sha or None, "dirty": bool(status.strip())}
+
+
+class Heartbeat:
+    """Sends ``status`` (RecorderStatus) every ``STATUS_PERIOD_S``: actuator
+    nodes that take it as ``recorder_status`` hold the robot when it stops or
+    reports a lag above their bound (:mod:`teledora.operators.recording.recorder_watch`).
+    dora 1.1.0 silently drops it where the dataflow does not declare ``status``;
+    should a send raise, the heartbeat stops with one warning."""
+
+    def __init__(self, io: NodeIO, clock: Callable[[], int]) -> None:
+        self.io = io
+        self.clock = clock
+        self.next_ns = 0
+        self.enabled = True
+
+    def maybe_send(self, now_ns: int, messages: int, lag_ns: int) -> None:
+        if not self.enabled or now_ns < self.next_ns:
+            return
+        self.next_ns = now_ns + int(STATUS_PERIOD_S * 1e9)
+        try:
+            self.io.send("status", "RecorderStatus", {"stamp_ns": now_ns, "recording": True, "messages": messages, "lag_ns": max(0, lag_ns)})
+        except Exception as exc:  # an output the dataflow does not declare
+            self.enabled = False
+            self.io.log("warn", f"no heartbeat: cannot send 'status' ({exc}); declare it to let actuators watch the recorder")
+
+
+class LagTracker:
+    """How far the recorder runs behind the senders: receive time minus
+    dora's send timestamp, per message, summarised as percentiles."""
+
+    def __init__(self, keep: int = 1_000_000, recent: int = 1000) -> None:
+        self._lags_ns: list[int] = []
+        self._recent: collections.deque[int] = collections.deque(maxlen=recent)
+        self._keep = keep
+        self.max_ns = 0
+        self.last_ns = 0
+
+    def observe(self, lag_ns: int) -> None:
+        self.last_ns = lag_ns
+        self.max_ns = max(self.max_ns, lag_ns)
+        self._recent.append(lag_ns)
+        if len(self._lags_ns) < self._keep:
+            self._lags_ns.append(lag_ns)
+
+    def summary_ms(self, recent: bool = False) -> dict[str, float | int]:
+        """``{n, p50, p99, max}`` in ms over every message with a send time
+        (the first ``keep``), or over the last ``recent`` ones (cheap)."""
+        lags = self._recent if recent else self._lags_ns
+        if not lags:
+            return {"n": 0}
+        ordered = sorted(lags)
+        pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1e6  # noqa: E731
+        top = ordered[-1] if recent else self.max_ns
+        return {"n": len(ordered), "p50": round(pick(0.5), 3), "p99": round(pick(0.99), 3), "max": round(top / 1e6, 3)}
 
 
 class _TerminationFlag:
@@ -197,9 +256,11 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     )
     print(f"recording to {run_dir.resolve()}", flush=True)
     gaps = GapDetector()
+    lag = LagTracker()
     flushes = 0
     stop = _TerminationFlag()
-    while not stop.signal_name and (batch := next_batch(node, args.flush_interval_s)) is not None:
+    heartbeat = Heartbeat(io, clock)
+    while not stop.signal_name and (batch := io.next_batch(min(args.flush_interval_s, STATUS_PERIOD_S))) is not None:
         for event in batch:
             if event.get("type") != "INPUT":
                 continue
@@ -211,16 +272,27 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
             except (TopicTypeError, TopicNameError) as exc:
                 io.reject(str(exc))
                 continue
+            for reason in result.rejected:
+                io.reject(reason)
+            if result.dora_ns is not None:
+                lag.observe(recv_ns - result.dora_ns)
             counter = meta.get(COUNTER_METADATA_KEY)
             event_ns = recv_ns if result.dora_ns is None else result.dora_ns
             for gap in gaps.observe(result.topic, event_ns, counter if isinstance(counter, int) else None):
                 # a stall may just be a busy machine; a counter jump is a lost message
                 level = "info" if gap.kind == "stall" else "warn"
                 io.log(level, f"gap on {gap.topic}: {gap.kind}, {gap.duration_s:.3f} s, ~{gap.missing} missing")
+            # the flush is due by the clock, not by batch: a long drained batch
+            # must not keep received rows in memory past the flush interval
+            if writer.flush_due(recv_ns):
+                writer.flush(recv_ns)
+                flushes += 1
+            heartbeat.maybe_send(recv_ns, writer.messages, lag.last_ns)
         now = clock()
         if writer.flush_due(now):
             writer.flush(now)
             flushes += 1
+        heartbeat.maybe_send(now, writer.messages, lag.last_ns)
         if io.diag.due(now):
             io.diag.details = {
                 "run_dir": str(run_dir),
@@ -229,6 +301,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                 "flushes": flushes,
                 "gaps": gaps.counts(),
                 "type_errors": sum(writer.type_errors.values()),
+                "name_errors": sum(writer.name_errors.values()),
+                "lag_ms": lag.summary_ms(recent=True),
             }
             io.publish_diagnostics()
     stop.restore()
@@ -240,7 +314,9 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     writer.manifest["gaps"] = gaps.counts()
     usage = resource.getrusage(resource.RUSAGE_SELF)
     writer.manifest["recorder_cpu_s"] = round(usage.ru_utime + usage.ru_stime, 3)
-    writer.close(clock())
+    writer.manifest["lag_ms"] = lag.summary_ms()
+    for reason in writer.close(clock()):
+        io.reject(reason)
     print(f"recording finished: {run_dir.resolve()} ({writer.messages} messages)", flush=True)
     return run_dir
 

@@ -17,8 +17,12 @@ Args (environment in brackets):
     --loop           start again from the beginning when done, until stopped
     --loops N        play the run N times (default 1)
 
-Messages go out in the recorder's global order (``seq``) with their recorded
-metadata (dora re-stamps ``timestamp``). Progress is printed about once a
+Messages go out in the order they were sent (dora's send timestamp; each
+topic keeps its recorded order), at their recorded spacing, with their
+recorded metadata (dora re-stamps ``timestamp``). The recorder's ``seq`` is
+arrival order, which under load lags send order by up to seconds across
+topics; scheduling arrival-ordered messages by send time sent many late, in
+bursts. Progress is printed about once a
 second; ``replay <id> done: ...`` is printed at the end.
 """
 
@@ -32,6 +36,7 @@ from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 
+from teledora.operators.errors import TeledoraError
 from teledora.runtime.node_io import make_node, node_id
 from teledora.operators.recording.replay_schedule import ReplaySchedule, shift_stamps
 from teledora.recording import RunReader, message_time_ns, replay_metadata, run_time_span
@@ -40,7 +45,7 @@ PROGRESS_PERIOD_NS = 1_000_000_000
 DONE_MARKER = "done:"
 
 
-class ReplaySourceError(RuntimeError):
+class ReplaySourceError(TeledoraError, RuntimeError):
     """The run holds nothing this replayer could send."""
 
 
@@ -90,7 +95,7 @@ def main(
     last_progress = start
     played = 0
     while True:
-        for msg in reader.iter_messages(topics):
+        for msg in reader.iter_sent(topics):
             wait_ns = schedule.due_ns(message_time_ns(msg)) - clock()
             if wait_ns > 0:
                 sleep(wait_ns / 1e9)

@@ -2,12 +2,12 @@
 
 Inputs:  servo_targets (JointCommands the `arms` node handed its servos),
          odom (Odometry from `base`), lift (LiftState from `lift`)
-Outputs: joint_states (JointState, ~90 Hz: true arm joints, which the sim `arms`
-         node reads back like a servo bus), ground_truth (GroundTruth, ~100 Hz),
-         diagnostics
+Outputs: joint_states (JointState: true arm joints, which the sim `arms` node
+         reads back like a servo bus), ground_truth (GroundTruth), diagnostics;
+         at the profile's ``sim`` rates (rates.yaml lists them)
 
-Physics runs in real time at the profile's rate (500 Hz): the loop sleeps in
-``node.next(timeout)`` until the next publication is due, so no timer input is
+Physics runs in real time at the model's timestep: the loop sleeps in
+``io.next_batch(timeout)`` until the next publication is due, so no timer input is
 needed and the node ends when its inputs close.
 
 Env: TELEDORA_PROFILE (default alohamini2/profile.yaml),
@@ -20,24 +20,25 @@ import os
 import time
 
 import mujoco
-
-from teledora import models
-from teledora.runtime.node_io import NodeIO, make_node, next_batch, node_id
+from teledora.models.config_files import load_node_profile
 from teledora.operators.contract.messages import MessageError
 from teledora.operators.sim.sim_physics import SimPhysics, apply_joint_command
+
+from teledora import models
+from teledora.runtime.node_io import NodeIO, make_node, node_id
 
 MAX_STEPS_PER_WAKE = 100  # never try to catch up more than 0.2 s of physics at once
 
 
 def main(argv: list[str] | None = None, node=None, clock=time.monotonic_ns) -> None:
-    profile = models.load_profile(os.environ.get("TELEDORA_PROFILE", "alohamini2/profile.yaml"))
+    profile = load_node_profile()
     speed = float(os.environ.get("TELEDORA_SIM_SPEED", "1.0"))
     model = mujoco.MjModel.from_xml_path(str(models.path(profile.scene)))
     sim = SimPhysics(model, profile)
     io = NodeIO(make_node(node), node_id("sim"))
     dt = model.opt.timestep
-    js_period = 1.0 / profile.joint_state_hz
-    gt_period = 1.0 / profile.ground_truth_hz
+    js_period = 1.0 / profile.sim.joint_state_hz
+    gt_period = 1.0 / profile.sim.ground_truth_hz
     next_js, next_gt = 0.0, 0.0
     start = clock()
 
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None, node=None, clock=time.monotonic_ns) -> N
     while True:
         wall_s = (clock() - start) * 1e-9 * speed
         timeout = max(0.0, min(next_js, next_gt) - wall_s) / speed
-        batch = next_batch(io.node, timeout)
+        batch = io.next_batch(timeout)
         if batch is None:
             break
         latest = {}

@@ -17,7 +17,7 @@ only the newest valid one is decoded and applied (an invalid newest one does not
 hide the valid one before it); forward kinematics runs lazily once per change.
 
 Args: ``--config`` teleop YAML (default: the shipped alohamini2/teleop.yaml),
-``--model`` MJCF for forward kinematics (default alohamini2/alohamini2.xml),
+``--model`` MJCF for forward kinematics (default: the profile's model),
 ``--republish-s`` (0.05).
 """
 
@@ -30,16 +30,15 @@ from typing import Any, Callable, Sequence
 
 import mujoco
 import numpy as np
-import yaml
-
 from teledora import models
-from teledora.runtime.node_io import NodeIO, make_node, newest_per_input, node_id
+from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.ik.grip_kinematics import GripKinematics
 from teledora.operators.contract.messages import MessageError, require_joint_names
 from teledora.operators.model.robot_profile import RobotProfile
-from teledora.operators.geometry.rotations import matrix_to_quat_xyzw
-from teledora.operators.teleop.teleop_scheme import HANDS, TeleopConfig, TeleopScheme
-from teledora.operators.xr.xr_frames import Pose
+from teledora.operators.geometry import Pose, matrix_to_quat
+from teledora.operators.model.sides import SIDES
+from teledora.operators.teleop.teleop_scheme import TeleopScheme
+from teledora.models.config_files import load_teleop_config
 
 _OUTPUTS = (("arm_targets", "ArmTargets"), ("base_cmd", "BaseCommand"), ("lift_cmd", "LiftCommand"), ("state", "TeleopState"))
 
@@ -59,7 +58,7 @@ class RobotGrips:
         self._names: list[str] | None = None
         self._positions: np.ndarray | None = None
         self._lift_m: float | None = None
-        self._grips: dict[str, Pose | None] = dict.fromkeys(HANDS)
+        self._grips: dict[str, Pose | None] = dict.fromkeys(SIDES)
         self._dirty = False
 
     @property
@@ -82,10 +81,10 @@ class RobotGrips:
         """Grip poses on the lift carriage (base_link with the lift at height 0);
         None for both until a joint state and a lift state arrived."""
         if not self.known:
-            return dict.fromkeys(HANDS)
+            return dict.fromkeys(SIDES)
         if self._dirty:
             for side, (p, r) in self._kin.grips(self._names, self._positions, 0.0).items():
-                self._grips[side] = Pose(np.array(p), matrix_to_quat_xyzw(r))
+                self._grips[side] = Pose(np.array(p), matrix_to_quat(r))
             self._dirty = False
         return dict(self._grips)
 
@@ -118,17 +117,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def load_config(path: Path | None) -> TeleopConfig:
-    if path is None:
-        return TeleopConfig.from_mapping(models.load_yaml("alohamini2/teleop.yaml"))
-    with open(path) as f:
-        return TeleopConfig.from_mapping(yaml.safe_load(f) or {})
-
-
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     args = parse_args(argv)
-    scheme = TeleopScheme(load_config(args.config))
-    kin = RobotGrips(args.model or models.path("alohamini2/alohamini2.xml"), models.load_profile())
+    profile = models.load_profile()
+    scheme = TeleopScheme(load_teleop_config(args.config, profile))
+    kin = RobotGrips(args.model or models.path(profile.model), profile)
     io = NodeIO(make_node(node), node_id("teleop"), clock, journal=True)
     last_publish_ns = -(10**18)
     republish_ns = int(args.republish_s * 1e9)
@@ -146,7 +139,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     while (batch := io.next_batch()) is not None:
         reported = ticked = False
         robot_state: dict[str, list] = {"joint_states": [], "lift": []}
-        for event in newest_per_input(batch, {"tick"}):
+        for event in io.newest(batch, {"tick"}):
             if event["type"] != "INPUT":
                 continue  # STOP / INPUT_CLOSED: keep draining until the stream ends
             eid = event["id"]
@@ -167,7 +160,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         if reported or (ticked and now - last_publish_ns >= republish_ns):
             publish(now)
         io.diag.details.update(
-            estop_latched=scheme.estop_latched, arms_paused=scheme.arms_paused, reset_count=scheme.reset_count,
+            estop_latched=scheme.estop_latched, release_armed=scheme.release_armed, arms_paused=scheme.arms_paused, reset_count=scheme.reset_count,
             robot_state_known=kin.known,
         )
         level = "warn" if scheme.estop_latched or not kin.known else "ok"

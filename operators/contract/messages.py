@@ -25,8 +25,10 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
+from teledora.operators.errors import TeledoraError
 
-class MessageError(ValueError):
+
+class MessageError(TeledoraError, ValueError):
     """A message does not satisfy the contract; the receiver must drop it whole."""
 
 
@@ -136,6 +138,7 @@ KINDS: dict[str, tuple[Field, ...]] = {
     "TeleopState": (
         _stamp(),
         Field("estop_latched", BOOL),
+        Field("release_armed", BOOL),
         Field("arms_paused", BOOL),
         Field("left_clutched", BOOL),
         Field("right_clutched", BOOL),
@@ -247,10 +250,13 @@ KINDS: dict[str, tuple[Field, ...]] = {
         Field("received", I64),
         Field("sent", I64),
         Field("rejected", I64),
+        Field("clamped", I64),
         Field("dropped", I64),
         Field("last_error", STR),
         Field("details_json", STR),
     ),
+    # recorder/status: the recorder's heartbeat (see operators/recording/recorder_watch.py)
+    "RecorderStatus": (_stamp(), Field("recording", BOOL), Field("messages", I64), Field("lag_ns", I64)),
     # a journaled node's input batches and clock reads (see operators/recording/input_journal.py)
     "InputJournal": (
         _stamp(),

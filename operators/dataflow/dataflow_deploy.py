@@ -13,10 +13,12 @@ import copy
 from pathlib import PurePosixPath
 from typing import Any, Mapping
 
+from teledora.operators.errors import ConfigError
+
 NODE_PACKAGE = "teledora.nodes"
 
 
-class DeployError(ValueError):
+class DeployError(ConfigError):
     """A node cannot be placed (no machine for it, or not a teledora node file)."""
 
 

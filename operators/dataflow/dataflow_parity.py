@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from teledora.operators.errors import ConfigError
+
 #: Nodes of sim.yml that have no hardware counterpart, and why.
 SIM_ONLY_NODES: dict[str, str] = {
     "sim": "MuJoCo physics of the arms, grippers and lift stands in for the real machine; "
@@ -28,7 +30,7 @@ SIM_ONLY_NODES: dict[str, str] = {
 _DORA_SOURCE_PREFIX = "dora/"
 
 
-class DataflowFormatError(ValueError):
+class DataflowFormatError(ConfigError):
     """A descriptor that is not a dataflow: no ``nodes`` list, a node without ``id``, a duplicate id."""
 
 

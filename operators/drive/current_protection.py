@@ -16,11 +16,14 @@ Units: goals and positions in joint units (rad), currents in mA.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Mapping
 
+from teledora.operators.errors import ConfigError
+from teledora.operators.config import config_from_mapping
 
-class CurrentProtectionConfigError(ValueError):
+
+class CurrentProtectionConfigError(ConfigError):
     """A current protection setting is missing or invalid."""
 
 
@@ -28,13 +31,13 @@ class CurrentProtectionConfigError(ValueError):
 class CurrentProtectionConfig:
     """Driver thresholds (mA) and hold parameters (joint units)."""
 
-    ma_per_raw: float = 6.5
-    gripper_hold_ma: float = 500.0
-    gripper_hold_close_step_rad: float = 0.02
-    joint_freeze_ma: float = 1800.0
-    release_margin_rad: float = 0.0175
-    trip_ma: float = 2000.0
-    trip_consecutive_reads: int = 20
+    ma_per_raw: float
+    gripper_hold_ma: float
+    gripper_hold_close_step_rad: float
+    joint_freeze_ma: float
+    release_margin_rad: float
+    trip_ma: float
+    trip_consecutive_reads: int
 
     def __post_init__(self) -> None:
         if self.trip_consecutive_reads < 1:
@@ -44,10 +47,8 @@ class CurrentProtectionConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "CurrentProtectionConfig":
-        unknown = sorted(set(data) - {f.name for f in fields(cls)})
-        if unknown:
-            raise CurrentProtectionConfigError(f"unknown current protection keys {unknown}")
-        return cls(**dict(data))
+        """The ``current_protection`` section of drive.yaml, checked."""
+        return config_from_mapping(cls, data, "current_protection", CurrentProtectionConfigError)
 
 
 class CurrentHoldLimiter:

@@ -25,12 +25,14 @@ import enum
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
+from teledora.operators.errors import ProtocolError
+
 HEADER = b"\xff\xff"
 BROADCAST_ID = 0xFE
 MAX_ID = 0xFD
 
 
-class FeetechProtocolError(ValueError):
+class FeetechProtocolError(ProtocolError):
     """Bytes that are not a valid Feetech packet, or a value that does not fit a register."""
 
 

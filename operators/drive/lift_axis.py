@@ -6,8 +6,8 @@ multi-turn count (a jump over half a turn between polls is a wrap), converts
 it to millimetres with the driver's direction sign (-1: positive servo
 velocity drives the lift down), homes by driving down into the floor stop, and
 then refuses motion past the floor guard and soft limits, as the real driver
-does. Height 0 mm is the homed floor position; the MuJoCo joint
-``vertical_move`` is ``height_mm / 1000 - 0.3``.
+does. Height 0 mm is the homed floor position; the model's lift joint is
+``height_mm / 1000`` plus the robot profile's ``lift.model_offset_m``.
 
 Pure logic: the caller reads the servo and writes the goal velocities this
 module returns, and passes time in.
@@ -17,43 +17,45 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Mapping
 
+from teledora.operators.errors import ConfigError, TeledoraError
+from teledora.operators.config import config_from_mapping
 
-class LiftConfigError(ValueError):
+
+class LiftConfigError(ConfigError):
     """A lift configuration value is missing or out of range."""
 
 
-class LiftNotHomedError(RuntimeError):
+class LiftNotHomedError(TeledoraError, RuntimeError):
     """A height was requested before the axis was homed."""
 
 
 @dataclass(frozen=True)
 class LiftAxisConfig:
-    """Lift geometry, limits and homing parameters (driver values by default)."""
+    """Lift geometry, limits and homing parameters (drive.yaml ``lift``, the driver's values)."""
 
-    servo_id: int = 11
-    lead_mm_per_rev: float = 131.0
-    output_gear_ratio: float = 1.0
-    ticks_per_rev: int = 4096
-    dir_sign: int = -1
-    soft_min_mm: float = 0.0
-    soft_max_mm: float = 600.0
-    descent_floor_mm: float = 5.0
-    kp_ticks_s_per_mm: float = 300.0
-    deadband_mm: float = 1.0
-    max_ticks_s: int = 1300
-    home_speed_ticks_s: int = 1300
-    home_stall_current_ma: float = 300.0
-    home_stall_ticks: int = 10
-    home_stall_polls: int = 2
-    home_poll_period_s: float = 0.05
-    home_max_polls: int = 600
-    home_settle_s: float = 1.0
-    watchdog_timeout_s: float = 1.0
-    model_offset_m: float = -0.3
-    ma_per_raw: float = 6.5
+    servo_id: int
+    lead_mm_per_rev: float
+    output_gear_ratio: float
+    ticks_per_rev: int
+    dir_sign: int
+    soft_min_mm: float
+    soft_max_mm: float
+    descent_floor_mm: float
+    kp_ticks_s_per_mm: float
+    deadband_mm: float
+    max_ticks_s: int
+    home_speed_ticks_s: int
+    home_stall_current_ma: float
+    home_stall_ticks: int
+    home_stall_polls: int
+    home_poll_period_s: float
+    home_max_polls: int
+    home_settle_s: float
+    watchdog_timeout_s: float
+    ma_per_raw: float
 
     def __post_init__(self) -> None:
         if self.dir_sign not in (-1, 1):
@@ -75,11 +77,8 @@ class LiftAxisConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "LiftAxisConfig":
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise LiftConfigError(f"unknown lift config keys {unknown}")
-        return cls(**dict(data))
+        """The ``lift`` section of drive.yaml, checked."""
+        return config_from_mapping(cls, data, "lift", LiftConfigError)
 
 
 class MultiTurnCounter:

@@ -11,7 +11,7 @@ multiply-add sequence that plain left-to-right Python sums do not reproduce).
 
 Conventions: body twist in the FLU base frame (forward m/s, left m/s, yaw
 rad/s counter-clockwise positive). Wheel order is left, back, right (servo ids
-8, 9, 10). The driver's external yaw rate is in degrees per second; use
+in drive.yaml). The driver's external yaw rate is in degrees per second; use
 :func:`yaw_deg_s_to_rad_s` to feed a driver-style value in.
 """
 
@@ -23,11 +23,13 @@ from typing import NamedTuple
 
 import numpy as np
 
+from teledora.operators.errors import TeledoraError
+
 INT16_MIN = -0x8000
 INT16_MAX = 0x7FFF
 
 
-class DriveInputError(ValueError):
+class DriveInputError(TeledoraError, ValueError):
     """A twist or wheel command the drive cannot convert (NaN, Inf, non-integer ticks)."""
 
 
@@ -49,23 +51,22 @@ class BodyTwist(NamedTuple):
 
 @dataclass(frozen=True)
 class OmniDriveGeometry:
-    """Geometry and quantization of the omni base (driver values for AlohaMini2).
+    """Geometry and quantization of the omni base (drive.yaml ``base.geometry``).
 
     Attributes:
-        wheel_radius_m: Omni wheel radius used by the driver (0.063 m; the BOM's
-            nominal 127 mm diameter would be 0.0635 m, parity keeps 0.063).
-        base_radius_m: Distance from base centre to each wheel (0.195 m).
+        wheel_radius_m: Omni wheel radius the driver uses.
+        base_radius_m: Distance from base centre to each wheel.
         wheel_angles_deg: Effective row angles of the left, back, right wheels.
         ticks_per_rev: Encoder ticks per wheel revolution.
         max_wheel_ticks_s: Saturation: all wheels are scaled together when any
             exceeds this magnitude.
     """
 
-    wheel_radius_m: float = 0.063
-    base_radius_m: float = 0.195
-    wheel_angles_deg: tuple[int, int, int] = (150, -90, 30)
-    ticks_per_rev: float = 4096.0
-    max_wheel_ticks_s: float = 3000.0
+    wheel_radius_m: float
+    base_radius_m: float
+    wheel_angles_deg: tuple[int, int, int]
+    ticks_per_rev: float
+    max_wheel_ticks_s: float
 
     def __post_init__(self) -> None:
         if not (self.wheel_radius_m > 0 and self.base_radius_m > 0):
@@ -94,8 +95,8 @@ class OmniDrive:
         geometry: Wheel/base geometry and quantization limits.
     """
 
-    def __init__(self, geometry: OmniDriveGeometry | None = None) -> None:
-        self.geometry = geometry or OmniDriveGeometry()
+    def __init__(self, geometry: OmniDriveGeometry) -> None:
+        self.geometry = geometry
         g = self.geometry
         angles = np.radians(np.array(g.wheel_angles_deg))
         self._matrix = np.array([[np.cos(a), np.sin(a), g.base_radius_m] for a in angles])
@@ -142,15 +143,3 @@ class OmniDrive:
         body = self._inverse.dot(wheel_linear_m_s)
         return BodyTwist(float(-body[0]), float(-body[1]), float(body[2]))
 
-
-_DEFAULT_DRIVE = OmniDrive()
-
-
-def body_to_wheel_raw(forward_m_s: float, left_m_s: float, yaw_rad_s: float) -> WheelTicks:
-    """:meth:`OmniDrive.body_to_wheel_raw` with the AlohaMini2 geometry."""
-    return _DEFAULT_DRIVE.body_to_wheel_raw(forward_m_s, left_m_s, yaw_rad_s)
-
-
-def wheel_raw_to_body(left: int, back: int, right: int) -> BodyTwist:
-    """:meth:`OmniDrive.wheel_raw_to_body` with the AlohaMini2 geometry."""
-    return _DEFAULT_DRIVE.wheel_raw_to_body(left, back, right)

@@ -19,11 +19,14 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping
 
+from teledora.operators.errors import ConfigError
+from teledora.operators.config import config_from_mapping
+
 FULL_RANGE = 4095  # LeRobot's max resolution for 12-bit servos
 HALF_TURN = 2047
 
 
-class CalibrationError(ValueError):
+class CalibrationError(ConfigError):
     """A calibration record is malformed, or a value cannot be mapped."""
 
 
@@ -32,10 +35,10 @@ class ServoCalibration:
     """One servo's calibration record (raw units)."""
 
     id: int
-    drive_mode: int = 0
-    homing_offset: int = 0
-    range_min: int = 0
-    range_max: int = FULL_RANGE
+    drive_mode: int
+    homing_offset: int
+    range_min: int
+    range_max: int
 
     def __post_init__(self) -> None:
         if not 0 <= self.id <= 253:
@@ -65,6 +68,12 @@ def joint_raw_from_rad(cal: ServoCalibration, q_rad: float) -> int:
     deg = math.degrees(-q_rad if cal.drive_mode else q_rad)
     raw = max(float(cal.range_min), min(float(cal.range_max), deg * FULL_RANGE / 360.0 + cal.mid))  # clamps inf too
     return int(round(raw))
+
+
+def joint_range_rad(cal: ServoCalibration) -> tuple[float, float]:
+    """The joint angles (rad, lower first) at the two ends of the recorded range."""
+    a, b = joint_rad_from_raw(cal, cal.range_min), joint_rad_from_raw(cal, cal.range_max)
+    return (a, b) if a <= b else (b, a)
 
 
 def joint_velocity_rad_s(cal: ServoCalibration, raw_velocity: int) -> float:
@@ -125,21 +134,34 @@ class RangeRecorder:
         return out
 
 
+@dataclass(frozen=True)
+class CalibrationFile:
+    """A calibration file: one record per joint, and the robot it was recorded on."""
+
+    servos: dict[str, ServoCalibration]
+    robot_id: str = ""  # a LeRobot calibration JSON does not say
+
+    def __post_init__(self) -> None:
+        if not self.servos:
+            raise CalibrationError("servos: no records")
+
+
+def calibration_file_from_dict(data: Mapping[str, Any]) -> CalibrationFile:
+    """Parses ``{"robot_id": ..., "servos": {joint: {id, drive_mode, homing_offset,
+    range_min, range_max}}}`` (a LeRobot calibration JSON, which has no ``servos``
+    level, is accepted too).
+
+    Raises:
+        CalibrationError: a missing, unknown or out-of-range value.
+    """
+    if "servos" not in data:
+        data = {"servos": data}
+    return config_from_mapping(CalibrationFile, data, error=CalibrationError)
+
+
 def calibration_from_dict(data: Mapping[str, Any]) -> dict[str, ServoCalibration]:
-    """Parses ``{"servos": {joint: {id, drive_mode, homing_offset, range_min, range_max}}}``
-    (a LeRobot calibration JSON, which has no ``servos`` level, is accepted too)."""
-    servos = data.get("servos", data)
-    if not isinstance(servos, Mapping) or not servos:
-        raise CalibrationError("calibration: no servos")
-    out = {}
-    for name, rec in servos.items():
-        if not isinstance(rec, Mapping):
-            raise CalibrationError(f"calibration {name!r}: expected a mapping")
-        try:
-            out[str(name)] = ServoCalibration(**{k: int(rec[k]) for k in ("id", "drive_mode", "homing_offset", "range_min", "range_max")})
-        except KeyError as exc:
-            raise CalibrationError(f"calibration {name!r}: missing {exc}") from None
-    return out
+    """The records of :func:`calibration_file_from_dict`, by joint name."""
+    return calibration_file_from_dict(data).servos
 
 
 def calibration_to_dict(cals: Mapping[str, ServoCalibration], robot_id: str) -> dict[str, Any]:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from teledora.operators.errors import TeledoraError
 from teledora.operators.drive.omni_drive import BodyTwist, OmniDrive, WheelTicks
-from teledora.operators.geometry.se2 import Pose2D, integrate_constant_twist
+from teledora.operators.geometry import Pose2D, integrate_constant_twist
 
 
-class OdometryTimeError(ValueError):
+class OdometryTimeError(TeledoraError, ValueError):
     """Time went backwards between two odometry updates."""
 
 
@@ -22,8 +23,8 @@ class WheelOdometry:
         pose: Initial pose in the odom frame.
     """
 
-    def __init__(self, drive: OmniDrive | None = None, pose: Pose2D | None = None) -> None:
-        self.drive = drive or OmniDrive()
+    def __init__(self, drive: OmniDrive, pose: Pose2D | None = None) -> None:
+        self.drive = drive
         self.pose = pose or Pose2D()
         self.twist = BodyTwist(0.0, 0.0, 0.0)
         self.last_ns: int | None = None

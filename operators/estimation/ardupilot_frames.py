@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from teledora.operators.estimation.planar_ekf import wrap_angle
+from teledora.operators.geometry import wrap_angle
 
 EKF_ATTITUDE = 1
 EKF_VELOCITY_HORIZ = 2

@@ -26,7 +26,7 @@ Heartbeat and TIMESYNC requests go out periodically in every connected state.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping
 
 MAV_AUTOPILOT_INVALID = 8
@@ -64,16 +64,16 @@ class Step:
 class SessionConfig:
     """Timing of the session (s) and the streams to request (message id → period s)."""
 
-    heartbeat_timeout_s: float = 5.0
-    link_timeout_s: float = 3.0
-    reconnect_delay_s: float = 1.0
-    heartbeat_period_s: float = 1.0
-    timesync_period_s: float = 1.0
-    retry_period_s: float = 1.0
-    origin_wait_s: float = 1.0
-    set_origin: bool = True
-    stream_timeout_s: float = 2.0
-    streams: Mapping[int, float] = field(default_factory=dict)
+    heartbeat_timeout_s: float
+    link_timeout_s: float
+    reconnect_delay_s: float
+    heartbeat_period_s: float
+    timesync_period_s: float
+    retry_period_s: float
+    origin_wait_s: float
+    set_origin: bool
+    stream_timeout_s: float
+    streams: Mapping[int, float]
 
     def __post_init__(self) -> None:
         for name in ("heartbeat_timeout_s", "link_timeout_s", "heartbeat_period_s", "timesync_period_s",

@@ -24,8 +24,10 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from teledora.operators.errors import TeledoraError
 
-class FloorImageError(ValueError):
+
+class FloorImageError(TeledoraError, ValueError):
     """Bad camera/texture settings or frames that cannot be compared."""
 
 
@@ -42,12 +44,12 @@ class FloorCameraConfig:
         seed: Texture seed.
     """
 
-    image_size_px: int = 64
-    fov_rad: float = 0.733  # 42 degrees
-    texture_size_px: int = 1024
-    texture_resolution_m: float = 0.0005
-    texture_blur_px: float = 1.5
-    seed: int = 11
+    image_size_px: int
+    fov_rad: float
+    texture_size_px: int
+    texture_resolution_m: float
+    texture_blur_px: float
+    seed: int
 
     def __post_init__(self) -> None:
         if self.image_size_px < 8 or not 0.05 < self.fov_rad < 2.5:
@@ -116,7 +118,8 @@ class ImageFlowSensor:
     Args:
         camera: The floor renderer.
         offset_m: Sensor position in base_link (FLU); its z is the height above the floor.
-        orient_yaw_rad: Yaw of the sensor's axes from the body's.
+        orient_yaw_rad: Yaw of the sensor's axes from the body's, as FLOW_ORIENT_YAW (positive:
+            the sensor's x axis points to the right of the body's x axis).
     """
 
     def __init__(self, camera: FloorCamera, offset_m: tuple[float, float, float], orient_yaw_rad: float = 0.0):
@@ -131,7 +134,9 @@ class ImageFlowSensor:
         the first frame (nothing to compare with) or a repeated stamp."""
         rx, ry, h = self.offset_m
         c, s = math.cos(yaw_rad), math.sin(yaw_rad)
-        frame = self.camera.render(x_m + c * rx - s * ry, y_m + s * rx + c * ry, yaw_rad + self.orient_yaw_rad, h)
+        # orient_yaw_rad is FLOW_ORIENT_YAW: positive turns the sensor's x axis to the right of the
+        # body's (clockwise seen from above), so in the counter-clockwise world yaw it subtracts
+        frame = self.camera.render(x_m + c * rx - s * ry, y_m + s * rx + c * ry, yaw_rad - self.orient_yaw_rad, h)
         previous, previous_ns = self._previous, self._previous_ns
         if previous_ns is not None and stamp_ns <= previous_ns:
             return None

@@ -18,8 +18,14 @@ frame is FLU (+x forward, +y left, +z up):
 
 A reading is only usable when the sensor is within its focus range
 (``min_height_m`` to ``max_height_m``, about 10 cm for the AlohaMini2 sensor),
-its quality is at least ``min_quality`` and each rate is below ``max_rate_rad_s``
-(ArduPilot's EK3_MAX_FLOW).
+its quality is at least ``min_quality`` and EKF3 would take its rates. EKF3
+applies two rate tests to the corrected reading ``f`` (scalers and mounting
+yaw applied, the numbers OPTICAL_FLOW carries for an unrotated sensor): the
+magnitude ``|f|`` must be below a fixed 4.2 rad/s when the reading is
+buffered, and at fusion each axis of ``-f`` (EKF3 flips the sensor's sign) must
+be below EK3_MAX_FLOW (``max_rate_rad_s``). The second test is signed, so it
+bounds backward and rightward motion only; forward and leftward motion is
+bounded by the 4.2 rad/s magnitude.
 """
 
 from __future__ import annotations
@@ -31,12 +37,19 @@ from typing import Any, Mapping
 import numpy as np
 import numpy.typing as npt
 
+from teledora.operators.errors import TeledoraError
+from teledora.operators.config import config_from_mapping
 
-class FlowModelError(ValueError):
+
+EKF3_FLOW_MAGNITUDE_LIMIT_RAD_S = 4.2
+"""EKF3 buffers a flow reading only if its rate magnitude is below this (not a parameter)."""
+
+
+class FlowModelError(TeledoraError, ValueError):
     """A flow model configuration or argument is unusable."""
 
 
-class FlowReadingInvalid(ValueError):
+class FlowReadingInvalid(TeledoraError, ValueError):
     """A flow reading must not be fused (height, quality or rate out of range)."""
 
 
@@ -53,17 +66,18 @@ class FlowModelConfig:
         min_height_m: Lowest ground distance at which readings are trusted.
         max_height_m: Highest ground distance at which readings are trusted.
         min_quality: Lowest quality (0-255) accepted.
-        max_rate_rad_s: Largest flow rate magnitude accepted on either axis (EK3_MAX_FLOW).
+        max_rate_rad_s: EK3_MAX_FLOW: each axis of the sign-flipped corrected reading
+            must be below it (see the module docstring).
     """
 
-    offset_m: tuple[float, float, float] = (0.0, 0.0, 0.05)
-    orient_yaw_rad: float = 0.0
-    scaler_x_ppt: float = 0.0
-    scaler_y_ppt: float = 0.0
-    min_height_m: float = 0.02
-    max_height_m: float = 0.12
-    min_quality: int = 50
-    max_rate_rad_s: float = 2.5
+    offset_m: tuple[float, float, float]
+    orient_yaw_rad: float
+    scaler_x_ppt: float
+    scaler_y_ppt: float
+    min_height_m: float
+    max_height_m: float
+    min_quality: int
+    max_rate_rad_s: float
 
     def __post_init__(self) -> None:
         offset = tuple(float(v) for v in self.offset_m)
@@ -85,15 +99,7 @@ class FlowModelConfig:
     @classmethod
     def from_dict(cls, cfg: Mapping[str, Any]) -> "FlowModelConfig":
         """Builds a config from the ``flow_sensor`` section of estimation.yaml."""
-        known = {"offset_m", "orient_yaw_rad", "scaler_x_ppt", "scaler_y_ppt", "min_height_m",
-                 "max_height_m", "min_quality", "max_rate_rad_s"}
-        unknown = sorted(set(cfg) - known)
-        if unknown:
-            raise FlowModelError(f"unknown flow sensor settings {unknown}; known: {sorted(known)}")
-        kwargs = dict(cfg)
-        if "offset_m" in kwargs:
-            kwargs["offset_m"] = tuple(kwargs["offset_m"])
-        return cls(**kwargs)
+        return config_from_mapping(cls, cfg, "flow_sensor", FlowModelError)
 
     def without_offset(self) -> "FlowModelConfig":
         """The same sensor with its planar mounting offset forgotten (a missing FLOW_POS_X/Y)."""
@@ -169,7 +175,14 @@ class FlowModel:
 
     # -- validity ------------------------------------------------------------------------------
     def check_reading(self, flow: npt.ArrayLike, quality: int, height_m: float) -> None:
-        """Raises FlowReadingInvalid with the reason when a reading must not be fused."""
+        """Raises FlowReadingInvalid with the reason when a reading must not be fused.
+
+        Args:
+            flow: Corrected reading (body axes, ArduPilot's sign convention), as
+                :meth:`corrected_flow` returns it.
+            quality: Reported quality (0-255).
+            height_m: Reported ground distance.
+        """
         cfg = self.config
         if not (math.isfinite(height_m) and cfg.min_height_m <= height_m <= cfg.max_height_m):
             raise FlowReadingInvalid(
@@ -180,10 +193,17 @@ class FlowModel:
         f = np.asarray(flow, dtype=float)
         if not np.all(np.isfinite(f)):
             raise FlowReadingInvalid("flow rate is not finite")
-        if np.max(np.abs(f)) > cfg.max_rate_rad_s:
+        magnitude = math.hypot(float(f[0]), float(f[1]))
+        if not magnitude < EKF3_FLOW_MAGNITUDE_LIMIT_RAD_S:
             raise FlowReadingInvalid(
-                f"flow rate {np.max(np.abs(f)):.2f} rad/s above the {cfg.max_rate_rad_s:.2f} rad/s limit"
+                f"flow rate magnitude {magnitude:.2f} rad/s not below EKF3's {EKF3_FLOW_MAGNITUDE_LIMIT_RAD_S} rad/s"
             )
+        for axis, value in zip("xy", f):
+            if not -value < cfg.max_rate_rad_s:
+                raise FlowReadingInvalid(
+                    f"flow_{axis} {value:.2f} rad/s: -flow_{axis} not below the {cfg.max_rate_rad_s:.2f} rad/s "
+                    "limit (EK3_MAX_FLOW)"
+                )
 
     def is_valid(self, flow: npt.ArrayLike, quality: int, height_m: float) -> bool:
         """True when :meth:`check_reading` would accept the reading."""
@@ -193,6 +213,19 @@ class FlowModel:
             return False
         return True
 
-    def max_speed_m_s(self, height_m: float) -> float:
-        """Fastest straight-line speed whose flow stays under ``max_rate_rad_s`` at this height."""
-        return self.config.max_rate_rad_s * height_m
+    def max_speed_m_s(self, height_m: float, direction_rad: float = 0.0) -> float:
+        """Speed bound of a pure translation whose readings EKF3 still fuses at this height.
+
+        Args:
+            height_m: Sensor height above the floor.
+            direction_rad: Direction of travel in base_link (0 forward, pi/2 left).
+
+        Returns:
+            The supremum of accepted speeds (readings at exactly this speed are rejected).
+        """
+        # translation at speed v along direction a: flow = (v sin a, v cos a) / h
+        bound = EKF3_FLOW_MAGNITUDE_LIMIT_RAD_S
+        for component in (math.sin(direction_rad), math.cos(direction_rad)):
+            if component < 0.0:
+                bound = min(bound, self.config.max_rate_rad_s / -component)
+        return bound * height_m

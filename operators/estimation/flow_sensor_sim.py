@@ -6,6 +6,12 @@ collapses when the sensor loses track (random dropouts, rates past saturation),
 the ground distance from the mount height, and a gyro with noise and bias. The
 flow is averaged over the integration interval, as a real sensor integrates
 between reports. A seeded generator makes every run reproducible.
+
+Latency (``delay_ms``, like ArduPilot SITL's SIM_FLOW_DELAY): a report made at
+host time ``t`` describes the motion up to ``t - delay``; it averages the
+ground-truth samples stamped in ``(t_prev - delay, t - delay]``, where ``t_prev``
+is the previous report. The gyro stands for the autopilot's IMU and is not
+delayed.
 """
 
 from __future__ import annotations
@@ -16,11 +22,21 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from teledora.operators.errors import ConfigError, TeledoraError
+from teledora.operators.config import config_from_mapping
+from teledora.operators.estimation.delay_line import DelayLine, DelayLineError
 from teledora.operators.estimation.flow_model import FlowModel
 
 
-class FlowSimConfigError(ValueError):
+class FlowSimConfigError(ConfigError):
     """A flow-sensor simulation setting is unusable."""
+
+
+class FlowSimNotReady(TeledoraError, ValueError):
+    """No ground truth is old enough yet to make a report (none received, or all inside the delay)."""
+
+
+MAX_DELAY_MS = 1000.0
 
 
 @dataclass(frozen=True)
@@ -37,20 +53,22 @@ class FlowSimConfig:
         saturation_rad_s: Flow rate beyond which the sensor loses track.
         gyro_noise_rad_s: Std of white noise on each gyro axis.
         gyro_bias_rad_s: Constant yaw-rate bias of the gyro.
+        delay_ms: Report latency: a report describes the motion this long before it is made.
         seed: Random seed.
     """
 
-    flow_noise_rad_s: float = 0.02
-    gain_x: float = 1.0
-    gain_y: float = 1.0
-    height_noise_m: float = 0.001
-    quality_nominal: int = 200
-    quality_lost: int = 0
-    dropout_probability: float = 0.01
-    saturation_rad_s: float = 4.0
-    gyro_noise_rad_s: float = 0.003
-    gyro_bias_rad_s: float = 0.0
-    seed: int = 7
+    flow_noise_rad_s: float
+    gain_x: float
+    gain_y: float
+    height_noise_m: float
+    quality_nominal: int
+    quality_lost: int
+    dropout_probability: float
+    saturation_rad_s: float
+    gyro_noise_rad_s: float
+    gyro_bias_rad_s: float
+    delay_ms: float
+    seed: int
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -61,6 +79,8 @@ class FlowSimConfig:
             raise FlowSimConfigError(f"dropout_probability must be within 0..1, got {self.dropout_probability}")
         if self.gain_x <= 0.0 or self.gain_y <= 0.0:
             raise FlowSimConfigError("gain_x and gain_y must be > 0")
+        if not 0.0 <= self.delay_ms <= MAX_DELAY_MS:
+            raise FlowSimConfigError(f"delay_ms must be within 0..{MAX_DELAY_MS:g}, got {self.delay_ms}")
         for name in ("quality_nominal", "quality_lost"):
             if not 0 <= getattr(self, name) <= 255:
                 raise FlowSimConfigError(f"{name} must be within 0..255")
@@ -68,11 +88,7 @@ class FlowSimConfig:
     @classmethod
     def from_dict(cls, cfg: Mapping[str, Any]) -> "FlowSimConfig":
         """Builds a config from the ``flow_sim`` section of estimation.yaml."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(cfg) - known)
-        if unknown:
-            raise FlowSimConfigError(f"unknown flow_sim settings {unknown}; known: {sorted(known)}")
-        return cls(**dict(cfg))
+        return config_from_mapping(cls, cfg, "flow_sim", FlowSimConfigError)
 
 
 @dataclass(frozen=True)
@@ -99,35 +115,43 @@ class FlowSensorSim:
         self.model = model
         self.config = config
         self._rng = np.random.default_rng(config.seed)
-        self._sum = np.zeros(3)
-        self._count = 0
+        self._truth: DelayLine[np.ndarray] = DelayLine(round(config.delay_ms * 1e6))
         self._last_twist: np.ndarray | None = None
         self._last_read_ns: int | None = None
         self.dropouts = 0
 
-    def add_truth(self, vx: float, vy: float, wz: float) -> None:
-        """Records one ground-truth body twist sample (m/s, m/s, rad/s)."""
-        twist = np.array([vx, vy, wz], dtype=float)
-        self._sum += twist
-        self._count += 1
-        self._last_twist = twist
+    def add_truth(self, stamp_ns: int, vx: float, vy: float, wz: float) -> None:
+        """Records the ground-truth body twist (m/s, m/s, rad/s) at instant ``stamp_ns``.
+
+        Raises:
+            FlowSimConfigError: the sample is older than one already recorded.
+        """
+        try:
+            self._truth.push(int(stamp_ns), np.array([vx, vy, wz], dtype=float))
+        except DelayLineError as exc:
+            raise FlowSimConfigError(str(exc)) from None
+        self._last_twist = np.array([vx, vy, wz], dtype=float)
 
     @property
     def has_truth(self) -> bool:
         """True once any ground truth arrived."""
         return self._last_twist is not None
 
+    def ready(self, stamp_ns: int) -> bool:
+        """True when a report at ``stamp_ns`` has ground truth to describe (older than the delay)."""
+        return self._truth.has_output(int(stamp_ns))
+
     def read_flow(self, stamp_ns: int) -> FlowReading:
-        """The report at ``stamp_ns``: the twist averaged since the previous report.
+        """The report made at ``stamp_ns``: the twist averaged over the samples that came out of
+        the delay since the previous report (the last one held when none did).
 
         Raises:
-            FlowSimConfigError: no ground truth has been received yet.
+            FlowSimNotReady: no ground truth is older than the delay yet.
         """
-        if self._last_twist is None:
-            raise FlowSimConfigError("no ground truth yet")
-        twist = self._sum / self._count if self._count else self._last_twist
-        self._sum[:] = 0.0
-        self._count = 0
+        released = self._truth.release(int(stamp_ns))
+        if self._truth.latest is None:
+            raise FlowSimNotReady("no ground truth older than the report delay yet")
+        twist = np.mean([v for _, v in released], axis=0) if released else self._truth.latest[1]
         dt = 0.0 if self._last_read_ns is None else max(0.0, (stamp_ns - self._last_read_ns) * 1e-9)
         self._last_read_ns = int(stamp_ns)
         c = self.config

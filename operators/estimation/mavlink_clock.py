@@ -16,8 +16,10 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+from teledora.operators.errors import TeledoraError
 
-class ClockNotSynced(RuntimeError):
+
+class ClockNotSynced(TeledoraError, RuntimeError):
     """No TIMESYNC exchange has completed yet: autopilot time cannot be mapped."""
 
 

@@ -29,24 +29,22 @@ from typing import Any, Mapping
 import numpy as np
 import numpy.typing as npt
 
+from teledora.operators.errors import ConfigError, TeledoraError
+from teledora.operators.config import config_from_mapping
 from teledora.operators.estimation.flow_model import FlowModel
+from teledora.operators.geometry import wrap_angle
 
 STATE_NAMES = ("x", "y", "yaw", "vx", "vy", "wz", "gyro_bias")
 _X, _Y, _YAW, _VX, _VY, _WZ, _BG = range(7)
 _N = 7
 
 
-class EkfConfigError(ValueError):
+class EkfConfigError(ConfigError):
     """An EKF configuration value is unusable."""
 
 
-class MeasurementRejected(ValueError):
+class MeasurementRejected(TeledoraError, ValueError):
     """A measurement failed the innovation gate (an outlier) and was not fused."""
-
-
-def wrap_angle(a: float) -> float:
-    """Angle wrapped into [-pi, pi)."""
-    return (a + math.pi) % (2.0 * math.pi) - math.pi
 
 
 @dataclass(frozen=True)
@@ -76,23 +74,23 @@ class EkfConfig:
             the velocity uncertainty reset) — a stalled input must not fling the pose.
     """
 
-    accel_noise_m_s2: float = 0.5
-    yaw_accel_noise_rad_s2: float = 1.0
-    position_noise_m: float = 0.001
-    gyro_bias_noise_rad_s: float = 0.0001
-    flow_noise_rad_s: float = 0.05
-    gyro_noise_rad_s: float = 0.005
-    odom_velocity_noise_m_s: float = 0.05
-    odom_yaw_rate_noise_rad_s: float = 0.05
-    initial_position_std_m: float = 0.001
-    initial_yaw_std_rad: float = 0.001
-    initial_velocity_std_m_s: float = 0.1
-    initial_yaw_rate_std_rad_s: float = 0.1
-    initial_gyro_bias_std_rad_s: float = 0.005
-    gate_chi2: float = 25.0
-    max_gated_in_row: int = 10
-    max_step_s: float = 0.02
-    max_gap_s: float = 1.0
+    accel_noise_m_s2: float
+    yaw_accel_noise_rad_s2: float
+    position_noise_m: float
+    gyro_bias_noise_rad_s: float
+    flow_noise_rad_s: float
+    gyro_noise_rad_s: float
+    odom_velocity_noise_m_s: float
+    odom_yaw_rate_noise_rad_s: float
+    initial_position_std_m: float
+    initial_yaw_std_rad: float
+    initial_velocity_std_m_s: float
+    initial_yaw_rate_std_rad_s: float
+    initial_gyro_bias_std_rad_s: float
+    gate_chi2: float
+    max_gated_in_row: int
+    max_step_s: float
+    max_gap_s: float
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -107,11 +105,7 @@ class EkfConfig:
     @classmethod
     def from_dict(cls, cfg: Mapping[str, Any]) -> "EkfConfig":
         """Builds a config from the ``ekf`` section of estimation.yaml."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(cfg) - known)
-        if unknown:
-            raise EkfConfigError(f"unknown EKF settings {unknown}; known: {sorted(known)}")
-        return cls(**{k: float(v) for k, v in cfg.items()})
+        return config_from_mapping(cls, cfg, "ekf", EkfConfigError)
 
 
 class PlanarEkf:

@@ -22,13 +22,14 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from teledora.operators.geometry.rotations import matrix_to_quat_xyzw
+from teledora.operators.errors import TeledoraError
 from teledora.operators.estimation.trajectory_association import Trajectory
+from teledora.operators.geometry import matrix_to_quat
 
 ALIGNMENTS: tuple[str, ...] = ("none", "origin", "se2", "se3", "sim3")
 
 
-class AlignmentError(ValueError):
+class AlignmentError(TeledoraError, ValueError):
     """An alignment cannot be computed (unknown method, too few or degenerate points)."""
 
 
@@ -49,7 +50,7 @@ class SimilarityTransform:
     def apply(self, trajectory: Trajectory) -> Trajectory:
         """The trajectory expressed in the truth frame."""
         pos = self.scale * trajectory.positions @ self.rotation.T + self.translation
-        quat = _left_multiply(matrix_to_quat_xyzw(self.rotation), trajectory.orientations)
+        quat = _left_multiply(matrix_to_quat(self.rotation), trajectory.orientations)
         return Trajectory(trajectory.stamps_ns, pos, quat)
 
     def as_dict(self) -> dict:

@@ -17,15 +17,17 @@ from typing import Callable, Literal
 import numpy as np
 import numpy.typing as npt
 
+from teledora.operators.errors import TeledoraError
+
 AssociationMethod = Literal["nearest", "interpolate"]
 ASSOCIATION_METHODS: tuple[str, ...] = ("nearest", "interpolate")
 
 
-class TrajectoryError(ValueError):
+class TrajectoryError(TeledoraError, ValueError):
     """A trajectory's arrays are inconsistent (shapes, ordering, non-finite values)."""
 
 
-class AssociationError(ValueError):
+class AssociationError(TeledoraError, ValueError):
     """Estimate and truth cannot be associated (no overlap, bad parameters)."""
 
 

@@ -12,6 +12,11 @@ estimate and sample i of the truth describe the same instant (see
   own frame at i, divided by the distance the truth travelled. A pure scale
   error s gives exactly |s − 1|; a constant offset or a global rotation gives 0.
 * Drift: final position error as a percentage of the truth's path length.
+
+Distances travelled by the truth follow
+:mod:`~teledora.operators.estimation.trajectory_distance` (samples decimated
+to ``min_step_m``), so the noise of a motion-capture truth does not count as
+travel; ``min_step_m = 0`` sums every raw step.
 """
 
 from __future__ import annotations
@@ -20,10 +25,13 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from teledora.operators.errors import TeledoraError
 from teledora.operators.estimation.trajectory_association import Trajectory
+from teledora.operators.estimation.trajectory_distance import DEFAULT_MIN_STEP_M, cumulative_distance
+from teledora.operators.geometry import wrap_angle
 
 
-class MetricError(ValueError):
+class MetricError(TeledoraError, ValueError):
     """A metric cannot be computed from the given trajectories."""
 
 
@@ -64,11 +72,6 @@ def _check_pair(estimate: Trajectory, truth: Trajectory, dims: int) -> None:
         raise MetricError(f"trajectories must be associated (equal length), got {len(estimate)} and {len(truth)}")
 
 
-def wrap_angles(a: np.ndarray) -> np.ndarray:
-    """Angles wrapped to [−π, π)."""
-    return (np.asarray(a, dtype=float) + np.pi) % (2 * np.pi) - np.pi
-
-
 def position_errors(estimate: Trajectory, truth: Trajectory, dims: int = 2) -> np.ndarray:
     """Per-sample absolute position error (m)."""
     _check_pair(estimate, truth, dims)
@@ -78,15 +81,12 @@ def position_errors(estimate: Trajectory, truth: Trajectory, dims: int = 2) -> n
 def yaw_errors(estimate: Trajectory, truth: Trajectory) -> np.ndarray:
     """Per-sample signed heading error ``wrap(yaw_est − yaw_truth)`` (rad)."""
     _check_pair(estimate, truth, 2)
-    return wrap_angles(estimate.yaw - truth.yaw)
+    return wrap_angle(estimate.yaw - truth.yaw)
 
 
-def path_length(trajectory: Trajectory, dims: int = 2) -> np.ndarray:
-    """Cumulative distance travelled at each sample (m), starting at 0."""
-    if len(trajectory) == 0:
-        return np.zeros(0)
-    steps = np.linalg.norm(np.diff(trajectory.positions[:, :dims], axis=0), axis=1)
-    return np.concatenate([[0.0], np.cumsum(steps)])
+def path_length(trajectory: Trajectory, dims: int = 2, min_step_m: float = DEFAULT_MIN_STEP_M) -> np.ndarray:
+    """Cumulative distance travelled at each sample (m), starting at 0 (noise not counted)."""
+    return cumulative_distance(trajectory, dims, min_step_m)
 
 
 def _rotations(trajectory: Trajectory, dims: int) -> np.ndarray:
@@ -114,8 +114,12 @@ class RelativeErrors:
     start_index: np.ndarray
 
 
-def relative_errors(estimate: Trajectory, truth: Trajectory, delta_m: float = 1.0, dims: int = 2) -> RelativeErrors:
+def relative_errors(estimate: Trajectory, truth: Trajectory, delta_m: float = 1.0, dims: int = 2,
+                    min_step_m: float = DEFAULT_MIN_STEP_M, truth_distance: np.ndarray | None = None) -> RelativeErrors:
     """Relative pose errors per metre over windows of ``delta_m`` truth travel.
+
+    ``truth_distance`` (the truth's :func:`path_length`, when the caller has it)
+    saves computing it again.
 
     Raises:
         MetricError: non-positive ``delta_m`` or unpaired trajectories.
@@ -123,7 +127,9 @@ def relative_errors(estimate: Trajectory, truth: Trajectory, delta_m: float = 1.
     _check_pair(estimate, truth, dims)
     if not delta_m > 0:
         raise MetricError(f"delta_m must be positive, got {delta_m}")
-    dist = path_length(truth, dims)
+    dist = path_length(truth, dims, min_step_m) if truth_distance is None else truth_distance
+    if len(dist) != len(truth):
+        raise MetricError(f"truth_distance has {len(dist)} values for {len(truth)} samples")
     if len(dist) == 0:
         return RelativeErrors(delta_m, np.zeros(0), np.zeros(0), np.zeros(0, dtype=int))
     j = np.searchsorted(dist, dist + delta_m - 1e-12, side="left")
@@ -135,9 +141,9 @@ def relative_errors(estimate: Trajectory, truth: Trajectory, delta_m: float = 1.
     d_e = np.einsum("nji,nj->ni", r_e[i], p_e[j] - p_e[i])
     d_t = np.einsum("nji,nj->ni", r_t[i], p_t[j] - p_t[i])
     trans = np.linalg.norm(d_e - d_t, axis=1) / travelled
-    dyaw_e = wrap_angles(estimate.yaw[j] - estimate.yaw[i])
-    dyaw_t = wrap_angles(truth.yaw[j] - truth.yaw[i])
-    yaw = np.abs(wrap_angles(dyaw_e - dyaw_t)) / travelled
+    dyaw_e = wrap_angle(estimate.yaw[j] - estimate.yaw[i])
+    dyaw_t = wrap_angle(truth.yaw[j] - truth.yaw[i])
+    yaw = np.abs(wrap_angle(dyaw_e - dyaw_t)) / travelled
     return RelativeErrors(delta_m, trans, yaw, i)
 
 
@@ -151,8 +157,13 @@ class Drift:
     final_yaw_error_rad: float
 
 
-def drift(estimate: Trajectory, truth: Trajectory, dims: int = 2) -> Drift:
+def drift(estimate: Trajectory, truth: Trajectory, dims: int = 2, min_step_m: float = DEFAULT_MIN_STEP_M,
+          truth_distance: np.ndarray | None = None) -> Drift:
     """Final position error as a percentage of the truth's path length.
+
+    The error is taken as the trajectories stand: anchor or align the estimate
+    first (an estimate fitted to the whole truth spreads its drift over the
+    run and understates it).
 
     ``percent_of_distance`` is NaN when the truth did not move.
     """
@@ -160,7 +171,7 @@ def drift(estimate: Trajectory, truth: Trajectory, dims: int = 2) -> Drift:
     if len(truth) == 0:
         raise MetricError("drift needs at least one associated sample")
     final = float(np.linalg.norm(estimate.positions[-1, :dims] - truth.positions[-1, :dims]))
-    length = float(path_length(truth, dims)[-1])
+    length = float((path_length(truth, dims, min_step_m) if truth_distance is None else truth_distance)[-1])
     percent = 100.0 * final / length if length > 0 else float("nan")
-    final_yaw = float(wrap_angles(estimate.yaw[-1] - truth.yaw[-1]))
+    final_yaw = float(wrap_angle(estimate.yaw[-1] - truth.yaw[-1]))
     return Drift(final, length, percent, final_yaw)

@@ -11,26 +11,24 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from teledora.operators.errors import TeledoraError
+from teledora.operators.geometry.angles import wrap_angle
+
 # Below this |yaw increment| (rad) the series forms of sin(t)/t and (1-cos t)/t are used.
 _SERIES_THRESHOLD_RAD = 1e-4
 
 
-class Se2InputError(ValueError):
+class Se2InputError(TeledoraError, ValueError):
     """A pose, twist or time step that cannot be integrated (NaN, Inf, negative dt)."""
 
 
 @dataclass(frozen=True)
 class Pose2D:
-    """Planar pose of the base in the odom frame (x, y in m, yaw in rad, CCW)."""
+    """A planar pose: x, y (m) and yaw (rad, CCW about +z), e.g. the base in the odom frame."""
 
     x: float = 0.0
     y: float = 0.0
     yaw: float = 0.0
-
-
-def wrap_angle(angle_rad: float) -> float:
-    """Wraps an angle to [-pi, pi)."""
-    return (angle_rad + math.pi) % (2.0 * math.pi) - math.pi
 
 
 def _sinc_and_cosc(theta: float) -> tuple[float, float]:

@@ -26,8 +26,10 @@ from typing import Sequence
 import mujoco
 import numpy as np
 
+from teledora.operators.errors import ConfigError
 
-class CollisionPairError(ValueError):
+
+class CollisionPairError(ConfigError):
     """A collision set-up names something the model does not have, or leaves no pair."""
 
 

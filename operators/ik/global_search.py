@@ -31,13 +31,14 @@ from typing import TYPE_CHECKING, Any, Mapping
 import mujoco
 import numpy as np
 
-from teledora.operators.geometry.rotations import quat_angle_xyzw, quat_to_matrix_xyzw
-from teledora.operators.ik.ik_tasks import GripTarget
+from teledora.operators.config import config_from_mapping
+from teledora.operators.errors import ConfigError
+from teledora.operators.geometry import Pose, quat_angle, quat_to_matrix
+from teledora.operators.model.sides import SIDES
 
 if TYPE_CHECKING:  # the solver builds the search; no import cycle at run time
     from teledora.operators.ik.ik_solver import BimanualIk
 
-SIDES = ("left", "right")
 # an arm posture mirrored across the sagittal plane: pan, wrist yaw and wrist roll change sign
 MIRROR = np.array([-1.0, 1.0, 1.0, 1.0, -1.0, -1.0])
 STILL_M, STILL_RAD = 0.005, 0.05  # a target that moves more than this is followed, not stalled on
@@ -47,7 +48,7 @@ PATH_STEP_RAD = 0.1  # a route is checked at points this far apart (largest join
 PATH_SAMPLES_PER_ITERATION = 4  # route points checked per search iteration
 
 
-class GlobalSearchConfigError(ValueError):
+class GlobalSearchConfigError(ConfigError):
     """The ``global_search`` section of ik.yaml is missing a key or holds a bad value."""
 
 
@@ -73,47 +74,28 @@ class GlobalSearchConfig:
     goal_change_rad: float
     rng_seed: int
 
-    @classmethod
-    def from_mapping(cls, data: Mapping[str, Any]) -> "GlobalSearchConfig":
-        try:
-            cfg = cls(
-                enabled=bool(data["enabled"]),
-                far_position_m=float(data["far_position_m"]),
-                far_orientation_rad=float(data["far_orientation_rad"]),
-                stall_ticks=int(data["stall_ticks"]),
-                stall_min_position_m=float(data["stall_min_position_m"]),
-                stall_min_orientation_rad=float(data["stall_min_orientation_rad"]),
-                iterations_per_tick=int(data["iterations_per_tick"]),
-                max_iterations_per_seed=int(data["max_iterations_per_seed"]),
-                random_seeds=int(data["random_seeds"]),
-                max_rounds=int(data["max_rounds"]),
-                step_s=float(data["step_s"]),
-                position_tolerance_m=float(data["position_tolerance_m"]),
-                orientation_tolerance_rad=float(data["orientation_tolerance_rad"]),
-                goal_reached_rad=float(data["goal_reached_rad"]),
-                goal_change_m=float(data["goal_change_m"]),
-                goal_change_rad=float(data["goal_change_rad"]),
-                rng_seed=int(data["rng_seed"]),
-            )
-        except KeyError as exc:
-            raise GlobalSearchConfigError(f"global_search: missing key {exc}") from None
+    def __post_init__(self) -> None:
         positive = ("far_position_m", "far_orientation_rad", "stall_ticks", "stall_min_position_m",
                     "stall_min_orientation_rad", "iterations_per_tick",
                     "max_iterations_per_seed", "max_rounds", "step_s", "position_tolerance_m",
                     "orientation_tolerance_rad", "goal_reached_rad", "goal_change_m", "goal_change_rad")
         for name in positive:
-            if not getattr(cfg, name) > 0:
-                raise GlobalSearchConfigError(f"global_search: {name} must be > 0")
-        if cfg.random_seeds < 0:
-            raise GlobalSearchConfigError("global_search: random_seeds must be >= 0")
-        return cfg
+            if not getattr(self, name) > 0:
+                raise GlobalSearchConfigError(f"{name} must be > 0")
+        if self.random_seeds < 0:
+            raise GlobalSearchConfigError("random_seeds must be >= 0")
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> "GlobalSearchConfig":
+        """The ``global_search`` section, checked."""
+        return config_from_mapping(cls, data, "global_search", GlobalSearchConfigError)
 
 
 @dataclass
 class _Search:
     """One arm's multi-start search for one goal."""
 
-    goal: GripTarget
+    goal: Pose
     seeds_done: int = 0
     candidates: list = field(default_factory=list)  # (pose error, joints) of the samples drawn for the next seed
     q: np.ndarray | None = None  # the search solver's 12 arm joints for the seed being solved
@@ -141,22 +123,22 @@ class _Arm:
     route: list[np.ndarray] = field(default_factory=list)  # waypoints after goal_q
     goal_best: float = np.inf
     goal_since_best: int = 0
-    still_goal: GripTarget | None = None  # the target since it last moved
+    still_goal: Pose | None = None  # the target since it last moved
 
 
 def _quat_matrix(q_xyzw: np.ndarray) -> np.ndarray:
-    return np.asarray(quat_to_matrix_xyzw(q_xyzw), dtype=float)
+    return np.asarray(quat_to_matrix(q_xyzw), dtype=float)
 
 
-def _goal_delta(a: GripTarget, b: GripTarget) -> tuple[float, float]:
+def _goal_delta(a: Pose, b: Pose) -> tuple[float, float]:
     """Position and rotation (rad) between two targets (unit quaternions)."""
     dot = min(1.0, abs(float(a.orientation @ b.orientation)))
     dx, dy, dz = a.position - b.position
     return math.sqrt(dx * dx + dy * dy + dz * dz), 2.0 * math.acos(dot)
 
 
-def _pose_error(pose: GripTarget, goal: GripTarget) -> tuple[float, float]:
-    return float(np.linalg.norm(pose.position - goal.position)), float(quat_angle_xyzw(pose.orientation, goal.orientation))
+def _pose_error(pose: Pose, goal: Pose) -> tuple[float, float]:
+    return float(np.linalg.norm(pose.position - goal.position)), float(quat_angle(pose.orientation, goal.orientation))
 
 
 class GlobalFallback:
@@ -194,13 +176,14 @@ class GlobalFallback:
         self.iterations = 0
         self._turn = 0
 
-    def clear(self) -> None:
-        """Forgets every search and goal (the reference was restarted)."""
-        self.arms = {s: _Arm() for s in SIDES}
+    def clear(self, side: str | None = None) -> None:
+        """Forgets every search and goal (the reference was restarted), or one arm's."""
+        for s in SIDES if side is None else (side,):
+            self.arms[s] = _Arm()
 
     # -- per tick --------------------------------------------------------------
 
-    def plan(self, goals: Mapping[str, GripTarget | None]) -> dict[str, np.ndarray]:
+    def plan(self, goals: Mapping[str, Pose | None]) -> dict[str, np.ndarray]:
         """Before a tick: the joint goals of arms in goal mode (side -> 6 joints)."""
         out = {}
         for side in SIDES:
@@ -244,7 +227,7 @@ class GlobalFallback:
                 out[side] = arm.goal_q
         return out
 
-    def _grip_error(self, side: str, goal: GripTarget) -> tuple[float, float]:
+    def _grip_error(self, side: str, goal: Pose) -> tuple[float, float]:
         """The tick solver's grip against ``goal``: position (m) and rotation (rad),
         read straight from the kinematics (no quaternion round trip)."""
         data, site = self.ik.configuration.data, self._grip_site[side]
@@ -297,7 +280,7 @@ class GlobalFallback:
         return arm.search is not None and not arm.search.exhausted and arm.goal_q is None and (
             not arm.search.solutions or arm.search.active or arm.search.path is not None)
 
-    def _goal_changed(self, old: GripTarget, new: GripTarget) -> bool:
+    def _goal_changed(self, old: Pose, new: Pose) -> bool:
         pos, ori = _goal_delta(old, new)
         return pos > self.config.goal_change_m or ori > self.config.goal_change_rad
 

@@ -31,12 +31,14 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from teledora.operators.config import config_from_mapping
 from teledora.operators.ik.grip_kinematics import GripKinematics
 from teledora.operators.ik.ik_settings import IkConfigError
-from teledora.operators.ik.ik_solver import SIDES, BimanualIk, GripTarget, TickResult
+from teledora.operators.ik.ik_solver import BimanualIk, TickResult
 from teledora.operators.contract.messages import MessageError, require_joint_names
 from teledora.operators.model.robot_profile import RobotProfile
-from teledora.operators.geometry.rotations import matrix_to_quat_xyzw
+from teledora.operators.geometry import Pose, matrix_to_quat
+from teledora.operators.model.sides import SIDES
 from teledora.operators.ik.workspace_limits import CartesianSpeedLimiter, WorkspaceConfig, WorkspaceLimits
 
 
@@ -56,20 +58,18 @@ class IkNodeConfig:
     home_angular_speed_rad_s: float
     home_timeout_s: float
 
+    def __post_init__(self) -> None:
+        if not self.min_solve_spacing_s > 0:
+            raise IkConfigError("min_solve_spacing_s must be > 0")
+        if not (self.home_tolerance_rad > 0 and self.home_linear_speed_m_s > 0 and self.home_angular_speed_rad_s > 0
+                and self.home_timeout_s > 0):
+            raise IkConfigError("home_tolerance_rad, home_linear_speed_m_s, home_angular_speed_rad_s and "
+                                "home_timeout_s must be > 0")
+
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> "IkNodeConfig":
-        cfg = cls(float(data["joint_state_timeout_s"]), float(data["target_timeout_s"]),
-                  float(data["diagnostics_period_s"]), float(data["min_solve_spacing_s"]),
-                  float(data["resync_threshold_rad"]),
-                  float(data["home_tolerance_rad"]), float(data["home_linear_speed_m_s"]),
-                  float(data["home_angular_speed_rad_s"]), float(data["home_timeout_s"]))
-        if not cfg.min_solve_spacing_s > 0:
-            raise IkConfigError("node: min_solve_spacing_s must be > 0")
-        if not (cfg.home_tolerance_rad > 0 and cfg.home_linear_speed_m_s > 0 and cfg.home_angular_speed_rad_s > 0
-                and cfg.home_timeout_s > 0):
-            raise IkConfigError("node: home_tolerance_rad, home_linear_speed_m_s, home_angular_speed_rad_s and "
-                                "home_timeout_s must be > 0")
-        return cfg
+        """The ``node`` section, checked."""
+        return config_from_mapping(cls, data, "node", IkConfigError)
 
 
 @dataclass
@@ -122,7 +122,7 @@ class IkLoop:
         self.home_limiters = {s: CartesianSpeedLimiter(home_caps) for s in SIDES}
         self.home_kinematics = GripKinematics(self.ik.model, self.profile)
         self.home_q = self.profile.home_q()
-        self.goals: dict[str, GripTarget | None] = {s: None for s in SIDES}
+        self.goals: dict[str, Pose | None] = {s: None for s in SIDES}
         self._lift_adr = int(self.ik.model.joint(self.profile.lift_joint).qposadr[0])
 
     # -- inputs ---------------------------------------------------------------
@@ -195,12 +195,12 @@ class IkLoop:
         self.homing_since_ns[side] = None
         self.arms[side].was_active = False
 
-    def home_grip_poses(self) -> dict[str, GripTarget]:
+    def home_grip_poses(self) -> dict[str, Pose]:
         """Grip poses of the home arm configuration at the IK's current lift."""
         height = self.profile.lift_joint_to_height(float(self.ik.configuration.q[self._lift_adr]))
         names = list(self.home_q)
         grips = self.home_kinematics.grips(names, [self.home_q[n] for n in names], height)
-        return {s: GripTarget.of(p, matrix_to_quat_xyzw(r)) for s, (p, r) in grips.items()}
+        return {s: Pose.of(p, matrix_to_quat(r)) for s, (p, r) in grips.items()}
 
     def _at_home(self, side: str) -> bool:
         q_ref = dict(zip(self.ik.arm_joint_names, self.ik.reference.q))
@@ -212,7 +212,7 @@ class IkLoop:
 
     # -- one solve ------------------------------------------------------------
 
-    def _arm_target(self, side: str, now_ns: int, dt: float) -> GripTarget | None:
+    def _arm_target(self, side: str, now_ns: int, dt: float) -> Pose | None:
         """This step's target for one arm (None: it holds); its unshaped goal
         is left in ``self.goals``."""
         self.goals[side] = None
@@ -221,7 +221,7 @@ class IkLoop:
             self.goals[side] = target
         return target
 
-    def _shaped_target(self, side: str, now_ns: int, dt: float) -> GripTarget | None:
+    def _shaped_target(self, side: str, now_ns: int, dt: float) -> Pose | None:
         arm = self.arms[side]
         if self.joint_stamp_ns is None or now_ns - self.joint_stamp_ns > self.config.joint_state_timeout_s * 1e9:
             arm.status = "stale_feedback"
@@ -267,15 +267,15 @@ class IkLoop:
         if not arm.was_active or not self.limiters[side].initialized:
             pose = self.ik.grip_pose(side)
             self.limiters[side].reset(pose.position, pose.orientation)
-        self.goals[side] = GripTarget.of(projected.position, t["orientation"])
+        self.goals[side] = Pose.of(projected.position, t["orientation"])
         shaped = self.limiters[side].step(projected.position, t["orientation"], dt, bool(t["slow"]))
         arm.rate_limited = shaped.rate_limited
         lo, hi = self.ik.gripper_range(side)
         self.gripper_ref[side] = float(np.clip(t["gripper"], lo, hi))
         arm.status = "ok"
-        return GripTarget.of(shaped.position, shaped.orientation)
+        return Pose.of(shaped.position, shaped.orientation)
 
-    def _home_target(self, side: str, dt: float) -> GripTarget:
+    def _home_target(self, side: str, dt: float) -> Pose:
         """This step's homing target: the home grip pose through the homing
         speed limiter (restarted from the current grip pose when homing began)."""
         arm = self.arms[side]
@@ -289,7 +289,7 @@ class IkLoop:
         arm.rate_limited = shaped.rate_limited
         arm.projection_m = 0.0
         arm.status = "homing"
-        return GripTarget.of(shaped.position, shaped.orientation)
+        return Pose.of(shaped.position, shaped.orientation)
 
     def solve(self, now_ns: int) -> dict[str, Any] | None:
         """One control step; the JointCommands dict to publish (None while waiting)."""
@@ -325,7 +325,7 @@ class IkLoop:
             q[pos[self.profile.arms[s].gripper]] = self.gripper_ref[s]
         return {"stamp_ns": int(now_ns), "names": self.names, "q_ref": q, "dq_ref": dq, "status": result.status}
 
-    def _resync_holding_arms(self, targets: Mapping[str, GripTarget | None], now_ns: int) -> None:
+    def _resync_holding_arms(self, targets: Mapping[str, Pose | None], now_ns: int) -> None:
         """A holding arm whose fresh measurement is far from its reference
         (moved by hand, sagged with torque off) restarts from the measurement,
         so enabling it again does not jump back."""
@@ -350,6 +350,9 @@ class IkLoop:
             "solves": self.ik.solves,
             "failed_solves": self.ik.failures,
             "guard_shortened": self.ik.guard_shortened,
+            # per arm and solve: goal followed / braked instead / plan kept; plans the guard refused
+            "reference_modes": dict(self.ik.reference.counts),
+            "plans_refused": self.ik.plans_refused,
             "resyncs": self.resyncs,
             "resets": self.resets,
             "global_search": self.ik.fallback.details() if self.ik.fallback is not None else {},

@@ -8,11 +8,23 @@ held arm) are frozen with equality constraints. Inequalities: joint range
 (configuration limit), arm speed caps, and clearance rows for every proxy pair
 the model's collision filter allows (:class:`ClearanceLimit`: a pair may close
 at most ``gain * (d - d_min)`` in one step — a distance on the displacement
-QP, where mink's stock limit puts ``gain * (d - d_min) / dt``). The QP step is
-then passed through the :class:`JointReference` guard (uniform speed scaling,
-acceleration cap, inward bounds) and an exact collision guard (the step is
-shortened until every proxy pair stays above ``guard_distance_m`` or stops
-closing), and the result becomes the solver's own reference configuration.
+QP, where mink's stock limit puts ``gain * (d - d_min) / dt``). The QP looks
+ahead by one tick plus a braking distance, so its step is a *goal* the
+reference can cruise towards at full speed and still stop at. The goal is
+passed through an exact collision guard (shortened until every proxy pair
+stays above ``guard_distance_m`` or stops closing) and the merit
+backtracking, then handed to
+the jerk-limited :class:`JointReference`, which moves towards it under the
+speed, acceleration and jerk caps. The path of the new plans passes the same
+guard every control period until it stops, or the arm brakes or keeps the plan
+it had; where the reference is after the tick becomes the solver's own
+reference configuration.
+
+When an arm's target is far, or its tracking stalls, a global multi-start
+search (:class:`GlobalFallback`) looks for joint configurations that reach
+it; the one it picks becomes that arm's joint-space goal for the QP (a
+posture term on that arm in place of its grip task), approached through the
+same caps, rows, guard and reference — never jumped to.
 
 The numbers come from ``models/alohamini2/ik.yaml``; nothing is hard-coded.
 """
@@ -28,24 +40,22 @@ import mujoco
 import numpy as np
 import numpy.typing as npt
 
-# Settings, model building and task terms live in their own modules; they stay
-# importable from here, where callers have always found them.
+from teledora.operators.errors import TeledoraError
 from teledora.operators.ik.clearance_limit import ClearanceLimit
 from teledora.operators.ik.collision_guard import CollisionGuard
 from teledora.operators.ik.collision_pairs import CollisionPairs, joint_levers_m
 from teledora.operators.ik.global_search import GlobalFallback
-from teledora.operators.ik.ik_model import build_ik_model
-from teledora.operators.ik.ik_settings import CollisionConfig, IkConfigError, IkSettings, SolverConfig
-from teledora.operators.ik.ik_tasks import GripTarget, MeritFrameTask, MeritPostureTask
-from teledora.operators.ik.joint_reference import JointReference, JointReferenceConfig
+from teledora.operators.ik.ik_settings import IkConfigError, IkSettings
+from teledora.operators.ik.ik_tasks import MeritFrameTask, MeritPostureTask, pose_to_se3
+from teledora.operators.ik.joint_reference import SAFER, JointReference
+from teledora.operators.geometry import Pose, matrix_to_quat
 from teledora.operators.model.robot_profile import RobotProfile
-from teledora.operators.geometry.rotations import matrix_to_quat_xyzw
+from teledora.operators.model.sides import SIDES
 
-SIDES = ("left", "right")
 GOAL_COST = 2.0  # posture cost (1/rad) pulling an arm to its global-search joint goal
 
 
-class IkSolveError(RuntimeError):
+class IkSolveError(TeledoraError, RuntimeError):
     """The QP found no solution (or a non-finite one); nothing was changed."""
 
 
@@ -53,9 +63,9 @@ class IkSolveError(RuntimeError):
 class TickResult:
     """What one IK tick did."""
 
-    status: str  # "ok", "hold" (no active arm) or "failed" (QP error; nothing changed)
+    status: str  # "ok", "hold" (no active arm) or "failed" (QP error; no new goal)
     q: np.ndarray  # arm joint reference after the tick (arm_joint_names order)
-    dq: np.ndarray  # feedforward velocity (zero on hold/failure)
+    dq: np.ndarray  # feedforward velocity (the reference's; zero once it has stopped)
     active: dict[str, bool] = field(default_factory=dict)
     step_fraction: float = 1.0  # < 1 when the collision guard shortened the step
     min_distance_m: float = float("inf")  # smallest proxy distance seen by the guard (capped near the guard distance)
@@ -70,7 +80,9 @@ class BimanualIk:
     Args:
         model: MuJoCo model (use :func:`build_ik_model`).
         profile: Robot profile (joint names, grip sites, home posture).
-        settings: Solver, collision and joint-reference settings.
+        settings: Solver, collision, joint-reference and global-search settings.
+        with_fallback: Build the global fallback when the settings enable it
+            (False for the fallback's own search solver).
     """
 
     def __init__(self, model: mujoco.MjModel, profile: RobotProfile, settings: IkSettings,
@@ -99,7 +111,7 @@ class BimanualIk:
         }
         self.posture_task = MeritPostureTask(model, cost=s.posture_cost)
         q0 = self.configuration.q.copy()
-        q0[self._lift_adr] = profile.lift_height_to_joint(profile.lift_travel_mm / 2000.0)
+        q0[self._lift_adr] = profile.lift_height_to_joint(profile.lift.travel_mm / 2000.0)
         for name, value in profile.home_q().items():
             if name in self._jid:
                 q0[model.jnt_qposadr[self._jid[name]]] = value
@@ -122,14 +134,21 @@ class BimanualIk:
 
         lower = np.array([model.jnt_range[self._jid[n]][0] for n in self.arm_joint_names])
         upper = np.array([model.jnt_range[self._jid[n]][1] for n in self.arm_joint_names])
-        self.reference = JointReference(self.arm_joint_names, lower, upper, settings.joint_reference)
+        groups = [self.joint_index(profile.arms[side].joints) for side in SIDES]  # one generator per arm
+        self.reference = JointReference(self.arm_joint_names, lower, upper, settings.joint_reference, groups)
         self.reference.reset(self.arm_q())
+        # The QP's step is the reference's goal, so it may reach one tick plus a
+        # braking distance ahead: at full speed the braking distance is
+        # max_speed * stopping_time / 2, i.e. max_speed * lookahead_s.
+        self.lookahead_s = settings.joint_reference.stopping_time_s() / 2.0
         self.solves = 0
         self.failures = 0
         self.guard_shortened = 0
         self.backtracked = 0
-        self.relaxed_solves = 0
-        # optional per-phase timing of tick(): a clock passed in by the caller
+        self.plans_refused = 0  # reference plans whose path failed the collision guard
+        self.relaxed_solves = 0  # QPs solved again with approach-only clearance rows
+        self._scratch = mujoco.MjData(model)  # kinematics for checking plan paths
+        # optional per-phase timing of tick(): a clock passed in by the caller (benchmarks)
         self.phase_clock: Callable[[], float] | None = None
         self.phase_times: dict[str, float] = {}
 
@@ -183,13 +202,16 @@ class BimanualIk:
             self.fallback.clear()
 
     def resync_arm(self, side: str, joint_q: Mapping[str, float]) -> None:
-        """Moves one arm's reference to measured values (the other arm keeps its
-        reference; the feedforward is cleared). Used when a holding arm has been
+        """Moves one arm's reference to measured values, at rest (the other arm
+        keeps its reference and its plan). Used when a holding arm has been
         moved away from its reference, e.g. with torque off."""
         q = self.reference.q
-        for j in self.profile.arms[side].joints:
-            q[self.arm_joint_names.index(j)] = float(joint_q[j])
-        self.reset(q)
+        index = self.joint_index(self.profile.arms[side].joints)
+        q[index] = [float(joint_q[j]) for j in self.profile.arms[side].joints]
+        self.reference.reset_joints(index, q)
+        self._set_q(self.reference.q)
+        if self.fallback is not None:
+            self.fallback.clear(side)
 
     def set_lift(self, lift_joint: float) -> None:
         """Moves the (frozen) lift joint of the reference configuration."""
@@ -204,11 +226,11 @@ class BimanualIk:
         target[self._qadr] = np.asarray(arm_q, dtype=float)
         self.posture_task.set_target(target)
 
-    def grip_pose(self, side: str) -> GripTarget:
+    def grip_pose(self, side: str) -> Pose:
         """The grip site's current pose in base_link."""
         sid = self.model.site(self.profile.arms[side].grip_site).id
         data = self.configuration.data
-        return GripTarget(data.site_xpos[sid].copy(), matrix_to_quat_xyzw(data.site_xmat[sid].reshape(3, 3)))
+        return Pose(data.site_xpos[sid].copy(), matrix_to_quat(data.site_xmat[sid].reshape(3, 3)))
 
     def min_proxy_distance(self, distmax: float = 1.0) -> float:
         """Smallest signed proxy distance of the reference configuration, capped at
@@ -228,7 +250,7 @@ class BimanualIk:
             self._freezers[active] = mink.DofFreezingTask(self.model, dof_indices=sorted(set(dofs)))
         return self._freezers[active]
 
-    def _set_targets(self, targets: Mapping[str, GripTarget | None],
+    def _set_targets(self, targets: Mapping[str, Pose | None],
                      joint_goals: Mapping[str, np.ndarray] | None = None) -> list[mink.Task]:
         tasks: list[mink.Task] = [self.posture_task]
         for side in SIDES:
@@ -241,7 +263,7 @@ class BimanualIk:
                 self.goal_tasks[side].set_target(q)
                 tasks.append(self.goal_tasks[side])
             else:
-                self.frame_tasks[side].set_target(target.se3())
+                self.frame_tasks[side].set_target(pose_to_se3(target))
                 tasks.append(self.frame_tasks[side])
         return tasks
 
@@ -271,7 +293,7 @@ class BimanualIk:
         self.backtracked += 1
         return q_from.copy()
 
-    def solve_velocity(self, targets: Mapping[str, GripTarget | None]) -> np.ndarray:
+    def solve_velocity(self, targets: Mapping[str, Pose | None]) -> np.ndarray:
         """The QP velocity (nv) for this tick; arms with a None target are frozen.
 
         Raises:
@@ -341,19 +363,20 @@ class BimanualIk:
 
         return self.guard.check(q_from, q_to, move)
 
-    def tick(self, targets: Mapping[str, GripTarget | None], dt: float | None = None,
-             goals: Mapping[str, GripTarget | None] | None = None) -> TickResult:
-        """Solves, integrates, guards and commits one control step.
+    def tick(self, targets: Mapping[str, Pose | None], dt: float | None = None,
+             goals: Mapping[str, Pose | None] | None = None) -> TickResult:
+        """Solves for a goal, guards it and advances the reference by one step.
 
         Args:
             targets: Per arm, a grip target or None (the arm holds).
             dt: Length of this step in seconds (default: the control period);
-                speed caps use it.
+                the reference advances by it along its jerk-limited plan.
             goals: Per arm, where the target is going (the requested pose before
                 any speed shaping; default: ``targets``): what the global
                 fallback searches for.
 
-        A failed QP or a hold changes nothing but clears the feedforward.
+        A hold or a failed QP sets no new goal: the reference keeps following
+        its plan (a moving arm brakes to its last goal within the caps).
         """
         dt = self.dt if dt is None else float(dt)
         if not dt > 0:
@@ -361,10 +384,10 @@ class BimanualIk:
         active = {side: targets.get(side) is not None for side in SIDES}
         q_prev = self.reference.q
         if not any(active.values()):
-            self.reference.hold()
             if self.fallback is not None:
                 self.fallback.plan({})
-            return TickResult("hold", q_prev, self.reference.dq, active, 1.0, float("nan"))
+            return self._coast("hold", dt, active)
+        horizon = dt + self.lookahead_s
         lap = self._lap
         t = lap(None, 0.0)
         joint_goals: dict[str, np.ndarray] = {}
@@ -375,28 +398,28 @@ class BimanualIk:
         t = lap("fallback plan", t)
         try:
             tasks = self._set_targets(targets, joint_goals)
-            v = self._solve(tasks, (active["left"], active["right"]), dt)
+            v = self._solve(tasks, (active["left"], active["right"]), horizon)
             merit0 = sum(t.last_merit for t in tasks)  # recorded while the QP was assembled
         except IkSolveError as exc:
             self.failures += 1
-            self.reference.hold()
             self._set_q(q_prev)
-            return TickResult("failed", q_prev, self.reference.dq, active, 0.0, float("nan"), str(exc))
+            result = self._coast("failed", dt, active, str(exc))
+            result.goal_mode = goal_mode
+            return result
         self.solves += 1
         t = lap("QP (assembly + DAQP)", t)
-        q_full = self.configuration.integrate(v, dt)
+        q_goal = self.reference.clamp(self.configuration.integrate(v, horizon)[self._qadr])
         t = lap("integrate", t)
-        q_proposed = self.reference.propose(q_full[self._qadr], dt)
-        t = lap("joint reference", t)
-        q_safe, fraction, dmin = self._guard(q_prev, q_proposed)
+        q_goal, fraction, dmin = self._guard(q_prev, q_goal)
         if fraction < 1.0:
             self.guard_shortened += 1
         t = lap("collision guard", t)
-        q_safe = self._backtrack(q_prev, q_safe, tasks, merit0)
-        self.reference.commit(q_safe, dt)
-        if not np.array_equal(self.reference.q, q_safe):
-            self._set_q(self.reference.q)
-        t = lap("backtracking + commit", t)
+        q_goal = self._backtrack(q_prev, q_goal, tasks, merit0)
+        t = lap("backtracking", t)
+        q_new = self._checked_proposal(q_prev, q_goal, dt)
+        t = lap("joint reference + path check", t)
+        self.reference.commit(q_new, dt)
+        self._set_q(q_new)
         arrived = {side: False for side in SIDES}
         if self.fallback is not None:
             arrived = self.fallback.after_tick(self.reference.q)
@@ -415,20 +438,77 @@ class BimanualIk:
             self.phase_times[phase] = self.phase_times.get(phase, 0.0) + (now - since)
         return now
 
-    def settle_step(self, targets: Mapping[str, GripTarget | None]) -> np.ndarray:
+    def _checked_proposal(self, q_prev: np.ndarray, q_goal: np.ndarray, dt: float) -> np.ndarray:
+        """Proposes ``q_goal`` to the reference and checks, with the collision
+        guard, the path its plans would take: the configuration commanded now,
+        then every control period until they stop. While that fails, an arm
+        steps down to a safer mode (follow the goal → brake now → keep its
+        current plan, whose path passed this check when it was accepted): one
+        arm at a time first, then both. Leaves the proposal pending and returns
+        the configuration after ``dt``."""
+        q_new = self.reference.propose(q_goal, dt)
+        if self.collision_pairs is None or self.settings.collision.guard_distance_m is None:
+            return q_new
+        modes = self.reference.pending_modes
+        while not self._path_is_safe(q_prev, self._checked_points(q_new)):
+            self.plans_refused += 1
+            safer = [SAFER[m] for m in modes]
+            if safer == modes:
+                break  # every arm keeps its plan: nothing else stays within the caps
+            singles = [modes[:k] + [safer[k]] + modes[k + 1:] for k in range(len(modes)) if safer[k] != modes[k]]
+            for trial in singles if len(singles) > 1 else []:
+                q_new = self.reference.propose(q_goal, dt, trial)
+                if self._path_is_safe(q_prev, self._checked_points(q_new)):
+                    return q_new
+            q_new = self.reference.propose(q_goal, dt, safer)
+            modes = self.reference.pending_modes
+        return q_new
+
+    def _checked_points(self, q_new: np.ndarray) -> np.ndarray:
+        """What the guard checks of a proposal: the path its plans take, from the
+        configuration commanded now, every control period, to where they stop."""
+        return self.reference.pending_path(self.dt)
+
+    def _path_is_safe(self, q_prev: np.ndarray, path: Sequence[np.ndarray]) -> bool:
+        """Every configuration of ``path`` passes the collision guard from q_prev
+        (kinematics on a scratch copy: the working configuration stays put)."""
+        scratch = self._scratch
+        scratch.qpos[:] = self.configuration.q
+
+        def move(q: np.ndarray) -> mujoco.MjData:
+            scratch.qpos[self._qadr] = q
+            mujoco.mj_kinematics(self.model, scratch)
+            return scratch
+
+        return all(self.guard.check(q_prev, q, move)[1] >= 1.0 for q in path)
+
+    def _coast(self, status: str, dt: float, active: dict[str, bool], error: str = "") -> TickResult:
+        """No new goal: the reference follows its current plans for ``dt``."""
+        self.reference.hold(dt)
+        self._set_q(self.reference.q)
+        return TickResult(status, self.reference.q, self.reference.dq, active, 1.0 if status == "hold" else 0.0,
+                          float("nan"), error)
+
+    def settle_step(self, targets: Mapping[str, Pose | None], dt: float | None = None) -> np.ndarray:
         """One unpaced step for offline planning: QP, integrate, collision guard;
         the reference jumps to the result (no speed/acceleration guard, which
         belongs to real-time streaming). Returns the joint displacement taken.
 
+        Args:
+            targets: Per arm, a grip target or None (the arm stays).
+            dt: Step length for the QP's speed rows (default: the control
+                period); a longer one lets a far sample settle in fewer steps.
+
         Raises:
             IkSolveError: the QP failed (the configuration is unchanged).
         """
+        dt = self.dt if dt is None else float(dt)
         q_prev = self.arm_q()
         tasks = self._set_targets(targets)
-        v = self._solve(tasks, tuple(targets.get(side) is not None for side in SIDES))
+        v = self._solve(tasks, tuple(targets.get(side) is not None for side in SIDES), dt)
         merit0 = sum(t.last_merit for t in tasks)
         self.solves += 1
-        q_new = self.reference.clamp(self.configuration.integrate(v, self.dt)[self._qadr])
+        q_new = self.reference.clamp(self.configuration.integrate(v, dt)[self._qadr])
         q_safe, _, _ = self._guard(q_prev, q_new)
         q_safe = self._backtrack(q_prev, q_safe, tasks, merit0)
         self.reference.reset(q_safe)

@@ -1,31 +1,19 @@
-"""The IK's task terms: grip-site targets and the mink frame/posture tasks that
-remember their weighted error, so a tick can tell whether a step overshot.
+"""The IK's task terms: grip-site targets (a :class:`Pose` in base_link) as mink
+poses, and the mink frame/posture tasks that remember their weighted error, so a
+tick can tell whether a step overshot.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import mink
 import numpy as np
-import numpy.typing as npt
 
-from teledora.operators.geometry.rotations import quat_normalize, xyzw_to_wxyz
+from teledora.operators.geometry import Pose, xyzw_to_wxyz
 
 
-@dataclass(frozen=True)
-class GripTarget:
-    """A grip-site target in base_link: position (m) and orientation (x, y, z, w)."""
-
-    position: np.ndarray
-    orientation: np.ndarray
-
-    @classmethod
-    def of(cls, position: npt.ArrayLike, orientation_xyzw: npt.ArrayLike) -> "GripTarget":
-        return cls(np.asarray(position, dtype=float).copy(), quat_normalize(orientation_xyzw))
-
-    def se3(self) -> mink.SE3:
-        return mink.SE3(wxyz_xyz=np.concatenate([xyzw_to_wxyz(self.orientation), self.position]))
+def pose_to_se3(pose: Pose) -> mink.SE3:
+    """A base-frame pose (x, y, z, w orientation) as mink's SE3 (w, x, y, z)."""
+    return mink.SE3(wxyz_xyz=np.concatenate([xyzw_to_wxyz(pose.orientation), pose.position]))
 
 
 class MeritFrameTask(mink.FrameTask):

@@ -17,16 +17,17 @@ from typing import Any, Mapping
 import numpy as np
 import numpy.typing as npt
 
-from teledora.operators.geometry.rotations import quat_angle_xyzw, quat_normalize
+from teledora.operators.errors import TeledoraError
+from teledora.operators.geometry import quat_angle, quat_normalize, quat_slerp
+from teledora.operators.model.sides import SIDES
+from teledora.operators.config import config_from_mapping
 
-SIDES = ("left", "right")
 
-
-class WorkspaceError(ValueError):
+class WorkspaceError(TeledoraError, ValueError):
     """Inconsistent workspace configuration or an invalid target."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class WorkspaceConfig:
     box_min_m: np.ndarray
     box_max_m: np.ndarray
@@ -37,33 +38,23 @@ class WorkspaceConfig:
     slow_scale: float
     max_target_distance_m: float
 
+    def __post_init__(self) -> None:
+        if self.box_min_m.shape != (3,) or self.box_max_m.shape != (3,) or np.any(self.box_min_m >= self.box_max_m):
+            raise WorkspaceError("box_min_m and box_max_m need 3 values each, min < max")
+        if set(self.shoulder_xy_m) != set(SIDES) or any(v.shape != (2,) for v in self.shoulder_xy_m.values()):
+            raise WorkspaceError(f"shoulder_xy_m needs an (x, y) for each of {list(SIDES)}")
+        for s, xy in self.shoulder_xy_m.items():
+            if not (np.all(xy >= self.box_min_m[:2]) and np.all(xy <= self.box_max_m[:2])):
+                raise WorkspaceError(f"the {s} shoulder axis must lie inside the box")
+        if not (self.max_radius_m > 0 and self.max_linear_speed_m_s > 0 and self.max_angular_speed_rad_s > 0):
+            raise WorkspaceError("radius and speed caps must be > 0")
+        if not 0 < self.slow_scale <= 1:
+            raise WorkspaceError("slow_scale must be in (0, 1]")
+
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> "WorkspaceConfig":
-        try:
-            cfg = cls(
-                box_min_m=np.asarray(data["box_min_m"], dtype=float),
-                box_max_m=np.asarray(data["box_max_m"], dtype=float),
-                shoulder_xy_m={s: np.asarray(data["shoulder_xy_m"][s], dtype=float) for s in SIDES},
-                max_radius_m=float(data["max_radius_m"]),
-                max_linear_speed_m_s=float(data["max_linear_speed_m_s"]),
-                max_angular_speed_rad_s=float(data["max_angular_speed_rad_s"]),
-                slow_scale=float(data["slow_scale"]),
-                max_target_distance_m=float(data["max_target_distance_m"]),
-            )
-        except KeyError as exc:
-            raise WorkspaceError(f"workspace: missing key {exc}") from None
-        if cfg.box_min_m.shape != (3,) or cfg.box_max_m.shape != (3,) or np.any(cfg.box_min_m >= cfg.box_max_m):
-            raise WorkspaceError("workspace: box_min_m and box_max_m need 3 values each, min < max")
-        if any(v.shape != (2,) for v in cfg.shoulder_xy_m.values()):
-            raise WorkspaceError("workspace: shoulder_xy_m needs an (x, y) per side")
-        for s, xy in cfg.shoulder_xy_m.items():
-            if not (np.all(xy >= cfg.box_min_m[:2]) and np.all(xy <= cfg.box_max_m[:2])):
-                raise WorkspaceError(f"workspace: the {s} shoulder axis must lie inside the box")
-        if not (cfg.max_radius_m > 0 and cfg.max_linear_speed_m_s > 0 and cfg.max_angular_speed_rad_s > 0):
-            raise WorkspaceError("workspace: radius and speed caps must be > 0")
-        if not 0 < cfg.slow_scale <= 1:
-            raise WorkspaceError("workspace: slow_scale must be in (0, 1]")
-        return cfg
+        """The ``workspace`` section, checked."""
+        return config_from_mapping(cls, data, "workspace", WorkspaceError)
 
 
 @dataclass(frozen=True)
@@ -142,18 +133,6 @@ class WorkspaceLimits:
         return best
 
 
-def slerp_xyzw(a: np.ndarray, b: np.ndarray, t: float) -> np.ndarray:
-    """Spherical interpolation between unit quaternions (x, y, z, w), shortest arc."""
-    a, b = quat_normalize(a), quat_normalize(b)
-    d = float(np.dot(a, b))
-    if d < 0:
-        b, d = -b, -d
-    if d > 0.9995:
-        return quat_normalize(a + t * (b - a))
-    theta = np.arccos(min(1.0, d))
-    return (np.sin((1 - t) * theta) * a + np.sin(t * theta) * b) / np.sin(theta)
-
-
 @dataclass(frozen=True)
 class ShapedTarget:
     position: np.ndarray
@@ -201,9 +180,9 @@ class CartesianSpeedLimiter:
             limited = True
         else:
             self._pos = goal_p.copy()
-        angle = quat_angle_xyzw(self._quat, goal_q)
+        angle = quat_angle(self._quat, goal_q)
         if angle > max_ang:
-            self._quat = quat_normalize(slerp_xyzw(self._quat, goal_q, max_ang / angle))
+            self._quat = quat_normalize(quat_slerp(self._quat, goal_q, max_ang / angle))
             limited = True
         else:
             self._quat = goal_q

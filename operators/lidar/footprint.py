@@ -6,37 +6,48 @@ would look like an obstacle glued to the robot.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import numpy.typing as npt
 
+from teledora.operators.errors import ConfigError
 
-class FootprintError(ValueError):
+
+class FootprintError(ConfigError):
     """The footprint polygon is malformed."""
 
 
+@dataclass(frozen=True, eq=False)
 class Footprint:
     """A simple polygon (x, y) in the base frame, grown by ``padding_m``.
 
     Args:
-        vertices: At least three (x, y) corners in order (either direction).
+        vertices_m: At least three (x, y) corners in order (either direction).
         padding_m: Extra margin: points within this distance of the edge also count as inside.
     """
 
-    def __init__(self, vertices: npt.ArrayLike, padding_m: float = 0.0) -> None:
-        v = np.asarray(vertices, dtype=np.float64)
+    vertices_m: np.ndarray
+    padding_m: float = 0.0
+
+    def __post_init__(self) -> None:
+        v = np.asarray(self.vertices_m, dtype=np.float64)
         if v.ndim != 2 or v.shape[1] != 2 or v.shape[0] < 3:
             raise FootprintError(f"footprint needs >= 3 (x, y) vertices, got shape {v.shape}")
         if not np.all(np.isfinite(v)):
             raise FootprintError("footprint vertices must be finite")
-        if padding_m < 0:
+        if self.padding_m < 0:
             raise FootprintError("padding_m must be >= 0")
-        self.vertices = v.copy()
-        self.padding_m = float(padding_m)
+        v = v.copy()
         nxt = np.roll(v, -1, axis=0)
-        self._ax, self._ay = v[:, 0][None, :], v[:, 1][None, :]
-        self._bx, self._by = nxt[:, 0][None, :], nxt[:, 1][None, :]
-        self._centre = v.mean(axis=0)
-        self._reach = float(np.max(np.hypot(*(v - self._centre).T))) + self.padding_m + 1e-9
+        centre = v.mean(axis=0)
+        for name, value in (
+            ("vertices_m", v), ("padding_m", float(self.padding_m)),
+            ("_ax", v[:, 0][None, :]), ("_ay", v[:, 1][None, :]),
+            ("_bx", nxt[:, 0][None, :]), ("_by", nxt[:, 1][None, :]), ("_centre", centre),
+            ("_reach", float(np.max(np.hypot(*(v - centre).T))) + float(self.padding_m) + 1e-9),
+        ):
+            object.__setattr__(self, name, value)
 
     @classmethod
     def rectangle(cls, x_min: float, x_max: float, y_min: float, y_max: float, padding_m: float = 0.0) -> "Footprint":

@@ -14,10 +14,12 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from teledora.operators.errors import TeledoraError
+
 _ANGLE_SLACK = 1e-6
 
 
-class ScanGeometryError(ValueError):
+class ScanGeometryError(TeledoraError, ValueError):
     """A scan's angle fields do not describe its number of rays."""
 
 

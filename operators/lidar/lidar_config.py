@@ -1,34 +1,24 @@
 """Lidar configuration (models/alohamini2/lidar.yaml) as dataclasses.
 
-Parsing only: reading the file is the node's job. Mount poses are not part of
+Parsing only: reading the file is ``teledora.models.config_files``'s job. Mount poses are not part of
 the configuration: they come from the model's sites (see
 :mod:`teledora.operators.lidar.lidar_mounts`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Mapping
 
+from teledora.operators.errors import ConfigError
+from teledora.operators.config import config_from_mapping
 from teledora.operators.lidar.footprint import Footprint
 from teledora.operators.lidar.scan_binning import ScanGrid
 from teledora.operators.lidar.scan_merger import COMPENSATION_MODES
 
 
-class LidarConfigError(ValueError):
+class LidarConfigError(ConfigError):
     """lidar.yaml is missing a key or holds a bad value."""
-
-
-def _build(cls, data: Mapping[str, Any] | None, where: str):
-    data = dict(data or {})
-    known = {f.name for f in fields(cls)}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise LidarConfigError(f"{where}: unknown keys {unknown}; known: {sorted(known)}")
-    try:
-        return cls(**data)
-    except (TypeError, ValueError) as exc:
-        raise LidarConfigError(f"{where}: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -37,9 +27,9 @@ class LidarUnitConfig:
 
     site: str
     frame_id: str
-    port: str = ""
-    power_up_delay_s: float = 0.0
-    sim_scan_rate_hz: float = 5.5
+    port: str
+    power_up_delay_s: float
+    sim_scan_rate_hz: float
 
     def __post_init__(self) -> None:
         if not self.sim_scan_rate_hz > 0:
@@ -52,13 +42,12 @@ class LidarUnitConfig:
 class HardwareConfig:
     """Serial driver settings shared by both RPLIDAR A1 units."""
 
-    baudrate: int = 115200
-    read_timeout_s: float = 1.0
-    stop_settle_s: float = 0.15
-    reset_settle_s: float = 2.0
-    max_buffered_bytes: int = 3000
-    max_restarts: int = 5
-    min_samples_per_revolution: int = 50
+    baudrate: int
+    read_timeout_s: float
+    stop_settle_s: float
+    reset_settle_s: float
+    max_buffered_bytes: int
+    min_samples_per_revolution: int
 
     def __post_init__(self) -> None:
         if not self.read_timeout_s > 0:
@@ -71,12 +60,12 @@ class HardwareConfig:
 class SimLidarConfig:
     """Ray-cast lidar model: measurement rate, noise, dropouts."""
 
-    samples_per_second: float = 2000.0
-    range_noise_std_m: float = 0.005
-    range_noise_fraction: float = 0.01
-    dropout_probability: float = 0.01
-    quality: int = 47
-    seed: int = 0
+    samples_per_second: float
+    range_noise_std_m: float
+    range_noise_fraction: float
+    dropout_probability: float
+    quality: int
+    seed: int
 
     def __post_init__(self) -> None:
         if not self.samples_per_second > 0:
@@ -91,14 +80,14 @@ class SimLidarConfig:
 class MergerConfig:
     """Scan merger settings."""
 
-    tolerance_s: float = 0.1
-    silence_timeout_s: float = 0.5
-    compensation: str = "per_ray"
-    frame_id: str = "base_link"
-    range_min_m: float = 0.0
-    odom_max_age_s: float = 2.0
-    odom_max_extrapolation_s: float = 0.2
-    footprint: Footprint | None = None
+    tolerance_s: float
+    silence_timeout_s: float
+    compensation: str
+    frame_id: str
+    range_min_m: float
+    odom_max_age_s: float
+    odom_max_extrapolation_s: float
+    footprint: Footprint | None  # null keeps every return
 
     def __post_init__(self) -> None:
         if self.compensation not in COMPENSATION_MODES:
@@ -119,35 +108,15 @@ class LidarSetup:
     sim: SimLidarConfig
     merger: MergerConfig
 
+    def __post_init__(self) -> None:
+        if not self.lidars:
+            raise LidarConfigError("lidars: at least one lidar needed")
+
 
 def lidar_setup_from_dict(data: Mapping[str, Any]) -> LidarSetup:
     """Builds a :class:`LidarSetup` from the parsed YAML mapping.
 
     Raises:
-        LidarConfigError: unknown keys, missing sections or bad values.
+        LidarConfigError: unknown or missing keys, or bad values.
     """
-    for key in ("model", "scene", "lidars"):
-        if key not in data:
-            raise LidarConfigError(f"lidar config: missing {key!r}")
-    grid = _build(ScanGrid, data.get("grid"), "grid")
-    lidars = {name: _build(LidarUnitConfig, d, f"lidars.{name}") for name, d in dict(data["lidars"]).items()}
-    if not lidars:
-        raise LidarConfigError("lidars: at least one lidar needed")
-    merger_data = dict(data.get("merger") or {})
-    fp = merger_data.pop("footprint", None)
-    footprint = None
-    if fp is not None:
-        try:
-            footprint = Footprint(fp["vertices_m"], padding_m=float(fp.get("padding_m", 0.0)))
-        except (KeyError, ValueError, TypeError) as exc:
-            raise LidarConfigError(f"merger.footprint: {exc}") from None
-    merger = _build(MergerConfig, {**merger_data, "footprint": footprint}, "merger")
-    return LidarSetup(
-        model=str(data["model"]),
-        scene=str(data["scene"]),
-        grid=grid,
-        lidars=lidars,
-        hardware=_build(HardwareConfig, data.get("hardware"), "hardware"),
-        sim=_build(SimLidarConfig, data.get("sim"), "sim"),
-        merger=merger,
-    )
+    return config_from_mapping(LidarSetup, data, error=LidarConfigError)

@@ -11,10 +11,11 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
+from teledora.operators.errors import TeledoraError
 from teledora.operators.lidar.scan_merger import LidarMount
 
 
-class MountNotFoundError(KeyError):
+class MountNotFoundError(TeledoraError, KeyError):
     """The model has no site of the requested name."""
 
 

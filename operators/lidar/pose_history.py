@@ -14,19 +14,20 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from teledora.operators.errors import TeledoraError
+from teledora.operators.geometry import Pose2D
 
-class PoseOutOfRangeError(LookupError):
+
+class PoseOutOfRangeError(TeledoraError, LookupError):
     """A pose was asked for a time the history does not cover."""
 
 
 @dataclass(frozen=True)
-class PlanarPose:
-    """Base pose in the odom frame plus body-frame twist."""
+class OdometrySample:
+    """The base's planar pose (odom frame) at ``stamp_ns``, with its body-frame twist."""
 
     stamp_ns: int
-    x: float
-    y: float
-    yaw: float
+    pose: Pose2D
     vx: float = 0.0
     vy: float = 0.0
     wz: float = 0.0
@@ -44,7 +45,7 @@ class PoseHistory:
     def __init__(self, max_age_s: float = 2.0, max_extrapolation_s: float = 0.2) -> None:
         self.max_age_ns = int(max_age_s * 1e9)
         self.max_extrapolation_ns = int(max_extrapolation_s * 1e9)
-        self._poses: deque[PlanarPose] = deque()
+        self._poses: deque[OdometrySample] = deque()
         self.out_of_order = 0
         self._arrays: tuple[np.ndarray, ...] | None = None  # cached columns, rebuilt after add()
 
@@ -52,16 +53,16 @@ class PoseHistory:
         return len(self._poses)
 
     @property
-    def newest(self) -> PlanarPose | None:
+    def newest(self) -> OdometrySample | None:
         return self._poses[-1] if self._poses else None
 
-    def add(self, pose: PlanarPose) -> bool:
-        """Appends a pose; returns False (and counts it) when it is not newer than the last."""
-        if self._poses and pose.stamp_ns <= self._poses[-1].stamp_ns:
+    def add(self, sample: OdometrySample) -> bool:
+        """Appends a sample; returns False (and counts it) when it is not newer than the last."""
+        if self._poses and sample.stamp_ns <= self._poses[-1].stamp_ns:
             self.out_of_order += 1
             return False
-        self._poses.append(pose)
-        while self._poses and pose.stamp_ns - self._poses[0].stamp_ns > self.max_age_ns:
+        self._poses.append(sample)
+        while self._poses and sample.stamp_ns - self._poses[0].stamp_ns > self.max_age_ns:
             self._poses.popleft()
         self._arrays = None
         return True
@@ -69,7 +70,7 @@ class PoseHistory:
     def _columns(self) -> tuple[np.ndarray, ...]:
         if self._arrays is None:
             n = len(self._poses)
-            cols = np.array([(p.stamp_ns, p.x, p.y, p.yaw) for p in self._poses], dtype=np.float64).reshape(n, 4)
+            cols = np.array([(p.stamp_ns, p.pose.x, p.pose.y, p.pose.yaw) for p in self._poses], dtype=np.float64).reshape(n, 4)
             stamps = np.fromiter((p.stamp_ns for p in self._poses), dtype=np.int64, count=n)
             self._arrays = (stamps, cols[:, 1].copy(), cols[:, 2].copy(), np.unwrap(cols[:, 3]))
         return self._arrays
@@ -110,8 +111,8 @@ class PoseHistory:
         for end, mask in ((self._poses[-1], t > stamps[-1]), (self._poses[0], t < stamps[0])):
             if np.any(mask):
                 dt = (t[mask] - end.stamp_ns) * 1e-9
-                c, s = np.cos(end.yaw), np.sin(end.yaw)
-                x[mask] = end.x + (c * end.vx - s * end.vy) * dt
-                y[mask] = end.y + (s * end.vx + c * end.vy) * dt
+                c, s = np.cos(end.pose.yaw), np.sin(end.pose.yaw)
+                x[mask] = end.pose.x + (c * end.vx - s * end.vy) * dt
+                y[mask] = end.pose.y + (s * end.vx + c * end.vy) * dt
                 yaw[mask] = (yaws[-1] if end is self._poses[-1] else yaws[0]) + end.wz * dt
         return x, y, yaw

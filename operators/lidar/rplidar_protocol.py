@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from teledora.operators.errors import ProtocolError
+
 SYNC_BYTE = 0xA5
 SYNC_BYTE2 = 0x5A
 
@@ -48,7 +50,7 @@ TYPE_SCAN = 0x81
 HEALTH_STATUS_NAMES = {0: "good", 1: "warning", 2: "error"}
 
 
-class RplidarProtocolError(ValueError):
+class RplidarProtocolError(ProtocolError):
     """Bytes from the device do not follow the RPLIDAR protocol."""
 
 

@@ -25,10 +25,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from teledora.operators.errors import TeledoraError
 from teledora.operators.lidar.laser_scan import LaserScan
 
 
-class RevolutionError(ValueError):
+class RevolutionError(TeledoraError, ValueError):
     """A revolution cannot be binned (mismatched arrays, bad timing)."""
 
 
@@ -59,14 +60,14 @@ class ScanGrid:
     """The driver's angular grid and range limits.
 
     Args:
-        bins: Sectors per turn (360 = one degree, as the A1 driver publishes).
+        bins: Sectors per turn (lidar.yaml ``grid``: one degree, as the A1 driver publishes).
         range_min_m: Closest trusted return.
         range_max_m: Farthest trusted return.
     """
 
-    bins: int = 360
-    range_min_m: float = 0.15
-    range_max_m: float = 12.0
+    bins: int
+    range_min_m: float
+    range_max_m: float
 
     def __post_init__(self) -> None:
         if self.bins < 2:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from teledora.operators.errors import TeledoraError
 from teledora.operators.lidar.footprint import Footprint
 from teledora.operators.lidar.laser_scan import LaserScan
 from teledora.operators.lidar.pose_history import PoseHistory, PoseOutOfRangeError
@@ -29,7 +30,7 @@ from teledora.operators.lidar.pose_history import PoseHistory, PoseOutOfRangeErr
 COMPENSATION_MODES = ("per_ray", "scan_stamp", "none")
 
 
-class MergeError(ValueError):
+class MergeError(TeledoraError, ValueError):
     """Scans cannot be merged (unknown lidar, nothing to merge, bad configuration)."""
 
 

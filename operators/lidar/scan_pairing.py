@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from teledora.operators.errors import TeledoraError
 from teledora.operators.lidar.laser_scan import LaserScan
 
 
-class UnknownSourceError(KeyError):
+class UnknownSourceError(TeledoraError, KeyError):
     """A scan came from a lidar the pairer was not configured for."""
 
 

@@ -32,12 +32,14 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from teledora.operators.geometry.rotations import matrix_to_quat_xyzw, quat_to_matrix_xyzw
+from teledora.operators.errors import ConfigError
+from teledora.operators.geometry import matrix_to_quat, quat_to_matrix
+from teledora.operators.config import config_from_mapping
 
 _AXES = {"x": 0, "y": 1, "z": 2}
 
 
-class MocapFrameError(ValueError):
+class MocapFrameError(ConfigError):
     """A mocap frame configuration is invalid (bad axis map, wrong vector sizes)."""
 
 
@@ -92,30 +94,20 @@ def _vector(name: str, value: Any) -> np.ndarray:
 
 @dataclass(frozen=True)
 class MocapFrameConfig:
-    """How Motive's frame and the rigid body relate to world and base_link."""
+    """How Motive's frame and the rigid body relate to world and base_link
+    (the ``frame`` section of mocap.yaml)."""
 
-    axis_map: tuple[str, str, str] = ("x", "-z", "y")
-    world_offset_m: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    world_yaw_offset_rad: float = 0.0
-    base_offset_in_body_m: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    base_yaw_in_body_rad: float = 0.0
+    frame_id: str
+    axis_map: tuple[str, str, str]
+    world_offset_m: tuple[float, float, float]
+    world_yaw_offset_rad: float
+    base_offset_in_body_m: tuple[float, float, float]
+    base_yaw_in_body_rad: float
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> "MocapFrameConfig":
-        """Builds the config from a YAML mapping; unknown keys are an error."""
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise MocapFrameError(f"unknown mocap frame keys {unknown}; known: {sorted(known)}")
-        kw: dict[str, Any] = {}
-        for key, value in data.items():
-            if key == "axis_map":
-                kw[key] = tuple(str(v) for v in value)
-            elif key.endswith("_m"):
-                kw[key] = tuple(float(v) for v in _vector(key, value))
-            else:
-                kw[key] = float(value)
-        return cls(**kw)
+        """Builds the config from the ``frame`` section, checked."""
+        return config_from_mapping(cls, data, "frame", MocapFrameError)
 
 
 class MocapFrameTransform:
@@ -125,8 +117,8 @@ class MocapFrameTransform:
         config: The frame relation; validated here.
     """
 
-    def __init__(self, config: MocapFrameConfig | None = None) -> None:
-        self.config = config or MocapFrameConfig()
+    def __init__(self, config: MocapFrameConfig) -> None:
+        self.config = config
         self._a = axis_map_matrix(self.config.axis_map)
         self._r_world_motive = rot_z(self.config.world_yaw_offset_rad) @ self._a
         self._t_world = _vector("world_offset_m", self.config.world_offset_m)
@@ -147,16 +139,16 @@ class MocapFrameTransform:
         Raises:
             ValueError: a zero or non-finite quaternion.
         """
-        r_motive_body = quat_to_matrix_xyzw(orientation_xyzw)
+        r_motive_body = quat_to_matrix(orientation_xyzw)
         r_world_body = self._r_world_motive @ r_motive_body @ self._a.T
         p = self.position_to_world(position) + r_world_body @ self._offset
         r_world_base = r_world_body @ self._r_body_base
-        return p, matrix_to_quat_xyzw(r_world_base)
+        return p, matrix_to_quat(r_world_base)
 
     def base_pose_planar(self, position: npt.ArrayLike, orientation_xyzw: npt.ArrayLike) -> tuple[float, float, float]:
         """(x, y, yaw) of base_link in the world frame."""
         p, q = self.base_pose(position, orientation_xyzw)
-        return float(p[0]), float(p[1]), yaw_from_matrix(quat_to_matrix_xyzw(q))
+        return float(p[0]), float(p[1]), yaw_from_matrix(quat_to_matrix(q))
 
     def motive_pose_of_base(
         self, position: npt.ArrayLike, orientation_xyzw: npt.ArrayLike
@@ -165,9 +157,9 @@ class MocapFrameTransform:
 
         Used by the fake Motive and the simulator to stream what a real rig would see.
         """
-        r_world_base = quat_to_matrix_xyzw(orientation_xyzw)
+        r_world_base = quat_to_matrix(orientation_xyzw)
         r_world_body = r_world_base @ self._r_body_base.T
         p_body_world = np.asarray(position, dtype=float) - r_world_body @ self._offset
         p_motive = self._r_world_motive.T @ (p_body_world - self._t_world)
         r_motive_body = self._r_world_motive.T @ r_world_body @ self._a
-        return p_motive, matrix_to_quat_xyzw(r_motive_body)
+        return p_motive, matrix_to_quat(r_motive_body)

@@ -22,6 +22,7 @@ from typing import Any
 from teledora.operators.mocap.mocap_frames import MocapFrameTransform
 from teledora.operators.mocap.natnet_clock import MotiveClockMapper
 from teledora.operators.mocap.natnet_frame import FrameOfData, parse_frame_of_data
+from teledora.operators.mocap.natnet_model_def import parse_model_def
 from teledora.operators.mocap.natnet_protocol import (
     MessageId,
     NatNetProtocolError,
@@ -29,7 +30,6 @@ from teledora.operators.mocap.natnet_protocol import (
     ServerInfo,
     check_version,
     parse_echo_response,
-    parse_model_def,
     parse_server_info,
     split_packet,
 )

@@ -14,15 +14,19 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
 
+from teledora.operators.errors import TeledoraError
+from teledora.operators.geometry import wrap_angle
+from teledora.operators.config import config_from_mapping
+
 MAX_FRAMES_PER_TRUTH = 240  # a longer truth gap is skipped, not filled with interpolated frames
 
 
-class MocapSimError(ValueError):
+class MocapSimError(TeledoraError, ValueError):
     """Invalid simulator settings or ground truth."""
 
 
@@ -30,16 +34,16 @@ class MocapSimError(ValueError):
 class MocapSimConfig:
     """Simulated rig settings (``sim`` section of mocap.yaml)."""
 
-    rate_hz: float = 120.0
-    latency_s: float = 0.006
-    position_noise_m: float = 0.0003
-    yaw_noise_rad: float = 0.0009
-    mean_error_m: float = 0.00025
-    dropout_start_probability: float = 0.002
-    dropout_mean_frames: float = 12.0
-    packet_loss_probability: float = 0.001
-    rigid_body_id: int = 1
-    seed: int = 7
+    rate_hz: float
+    latency_s: float
+    position_noise_m: float
+    yaw_noise_rad: float
+    mean_error_m: float
+    dropout_start_probability: float
+    dropout_mean_frames: float
+    packet_loss_probability: float
+    rigid_body_id: int
+    seed: int
 
     def __post_init__(self) -> None:
         if not self.rate_hz > 0:
@@ -54,11 +58,8 @@ class MocapSimConfig:
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> "MocapSimConfig":
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise MocapSimError(f"unknown mocap sim keys {unknown}; known: {sorted(known)}")
-        return cls(**{k: (int(v) if k in ("rigid_body_id", "seed") else float(v)) for k, v in data.items()})
+        """Builds the config from the ``sim`` section of mocap.yaml, checked."""
+        return config_from_mapping(cls, data, "sim", MocapSimError)
 
 
 class MocapSimulator:
@@ -70,8 +71,8 @@ class MocapSimulator:
         frame_id: World frame name.
     """
 
-    def __init__(self, config: MocapSimConfig | None = None, name: str = "alohamini2", frame_id: str = "world") -> None:
-        self.config = config or MocapSimConfig()
+    def __init__(self, config: MocapSimConfig, name: str, frame_id: str) -> None:
+        self.config = config
         self.name = name
         self.frame_id = frame_id
         self.period_ns = int(round(1e9 / self.config.rate_hz))
@@ -114,7 +115,7 @@ class MocapSimulator:
             skip = last_index - self._next_index + 1 - MAX_FRAMES_PER_TRUTH
             self.skipped_frames += skip
             self._next_index += skip
-        dyaw = math.remainder(sample[3] - yaw0, 2 * math.pi)
+        dyaw = wrap_angle(sample[3] - yaw0)
         while self._next_index <= last_index:
             t = self._origin_ns + self._next_index * self.period_ns
             f = (t - t0) / (t1 - t0)

@@ -27,12 +27,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from teledora.operators.errors import TeledoraError
+
 FIT_MIN_SAMPLES = 8
 FIT_MIN_SPAN_S = 10.0
 CLEAN_RTT_MARGIN_NS = 100_000
 
 
-class ClockMappingError(ValueError):
+class ClockMappingError(TeledoraError, ValueError):
     """The clock mapping cannot be computed (bad frequency, no samples)."""
 
 

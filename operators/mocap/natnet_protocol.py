@@ -9,8 +9,8 @@ Messages handled here:
   NatNet version u8[4].
 * ``SERVER_INFO`` (1): ``sSender`` + u64 high-resolution clock frequency (Hz),
   u16 data port, u8 is_multicast, u8[4] multicast group address.
-* ``MODEL_DEF`` (5): data descriptions; only rigid-body descriptions are read
-  (name, id, parent id, pivot offset), the others are skipped with their size.
+* ``MODEL_DEF`` (5): data descriptions, parsed and built in
+  :mod:`teledora.operators.mocap.natnet_model_def`.
 * ``FRAME_OF_DATA`` (7): parsed and built in :mod:`teledora.operators.mocap.natnet_frame`,
   on the helpers defined here (bounds-checked reader, 4.1+ section sizes).
 * ``ECHO_REQUEST`` (12) / ``ECHO_RESPONSE`` (13): u64 client stamp, echoed back
@@ -27,8 +27,10 @@ import struct
 from dataclasses import dataclass
 from enum import IntEnum
 
+from teledora.operators.errors import ProtocolError
 
-class NatNetProtocolError(ValueError):
+
+class NatNetProtocolError(ProtocolError):
     """A NatNet packet is malformed or cannot be interpreted."""
 
 
@@ -68,7 +70,6 @@ HEADER = struct.Struct("<HH")
 MAX_PAYLOAD_BYTES = 65503  # largest UDP payload minus the NatNet header
 _SENDER = struct.Struct(f"<{NAME_LENGTH}s4B4B")
 _SERVER_TAIL = struct.Struct("<QHB4B")
-_DESCRIPTION_RIGID_BODY = 1
 
 Version = tuple[int, int, int, int]
 """A NatNet or application version (major, minor, build, revision)."""
@@ -94,16 +95,6 @@ class ServerInfo:
     is_multicast: bool
     multicast_group: str
 
-
-
-@dataclass(frozen=True)
-class RigidBodyDescription:
-    """A rigid body's name and id, from MODEL_DEF."""
-
-    name: str
-    id: int
-    parent_id: int = -1
-    pivot_offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
 
 class PayloadReader:
@@ -262,51 +253,3 @@ def check_section_size(reader: PayloadReader, start: int, size: int | None, what
         raise NatNetProtocolError(
             f"{reader.where}: {what} declared {size} bytes but its content took {reader.offset - start}"
         )
-
-
-
-
-def build_model_def(bodies: list[RigidBodyDescription], version: Version) -> bytes:
-    """A MODEL_DEF packet holding rigid-body descriptions (no markers)."""
-    check_version(version)
-    parts = []
-    for b in bodies:
-        body = b.name.encode("utf-8") + b"\0" + struct.pack("<ii3fi", b.id, b.parent_id, *b.pivot_offset, 0)
-        head = struct.pack("<i", _DESCRIPTION_RIGID_BODY)
-        if has_section_sizes(version):
-            head += struct.pack("<i", len(body))
-        parts.append(head + body)
-    return build_packet(MessageId.MODEL_DEF, struct.pack("<i", len(bodies)) + b"".join(parts))
-
-
-def parse_model_def(payload: bytes, version: Version) -> list[RigidBodyDescription]:
-    """Rigid-body descriptions of a MODEL_DEF payload.
-
-    Other description kinds are skipped using their declared size, which
-    NatNet provides from 4.1; before that, a non-rigid-body description stops
-    the scan (the bodies read so far are returned).
-    """
-    check_version(version)
-    r = PayloadReader(payload, "MODEL_DEF")
-    out: list[RigidBodyDescription] = []
-    for _ in range(r.count("description count", 4)):
-        kind = r.i32("description type")
-        size = read_section_size(r, version, "description")
-        start = r.offset
-        if kind != _DESCRIPTION_RIGID_BODY:
-            if size is None:
-                break
-            r.take(size, "skipped description")
-            continue
-        name = r.cstring("rigid body name")
-        rid, parent, ox, oy, oz = r.unpack(struct.Struct("<ii3f"), "rigid body description")
-        n_markers = r.count("rigid body marker count", 16)
-        r.take(16 * n_markers, "rigid body markers")
-        if version[0] >= 4:
-            for _ in range(n_markers):
-                r.cstring("rigid body marker name")
-        if size is not None and r.offset - start != size:
-            r.offset = start
-            r.take(size, "rigid body description")
-        out.append(RigidBodyDescription(name, rid, parent, (ox, oy, oz)))
-    return out

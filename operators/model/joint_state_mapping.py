@@ -22,12 +22,14 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from teledora.operators.errors import ConfigError, TeledoraError
 
-class JointStateError(ValueError):
+
+class JointStateError(TeledoraError, ValueError):
     """A joint state message that must be rejected whole."""
 
 
-class ModelJointError(ValueError):
+class ModelJointError(ConfigError):
     """The model lacks a joint that the configuration expects."""
 
 

@@ -31,6 +31,8 @@ from typing import Mapping
 
 import numpy as np
 
+from teledora.operators.errors import TeledoraError
+
 MIN_BOX_SIDE_M = 0.01
 MAX_BOX_SIDE_M = 0.5
 FALLBACK_RGBA = "0.9 0.2 0.6 1"  # a loud colour: the shape is a stand-in
@@ -41,11 +43,11 @@ CAMERA_QUAT_WXYZ = "0 1 0 0"
 CAMERA_HOUSING_GROUP = 2
 
 
-class UrdfImportError(ValueError):
+class UrdfImportError(TeledoraError, ValueError):
     """The input is not a URDF (or not an MJCF) this importer can work on."""
 
 
-class MeshFormatError(ValueError):
+class MeshFormatError(TeledoraError, ValueError):
     """Bytes that are not a readable STL mesh."""
 
 

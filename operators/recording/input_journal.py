@@ -22,6 +22,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from teledora.operators.errors import TeledoraError
+
 TICK_SEQ = -1
 SEQ_METADATA_KEY = "seq"
 
@@ -131,7 +133,7 @@ class JournalWriter:
         return chunk
 
 
-class JournalError(ValueError):
+class JournalError(TeledoraError, ValueError):
     """A journal that cannot be followed (gaps, or not this node's)."""
 
 

@@ -16,11 +16,13 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from teledora.operators.errors import ConfigError
+
 GAP_KINDS = ("stall", "counter", "backwards")
 MEDIAN_REFRESH = 16
 
 
-class GapConfigError(ValueError):
+class GapConfigError(ConfigError):
     """Detector settings that cannot work."""
 
 

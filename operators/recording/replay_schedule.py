@@ -11,8 +11,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from teledora.operators.errors import ConfigError
 
-class ReplaySpeedError(ValueError):
+
+class ReplaySpeedError(ConfigError):
     """A replay speed that is not a number >= 0."""
 
 

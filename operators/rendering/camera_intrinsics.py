@@ -13,17 +13,20 @@ with :func:`distortion_maps` so that the published pixels match the published
 intrinsics. All zero (the default) means no distortion and no warp.
 
 The renderer's YAML (``models/alohamini2/renderer.yaml``) is interpreted by
-:func:`renderer_config_from_dict`; reading the file is the node's business.
+:func:`renderer_config_from_dict`; ``teledora.models`` reads the file.
 :class:`FrameSchedule` decides when each camera renders at its own rate.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+
+from teledora.operators.errors import ConfigError
+from teledora.operators.config import config_from_mapping, key_field
 
 CAMERA_NAMES: tuple[str, ...] = ("chest", "top_front", "top_back", "left_wrist", "right_wrist")
 DISTORTION_MODEL = "plumb_bob"
@@ -32,7 +35,7 @@ _SOURCES = {"arms": ("joint_states", "ground_truth"), "lift": ("lift", "ground_t
 _VIEWER_MODES = ("auto", "on", "off")
 
 
-class CameraConfigError(ValueError):
+class CameraConfigError(ConfigError):
     """A camera or renderer setting is missing, of the wrong type or out of range."""
 
 
@@ -111,16 +114,26 @@ def distortion_maps(intr: CameraIntrinsics, iterations: int = 20) -> tuple[np.nd
 
 @dataclass(frozen=True)
 class CameraSettings:
-    """How one robot camera is rendered and published."""
+    """How one robot camera is rendered and published (an entry of ``cameras``,
+    over ``camera_defaults``)."""
 
-    name: str
+    name: str = key_field()
     enabled: bool
     width: int
     height: int
     rate_hz: float
     fovy_deg: float
     distortion: tuple[float, ...]
-    roll_deg: float = 0.0
+    roll_deg: float
+
+    def __post_init__(self) -> None:
+        if self.width <= 0 or self.height <= 0:
+            raise CameraConfigError(f"width and height must be positive pixels, got {self.width}x{self.height}")
+        if not 0.0 < self.fovy_deg < 180.0:
+            raise CameraConfigError(f"fovy_deg must be in (0, 180), got {self.fovy_deg}")
+        if not self.rate_hz > 0:
+            raise CameraConfigError(f"rate_hz must be a positive number, got {self.rate_hz}")
+        _distortion(self.distortion, "distortion")
 
     @property
     def period_ns(self) -> int:
@@ -137,14 +150,14 @@ class ModelBinding:
     path: str
     base_joints: tuple[str, str, str]
     lift_joint: str
-    base_yaw_offset_rad: float = 0.0
+    base_yaw_offset_rad: float
 
 
 @dataclass(frozen=True)
 class RendererConfig:
     """Everything in renderer.yaml, checked."""
 
-    render_rate_hz: float
+    window_rate_hz: float
     viewer: str
     shadows: bool
     multisamples: int
@@ -152,21 +165,28 @@ class RendererConfig:
     max_renders_per_cycle: int
     sources: dict[str, str]
     model: ModelBinding
-    cameras: dict[str, CameraSettings] = field(default_factory=dict)
+    cameras: dict[str, CameraSettings]
+
+    def __post_init__(self) -> None:
+        if self.viewer not in _VIEWER_MODES:
+            raise CameraConfigError(f"viewer must be one of {_VIEWER_MODES}, got {self.viewer!r}")
+        for group, src in self.sources.items():
+            if group not in _SOURCES:
+                raise CameraConfigError(f"sources: unknown joint group {group!r}; known {sorted(_SOURCES)}")
+            if src not in _SOURCES[group]:
+                raise CameraConfigError(f"sources.{group}: must be one of {_SOURCES[group]}, got {src!r}")
+        if set(self.sources) != set(_SOURCES):
+            raise CameraConfigError(f"sources: name a source for each of {sorted(_SOURCES)}")
+        if not self.window_rate_hz > 0 or not self.near_clip_m > 0:
+            raise CameraConfigError("window_rate_hz and near_clip_m must be positive")
+        if self.multisamples < 0:
+            raise CameraConfigError(f"multisamples must be >= 0, got {self.multisamples}")
+        if self.max_renders_per_cycle < 1:
+            raise CameraConfigError(f"max_renders_per_cycle must be >= 1, got {self.max_renders_per_cycle}")
 
     @property
     def enabled_cameras(self) -> list[CameraSettings]:
         return [c for c in self.cameras.values() if c.enabled]
-
-
-def _positive(value: Any, where: str) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise CameraConfigError(f"{where}: expected a number, got {value!r}") from None
-    if not math.isfinite(v) or v <= 0:
-        raise CameraConfigError(f"{where}: must be a positive number, got {value!r}")
-    return v
 
 
 def _distortion(value: Any, where: str) -> tuple[float, ...]:
@@ -179,77 +199,19 @@ def _distortion(value: Any, where: str) -> tuple[float, ...]:
     return d
 
 
-def camera_settings_from_dict(name: str, data: Mapping[str, Any], defaults: Mapping[str, Any]) -> CameraSettings:
-    """One camera entry; keys it lacks come from ``defaults``."""
-    merged = {**defaults, **(data or {})}
-    unknown = sorted(set(merged) - {"enabled", "width", "height", "rate_hz", "fovy_deg", "distortion", "roll_deg"})
-    if unknown:
-        raise CameraConfigError(f"cameras.{name}: unknown keys {unknown}")
-    where = f"cameras.{name}"
-    width = _positive(merged.get("width", 640), f"{where}.width")
-    height = _positive(merged.get("height", 480), f"{where}.height")
-    if width != int(width) or height != int(height):
-        raise CameraConfigError(f"{where}: width and height must be whole pixels")
-    fovy = _positive(merged.get("fovy_deg", 65.0), f"{where}.fovy_deg")
-    if fovy >= 180.0:
-        raise CameraConfigError(f"{where}.fovy_deg must be below 180, got {fovy}")
-    return CameraSettings(
-        name=name,
-        enabled=bool(merged.get("enabled", True)),
-        width=int(width),
-        height=int(height),
-        rate_hz=_positive(merged.get("rate_hz", 30.0), f"{where}.rate_hz"),
-        fovy_deg=fovy,
-        distortion=_distortion(merged.get("distortion", [0.0] * _N_DISTORTION), f"{where}.distortion"),
-        roll_deg=float(merged.get("roll_deg", 0.0)),
-    )
-
-
 def renderer_config_from_dict(data: Mapping[str, Any]) -> RendererConfig:
-    """Builds a :class:`RendererConfig` from renderer.yaml's mapping.
+    """Builds a :class:`RendererConfig` from renderer.yaml's mapping: each camera's
+    keys over ``camera_defaults``, then every value checked.
 
     Raises:
         CameraConfigError: a missing, unknown or out-of-range setting.
     """
-    viewer = str(data.get("viewer", "auto"))
-    if viewer not in _VIEWER_MODES:
-        raise CameraConfigError(f"viewer must be one of {_VIEWER_MODES}, got {viewer!r}")
-    sources = {**{k: v[0] for k, v in _SOURCES.items()}, **(data.get("sources") or {})}
-    for group, src in sources.items():
-        if group not in _SOURCES:
-            raise CameraConfigError(f"sources: unknown joint group {group!r}; known {sorted(_SOURCES)}")
-        if src not in _SOURCES[group]:
-            raise CameraConfigError(f"sources.{group}: must be one of {_SOURCES[group]}, got {src!r}")
-    m = data.get("model") or {}
-    base = tuple(m.get("base_joints", ("base_x", "base_y", "base_yaw")))
-    if len(base) != 3:
-        raise CameraConfigError(f"model.base_joints: expected [x, y, yaw] joint names, got {list(base)}")
-    model = ModelBinding(
-        path=str(m.get("path", "alohamini2/scene.xml")),
-        base_joints=base,  # type: ignore[arg-type]
-        lift_joint=str(m.get("lift_joint", "vertical_move")),
-        base_yaw_offset_rad=float(m.get("base_yaw_offset_rad", 0.0)),
-    )
-    defaults = data.get("camera_defaults") or {}
-    cams_data = data.get("cameras") or {}
-    cameras = {name: camera_settings_from_dict(name, cams_data[name], defaults) for name in cams_data}
-    multisamples = int(data.get("multisamples", 0))
-    if multisamples < 0:
-        raise CameraConfigError(f"multisamples must be >= 0, got {multisamples}")
-    max_renders = int(data.get("max_renders_per_cycle", 1))
-    if max_renders < 1:
-        raise CameraConfigError(f"max_renders_per_cycle must be >= 1, got {max_renders}")
-    return RendererConfig(
-        render_rate_hz=_positive(data.get("render_rate_hz", 60.0), "render_rate_hz"),
-        viewer=viewer,
-        shadows=bool(data.get("shadows", False)),
-        near_clip_m=_positive(data.get("near_clip_m", 0.01), "near_clip_m"),
-        multisamples=multisamples,
-        max_renders_per_cycle=max_renders,
-        sources=sources,
-        model=model,
-        cameras=cameras,
-    )
+    data = dict(data)
+    defaults = data.pop("camera_defaults", None) or {}
+    cameras = data.get("cameras")
+    if isinstance(cameras, Mapping):
+        data["cameras"] = {name: {**defaults, **(cam or {})} for name, cam in cameras.items()}
+    return config_from_mapping(RendererConfig, data, error=CameraConfigError)
 
 
 class FrameSchedule:

@@ -10,6 +10,7 @@ import mujoco
 import numpy as np
 
 from teledora.operators.contract.messages import MessageError, require_joint_names
+from teledora.operators.geometry import wrap_angle
 from teledora.operators.model.robot_profile import RobotProfile
 
 
@@ -143,7 +144,7 @@ class SimPhysics:
             "frame_id": self.profile.world_frame,
             "x": float(x),
             "y": float(y),
-            "yaw": float(np.arctan2(np.sin(yaw), np.cos(yaw))),
+            "yaw": wrap_angle(float(yaw)),
             "vx": float(vx),
             "vy": float(vy),
             "wz": float(wz),

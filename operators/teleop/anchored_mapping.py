@@ -21,10 +21,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from teledora.operators.xr.xr_frames import Pose, quat_conjugate, quat_multiply, quat_normalize, quat_power
+from teledora.operators.errors import ConfigError
+from teledora.operators.geometry import Pose, quat_conjugate, quat_multiply, quat_normalize, quat_power
 
 
-class MappingScaleError(ValueError):
+class MappingScaleError(ConfigError):
     """A mapping scale that is not a positive finite number."""
 
 

@@ -3,18 +3,29 @@
 Controls (sticks arrive as xr-standard axes: x right positive, y pushed forward negative):
 
 * left stick drives forward/back and strafes; right stick turns (left = CCW) and
-  moves the lift (forward = up). Caps 0.25 m/s, 0.65 rad/s, 0.08 m/s.
+  moves the lift (forward = up), up to the robot profile's speed caps.
 * trigger closes that gripper; stick click cycles the pinch range full → fine → half.
 * hold Y/B (secondary) clutches that arm; both edges re-anchor.
-* hold X/A (primary) gives 0.1x motion for that hand's arm and its stick.
-* left menu or the page's stop button latches the e-stop; only the page's release
-  button clears it, leaving the arms paused. Right menu / page pause toggles arm
-  pause; resuming re-anchors both arms.
+* hold X/A (primary) scales that hand's arm motion and its stick by ``slow_factor``.
+* the e-stop latches from any stop input: the left menu (where a runtime exposes
+  it), the page's or the scene's E-STOP, or the grip gesture (both squeezes held
+  at or past ``estop_squeeze_threshold`` at once; the squeeze does nothing else).
+  Only the release clears it, and the release takes two steps: a first release
+  edge arms it, a second one within ``release_confirm_window_s`` confirms it. Either
+  step is refused while any stop input is still held (left menu, page stop, or
+  either squeeze past the threshold), and the arming is cancelled by a stop input,
+  a connection change or lost focus. A release leaves the arms paused. Right menu /
+  page pause toggles arm pause; resuming re-anchors both arms.
 * two complete X+Y+A+B chords (all four down, then all up, twice) request a robot
   reset and leave the arms paused.
 * enabled arms follow without any button held. A pose older than
   ``pose_timeout_s`` holds that arm and zeros its stick; button/stick reports older
-  than ``input_timeout_s`` zero base/lift but keep arm tracking. Digital levels stay
+  than ``input_timeout_s`` zero base/lift but keep arm tracking. Ages are sample
+  ages: the stamps are when the headset sampled, mapped to the host clock by the
+  xr node, so link delay counts. A stamp later than now by more than
+  ``future_stamp_tolerance_s`` is not fresh either (a skewed clock cannot keep a
+  sample alive): that hand holds and its stick is zeroed until a sample with a
+  sound stamp arrives. Digital levels stay
   latched until a real report changes them or the hand disconnects; edges come only
   from reports. A new connection (epoch) starts with a baseline report that makes no
   edges, except that a menu button already down latches the e-stop. An epoch change
@@ -29,34 +40,42 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from teledora.operators.errors import ConfigError
+from teledora.operators.geometry import Pose, PoseError
+from teledora.operators.model.sides import SIDES
+from teledora.operators.config import config_from_mapping
+from teledora.operators.model.robot_profile import RobotProfile
 from teledora.operators.teleop.anchored_mapping import AnchoredMapping
-from teledora.operators.xr.xr_frames import Pose, PoseError
+from teledora.operators.teleop.estop_latch import EStopLatch
 
-HANDS = ("left", "right")
 PINCH_ORDER = ("full", "fine", "half")
 _BUTTONS = ("primary", "secondary", "stick_click", "menu")
 
 
-class TeleopConfigError(ValueError):
+class TeleopConfigError(ConfigError):
     """A teleop configuration value is missing, unknown or out of range."""
 
 
 @dataclass(frozen=True)
 class TeleopConfig:
-    """Tunables of the control scheme (units in the names)."""
+    """Tunables of the control scheme (units in the names): teleop.yaml, with the
+    three speed caps taken from the robot profile."""
 
-    max_speed_m_s: float = 0.25
-    max_yaw_rate_rad_s: float = 0.65
-    max_lift_speed_m_s: float = 0.08
-    slow_factor: float = 0.1
-    pose_timeout_s: float = 0.3
-    input_timeout_s: float = 0.5
-    stick_deadzone: float = 0.1
-    chord_window_s: float = 3.0
-    pinch_full_rad: float = 0.65
-    pinch_fine_rad: float = 0.35
-    pinch_half_rad: float = 0.5
-    start_paused: bool = False
+    max_speed_m_s: float
+    max_yaw_rate_rad_s: float
+    max_lift_speed_m_s: float
+    slow_factor: float
+    pose_timeout_s: float
+    input_timeout_s: float
+    future_stamp_tolerance_s: float
+    stick_deadzone: float
+    chord_window_s: float
+    pinch_full_rad: float
+    pinch_fine_rad: float
+    pinch_half_rad: float
+    estop_squeeze_threshold: float
+    release_confirm_window_s: float
+    start_paused: bool
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -71,18 +90,29 @@ class TeleopConfig:
             raise TeleopConfigError(f"slow_factor must be in (0, 1], got {self.slow_factor}")
         if not 0.0 <= self.stick_deadzone < 1.0:
             raise TeleopConfigError(f"stick_deadzone must be in [0, 1), got {self.stick_deadzone}")
+        if not 0.0 < self.estop_squeeze_threshold <= 1.0:
+            raise TeleopConfigError(f"estop_squeeze_threshold must be in (0, 1], got {self.estop_squeeze_threshold}")
+        if self.release_confirm_window_s <= 0.0:
+            raise TeleopConfigError(f"release_confirm_window_s must be > 0, got {self.release_confirm_window_s}")
 
-    @staticmethod
-    def from_mapping(values: Mapping[str, Any]) -> "TeleopConfig":
-        """Builds a config from a YAML mapping; unknown keys are an error."""
-        known = {f.name for f in fields(TeleopConfig)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise TeleopConfigError(f"unknown teleop config keys {unknown}; known: {sorted(known)}")
-        return TeleopConfig(**dict(values))
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], profile: RobotProfile) -> "TeleopConfig":
+        """Builds a config from teleop.yaml's mapping and the robot profile's caps;
+        unknown keys, and caps set in teleop.yaml, are an error."""
+        caps = profile_caps(profile)
+        in_both = sorted(set(values) & set(caps))
+        if in_both:
+            raise TeleopConfigError(f"{in_both}: speed caps are set in the robot profile (base, lift), not here")
+        return config_from_mapping(cls, {**values, **caps}, error=TeleopConfigError)
 
     def pinch_rad(self, name: str) -> float:
         return {"full": self.pinch_full_rad, "fine": self.pinch_fine_rad, "half": self.pinch_half_rad}[name]
+
+
+def profile_caps(profile: RobotProfile) -> dict[str, float]:
+    """The scheme's speed caps, from the robot profile."""
+    return {"max_speed_m_s": profile.base.max_linear_m_s, "max_yaw_rate_rad_s": profile.base.max_yaw_rad_s,
+            "max_lift_speed_m_s": profile.lift.max_speed_m_s}
 
 
 @dataclass
@@ -95,6 +125,7 @@ class _Hand:
     buttons: dict[str, bool] = field(default_factory=lambda: dict.fromkeys(_BUTTONS, False))
     stick: tuple[float, float] = (0.0, 0.0)  # (right, forward)
     trigger: float = 0.0
+    squeeze: float = 0.0
     input_stamp_ns: int | None = None
     pose: Pose | None = None
     pose_stamp_ns: int | None = None
@@ -109,6 +140,7 @@ class _Hand:
         self.buttons = dict.fromkeys(_BUTTONS, False)
         self.stick = (0.0, 0.0)
         self.trigger = 0.0
+        self.squeeze = 0.0
         self.input_stamp_ns = None
         self.pose = None
         self.pose_stamp_ns = None
@@ -167,33 +199,51 @@ def _deadzone(v: float, dz: float) -> float:
 class TeleopScheme:
     """The control scheme; feed it controller reports and ticks, read its commands."""
 
-    def __init__(self, config: TeleopConfig | None = None) -> None:
-        self.config = config or TeleopConfig()
-        self._hands = {h: _Hand() for h in HANDS}
-        self.estop_latched = False
+    def __init__(self, config: TeleopConfig) -> None:
+        self.config = config
+        self._hands = {h: _Hand() for h in SIDES}
         self.arms_paused = self.config.start_paused
         self.reset_count = 0
-        self._clutched = dict.fromkeys(HANDS, False)
-        self._slow = dict.fromkeys(HANDS, False)
+        self._clutched = dict.fromkeys(SIDES, False)
+        self._slow = dict.fromkeys(SIDES, False)
         self._focused = True
         self._ui = {"ui_estop": False, "ui_release_stop": False, "ui_pause": False}
         self._ui_baseline = True
         self._chord = _ResetChord(int(self.config.chord_window_s * 1e9))
         self._events: list[str] = []
+        self._stop = EStopLatch(self.config.release_confirm_window_s, self._event)
+
+    @property
+    def estop_latched(self) -> bool:
+        """The e-stop is latched: no motion at all until a two-step release."""
+        return self._stop.latched
+
+    @property
+    def release_armed(self) -> bool:
+        """The first release step was taken and awaits its confirmation."""
+        return self._stop.armed
 
     # ---------------------------------------------------------------- inputs
     def on_controllers(self, msg: Mapping[str, Any], now_ns: int) -> None:
         """Applies one decoded ``XrControllers`` report received at ``now_ns``."""
-        for hand in HANDS:
+        self._stop.expire(now_ns)
+        for hand in SIDES:
             self._on_hand(hand, msg[hand])
-        self._on_ui(msg)
+            self._note_future_stamps(hand, msg[hand], now_ns)
+        if self.stop_gesture_held():
+            self._estop("grip_gesture")
         focused = bool(msg["focused"])
         if self._focused and not focused:
             self._pause("focus_lost")
+            self._stop.cancel("focus_lost")
         self._focused = focused
+        self._on_ui(msg, now_ns)
+        held = self.stop_inputs_held()
+        if held:
+            self._stop.cancel("+".join(held))
         h = self._hands
         if h["left"].connected and h["right"].connected and not (h["left"].baseline_pending or h["right"].baseline_pending):
-            down = [h[x].buttons[b] for x in HANDS for b in ("primary", "secondary")]
+            down = [h[x].buttons[b] for x in SIDES for b in ("primary", "secondary")]
             if self._chord.update(down, now_ns):
                 self._reset_robot()
 
@@ -203,6 +253,7 @@ class TeleopScheme:
         if not connected:
             if st.connected:
                 self._event(f"{hand}_disconnected")
+                self._stop.cancel(f"{hand}_disconnected")
                 st.forget_connection()
                 self._clutched[hand] = self._slow[hand] = False
                 self._chord.block()
@@ -212,6 +263,7 @@ class TeleopScheme:
         if not st.connected or epoch != st.epoch:
             if st.epoch is not None and epoch != st.epoch:
                 self._event(f"{hand}_epoch_{epoch}")
+            self._stop.cancel(f"{hand}_connected")
             st.forget_connection()
             st.epoch, st.connected = epoch, True
             self._clutched[hand] = self._slow[hand] = False
@@ -228,6 +280,7 @@ class TeleopScheme:
                 st.pose, st.pose_stamp_ns = pose, stamp
         st.stick = (float(rep["stick"][0]), -float(rep["stick"][1]))  # kept as (right, forward)
         st.trigger = float(np.clip(rep["trigger"], 0.0, 1.0))
+        st.squeeze = float(np.clip(rep["squeeze"], 0.0, 1.0))
         st.input_stamp_ns = int(rep["input_stamp_ns"])
         new = {b: bool(rep[b]) for b in _BUTTONS}
         old, st.buttons = st.buttons, new
@@ -248,6 +301,15 @@ class TeleopScheme:
                 self._toggle_pause("right_menu")
         self._apply_levels(hand)
 
+    def _note_future_stamps(self, hand: str, rep: Mapping[str, Any], now_ns: int) -> None:
+        """An event when a report's stamps lie beyond the future tolerance
+        (``_fresh`` then refuses them)."""
+        if not rep["connected"]:
+            return
+        latest = now_ns + self.config.future_stamp_tolerance_s * 1e9
+        if int(rep["input_stamp_ns"]) > latest or (rep["pose_valid"] and int(rep["pose_stamp_ns"]) > latest):
+            self._event(f"{hand}_future_stamp")
+
     def _apply_levels(self, hand: str) -> None:
         """Clutch and slow follow the held levels; clutch edges re-anchor, slow edges rescale."""
         st = self._hands[hand]
@@ -264,7 +326,29 @@ class TeleopScheme:
                 st.mapping = st.mapping.rescaled(st.pose, scale)
             self._event(f"{hand}_slow_{'on' if slow else 'off'}")
 
-    def _on_ui(self, msg: Mapping[str, Any]) -> None:
+    def stop_gesture_held(self) -> bool:
+        """Both hands connected with their squeeze at or past the threshold."""
+        return all(self._squeezed(hand) for hand in SIDES)
+
+    def _squeezed(self, hand: str) -> bool:
+        st = self._hands[hand]
+        return st.connected and st.squeeze >= self.config.estop_squeeze_threshold
+
+    def stop_inputs_held(self) -> list[str]:
+        """The stop inputs whose last reported level is held, by name.
+
+        A level stays held until a real report changes it or its hand
+        disconnects; each squeeze counts on its own, so a hand still clenched
+        after a grip-gesture stop keeps the release refused."""
+        held = []
+        if self._hands["left"].connected and self._hands["left"].buttons["menu"]:
+            held.append("left_menu")
+        if self._ui["ui_estop"]:
+            held.append("page_stop")
+        held += [f"{hand}_squeeze" for hand in SIDES if self._squeezed(hand)]
+        return held
+
+    def _on_ui(self, msg: Mapping[str, Any], now_ns: int) -> None:
         new = {k: bool(msg[k]) for k in self._ui}
         old, self._ui = self._ui, new
         if self._ui_baseline:
@@ -275,7 +359,9 @@ class TeleopScheme:
         if new["ui_estop"] and not old["ui_estop"]:
             self._estop("page_stop")
         if new["ui_release_stop"] and not old["ui_release_stop"]:
-            self._release_stop()
+            refuse = self.stop_inputs_held() + ([] if self._focused else ["unfocused"])
+            if self._stop.release_step(now_ns, refuse):
+                self._pause("estop_released")
         if new["ui_pause"] and not old["ui_pause"]:
             self._toggle_pause("page_pause")
 
@@ -284,16 +370,8 @@ class TeleopScheme:
         self._events.append(name)
 
     def _estop(self, why: str) -> None:
-        if not self.estop_latched:
-            self.estop_latched = True
-            self._event(f"estop_latched:{why}")
+        self._stop.latch(why)
         self._pause(why)
-
-    def _release_stop(self) -> None:
-        if self.estop_latched:
-            self.estop_latched = False
-            self._event("estop_released")
-            self._pause("estop_released")
 
     def _pause(self, why: str) -> None:
         if not self.arms_paused:
@@ -325,7 +403,12 @@ class TeleopScheme:
 
     # ---------------------------------------------------------------- step
     def _fresh(self, stamp: int | None, now_ns: int, timeout_s: float) -> bool:
-        return stamp is not None and now_ns - stamp <= timeout_s * 1e9
+        """A sample at most ``timeout_s`` old and not later than now by more
+        than the future tolerance."""
+        if stamp is None:
+            return False
+        age_ns = now_ns - stamp
+        return -self.config.future_stamp_tolerance_s * 1e9 <= age_ns <= timeout_s * 1e9
 
     def step(self, now_ns: int, robot_grips: Mapping[str, Pose | None], lift_height_m: float = 0.0) -> TeleopOutput:
         """Evaluates timeouts at ``now_ns`` and returns the commands to send.
@@ -336,10 +419,11 @@ class TeleopScheme:
         the lift, as the arms do: raising the lift raises the targets instead of
         making the arms reach down to hold them where they were."""
         cfg = self.config
+        self._stop.expire(now_ns)
         lift_offset = np.array([0.0, 0.0, float(lift_height_m)])
         arms: dict[str, Any] = {}
         sticks: dict[str, tuple[float, float]] = {}
-        for hand in HANDS:
+        for hand in SIDES:
             st = self._hands[hand]
             pose_fresh = st.connected and st.pose is not None and self._fresh(st.pose_stamp_ns, now_ns, cfg.pose_timeout_s)
             input_fresh = st.connected and self._fresh(st.input_stamp_ns, now_ns, cfg.input_timeout_s)
@@ -392,6 +476,7 @@ class TeleopScheme:
             state={
                 "stamp_ns": now_ns,
                 "estop_latched": self.estop_latched,
+                "release_armed": self.release_armed,
                 "arms_paused": self.arms_paused,
                 "left_clutched": self._clutched["left"],
                 "right_clutched": self._clutched["right"],

@@ -15,29 +15,89 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from teledora.operators.geometry.rotations import matrix_to_quat_xyzw
+from teledora.operators.errors import ConfigError
+from teledora.operators.geometry import matrix_to_quat
+from teledora.operators.model.sides import SIDES
+from teledora.operators.config import config_from_mapping
 
 BUTTONS = ("trigger", "squeeze", "primary", "secondary", "stick_click", "menu")
 UI_BUTTONS = ("ui_estop", "ui_release_stop", "ui_pause")
 
 
-class ScriptError(ValueError):
+class ScriptError(ConfigError):
     """The operator script is malformed."""
 
 
-@dataclass(frozen=True)
+def _zeros(n: int) -> Any:
+    return field(default_factory=lambda: np.zeros(n))
+
+
+@dataclass(frozen=True, eq=False)
 class HandKey:
-    offset_m: np.ndarray
-    rpy_deg: np.ndarray
-    stick: np.ndarray
-    buttons: dict[str, float]
+    """One hand at a keyframe: pose offset (m) and roll/pitch/yaw (deg) from the
+    hand's origin, stick and buttons. What a keyframe leaves out is zero or released."""
+
+    offset_m: np.ndarray = _zeros(3)
+    rpy_deg: np.ndarray = _zeros(3)
+    stick: np.ndarray = _zeros(2)
+    trigger: float = 0.0
+    squeeze: float = 0.0
+    primary: float = 0.0
+    secondary: float = 0.0
+    stick_click: float = 0.0
+    menu: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name, n in (("offset_m", 3), ("rpy_deg", 3), ("stick", 2)):
+            v = np.asarray(getattr(self, name), dtype=float)
+            if v.shape != (n,) or not np.all(np.isfinite(v)):
+                raise ScriptError(f"{name}: expected {n} finite numbers")
+            object.__setattr__(self, name, v)
+
+    @property
+    def buttons(self) -> dict[str, float]:
+        return {b: getattr(self, b) for b in BUTTONS}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Keyframe:
+    """Both hands and the page buttons from time ``t_s`` on."""
+
     t_s: float
-    hands: dict[str, HandKey]
-    ui: dict[str, bool] = field(default_factory=dict)
+    left: HandKey = field(default_factory=HandKey)
+    right: HandKey = field(default_factory=HandKey)
+    ui_estop: bool = False
+    ui_release_stop: bool = False
+    ui_pause: bool = False
+
+    @property
+    def hands(self) -> dict[str, HandKey]:
+        return {"left": self.left, "right": self.right}
+
+    @property
+    def ui(self) -> dict[str, bool]:
+        return {b: getattr(self, b) for b in UI_BUTTONS}
+
+
+@dataclass(frozen=True, eq=False)
+class OperatorScript:
+    """A script: each hand's origin (m, operator FLU frame) and the keyframes
+    (times strictly increasing, the first at 0)."""
+
+    hand_origin_m: dict[str, np.ndarray]
+    keyframes: tuple[Keyframe, ...]
+
+    def __post_init__(self) -> None:
+        if set(self.hand_origin_m) != {"left", "right"} or any(v.shape != (3,) for v in self.hand_origin_m.values()):
+            raise ScriptError("hand_origin_m: expected left and right, 3 finite numbers each")
+        times = [k.t_s for k in self.keyframes]
+        if not times or times[0] != 0.0 or any(b <= a for a, b in zip(times, times[1:])):
+            raise ScriptError("keyframe times must start at 0 and strictly increase")
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> "OperatorScript":
+        """Builds a script from its YAML mapping, checked."""
+        return config_from_mapping(cls, data, error=ScriptError)
 
 
 def _rpy_matrix(rpy_deg: np.ndarray) -> np.ndarray:
@@ -54,50 +114,17 @@ def _min_jerk(s: float) -> float:
     return s * s * s * (10 - 15 * s + 6 * s * s)
 
 
-def _vector(data: Mapping[str, Any], key: str, n: int, where: str) -> np.ndarray:
-    v = np.asarray(data.get(key, [0.0] * n), dtype=float)
-    if v.shape != (n,) or not np.all(np.isfinite(v)):
-        raise ScriptError(f"{where}.{key}: expected {n} finite numbers")
-    return v
-
-
 class ScriptedOperator:
     """Controller reports as a function of script time.
 
     Args:
-        script: Mapping with ``hand_origin_m`` ({left: [x,y,z], right: ...}, in the
-            operator's FLU frame) and ``keyframes`` (list, times strictly increasing,
-            the first at 0).
+        script: The operator script.
     """
 
-    def __init__(self, script: Mapping[str, Any]) -> None:
-        try:
-            origins = script["hand_origin_m"]
-            raw_keys = script["keyframes"]
-        except (KeyError, TypeError):
-            raise ScriptError("script needs 'hand_origin_m' and 'keyframes'") from None
-        self.origin = {h: _vector(origins, h, 3, "hand_origin_m") for h in ("left", "right")}
-        self.keyframes: list[Keyframe] = []
-        for i, k in enumerate(raw_keys):
-            where = f"keyframes[{i}]"
-            hands = {}
-            for h in ("left", "right"):
-                hk = k.get(h, {}) or {}
-                unknown = set(hk) - {"offset_m", "rpy_deg", "stick"} - set(BUTTONS)
-                if unknown:
-                    raise ScriptError(f"{where}.{h}: unknown keys {sorted(unknown)}")
-                hands[h] = HandKey(
-                    offset_m=_vector(hk, "offset_m", 3, f"{where}.{h}"),
-                    rpy_deg=_vector(hk, "rpy_deg", 3, f"{where}.{h}"),
-                    stick=_vector(hk, "stick", 2, f"{where}.{h}"),
-                    buttons={b: float(hk.get(b, 0.0)) for b in BUTTONS},
-                )
-            ui = {b: bool(k.get(b, False)) for b in UI_BUTTONS}
-            self.keyframes.append(Keyframe(float(k["t_s"]), hands, ui))
-        times = [k.t_s for k in self.keyframes]
-        if not times or times[0] != 0.0 or any(b <= a for a, b in zip(times, times[1:])):
-            raise ScriptError("keyframe times must start at 0 and strictly increase")
-        self.duration_s = times[-1]
+    def __init__(self, script: OperatorScript) -> None:
+        self.origin = dict(script.hand_origin_m)
+        self.keyframes: list[Keyframe] = list(script.keyframes)
+        self.duration_s = self.keyframes[-1].t_s
 
     def _segment(self, t: float) -> tuple[Keyframe, Keyframe, float]:
         keys = self.keyframes
@@ -113,7 +140,7 @@ class ScriptedOperator:
         ka, kb = a.hands[hand], b.hands[hand]
         pos = self.origin[hand] + (1 - s) * ka.offset_m + s * kb.offset_m
         rpy = (1 - s) * ka.rpy_deg + s * kb.rpy_deg
-        return pos, matrix_to_quat_xyzw(_rpy_matrix(rpy))
+        return pos, matrix_to_quat(_rpy_matrix(rpy))
 
     def report(self, t: float, stamp_ns: int, seq: int) -> dict[str, Any]:
         """An XrControllers message for script time t."""
@@ -126,7 +153,7 @@ class ScriptedOperator:
             "focused": True,
             **a.ui,
         }
-        for hand in ("left", "right"):
+        for hand in SIDES:
             pos, quat = self.hand_pose(hand, t)
             k = a.hands[hand]
             msg[hand] = {
@@ -154,7 +181,7 @@ class ScriptedOperator:
         for a, b in zip(self.keyframes, self.keyframes[1:]):
             same = all(
                 np.array_equal(a.hands[h].offset_m, b.hands[h].offset_m) and np.array_equal(a.hands[h].rpy_deg, b.hands[h].rpy_deg)
-                for h in ("left", "right")
+                for h in SIDES
             )
             if same and b.t_s - a.t_s >= min_hold_s:
                 out.append((a.t_s, b.t_s))

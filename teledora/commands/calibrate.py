@@ -21,13 +21,13 @@ from typing import Callable
 
 import yaml
 
-from teledora import models
-from teledora.operators.drive.drive_config import drive_config_from_dict
+from teledora.models.config_files import DRIVE, load_calibration, load_drive_config
+from teledora.operators.config import config_from_mapping
 from teledora.operators.drive.servo_calibration import (
     FULL_RANGE,
+    CalibrationError,
     RangeRecorder,
     ServoCalibration,
-    calibration_from_dict,
     calibration_to_dict,
     half_turn_homing_offset,
 )
@@ -42,7 +42,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="calibration YAML to write")
     p.add_argument("--robot-id", default="alohamini2")
     p.add_argument("--sides", default="left,right")
-    p.add_argument("--config", default="alohamini2/drive.yaml")
+    p.add_argument("--config", default=DRIVE)
     p.add_argument("--left-port", default=None)
     p.add_argument("--right-port", default=None)
     p.add_argument("--from-lerobot", default=None, metavar="JSON", help="convert a LeRobot calibration file instead")
@@ -97,7 +97,7 @@ def from_lerobot(data: dict) -> dict[str, ServoCalibration]:
             continue  # wheels and lift need no calibration here
         side, _, joint = name[len("arm_"):].partition("_")
         joint = _LEROBOT_JOINTS.get(joint, joint)
-        out[f"{side}_{joint}"] = calibration_from_dict({"servos": {name: rec}})[name]
+        out[f"{side}_{joint}"] = config_from_mapping(ServoCalibration, rec, name, CalibrationError)
     return out
 
 
@@ -105,14 +105,13 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     existing = {}
     if out.is_file():
-        with out.open() as f:
-            existing = calibration_from_dict(yaml.safe_load(f))
+        existing = load_calibration(out).servos
     if args.from_lerobot:
         cals = from_lerobot(json.loads(Path(args.from_lerobot).read_text()))
     else:
         from teledora.devices.drive.feetech_bus import FeetechBus
 
-        config = drive_config_from_dict(models.load_yaml(args.config))
+        config = load_drive_config(args.config)
         cals = {}
         for side in [s.strip() for s in args.sides.split(",") if s.strip()]:
             bus_cfg = config.buses[side]

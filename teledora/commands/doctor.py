@@ -37,6 +37,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 import yaml
 
+from teledora.models.config_files import load_drive_config, load_estimation_config, load_lidar_setup, load_mocap_config
+
 OK, WARN, FAIL = "ok", "warn", "MISSING"
 _KERNEL_TTY = re.compile(r"^/dev/tty(USB|ACM|S|AMA)\d+$")
 
@@ -89,13 +91,6 @@ def _opts(argv: list[str], *flags: str) -> dict[str, str]:
     return {k: v for k, v in vars(known).items() if v is not None}
 
 
-def _load_yaml(path_or_name: str | None, shipped: str) -> dict[str, Any]:
-    from teledora import models
-    if path_or_name and Path(path_or_name).is_file():
-        return yaml.safe_load(Path(path_or_name).read_text()) or {}
-    return models.load_yaml(path_or_name or shipped)
-
-
 # ------------------------------------------------------------------ device checks
 
 
@@ -126,17 +121,18 @@ def check_serial(path: str, users: str) -> list[Finding]:
 
 
 def check_calibration(path_or_name: str, joints: Iterable[str]) -> Finding:
-    from teledora.operators.drive.servo_calibration import calibration_from_dict
+    from teledora.models.config_files import load_calibration
 
     what = f"arm calibration {path_or_name}"
     try:
-        cals = calibration_from_dict(_load_yaml(path_or_name, path_or_name))
+        calibration = load_calibration(path_or_name)
     except Exception as exc:  # unreadable file or a record that does not parse
         return Finding(FAIL, what, f"cannot be read: {exc}; run `teledora calibrate`")
-    missing = sorted(set(joints) - set(cals))
+    missing = sorted(set(joints) - set(calibration.servos))
     if missing:
         return Finding(FAIL, what, f"has no record for {missing}; run `teledora calibrate`")
-    return Finding(OK, what, f"{len(cals)} joints calibrated")
+    recorded_on = f" (recorded on {calibration.robot_id})" if calibration.robot_id else ""
+    return Finding(OK, what, f"{len(calibration.servos)} joints calibrated{recorded_on}")
 
 
 def check_autopilot(connection: str, baud: int, timeout_s: float) -> list[Finding]:
@@ -170,6 +166,7 @@ def check_autopilot(connection: str, baud: int, timeout_s: float) -> list[Findin
 def check_natnet(server: str, command_port: int, client_name: str, version: tuple[int, int, int, int],
                  body_name: str | None, body_id: int | None, timeout_s: float) -> list[Finding]:
     """CONNECT -> SERVER_INFO, then MODEL_DEF must name the rigid body."""
+    from teledora.operators.mocap import natnet_model_def as md
     from teledora.operators.mocap import natnet_protocol as nn
     what = f"Motive NatNet server {server}:{command_port}"
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -190,7 +187,7 @@ def check_natnet(server: str, command_port: int, client_name: str, version: tupl
             if packet.message_id == nn.MessageId.SERVER_INFO:
                 info = nn.parse_server_info(packet.payload)
             elif packet.message_id == nn.MessageId.MODEL_DEF and info is not None:
-                bodies = nn.parse_model_def(packet.payload, info.natnet_version)
+                bodies = md.parse_model_def(packet.payload, info.natnet_version)
     finally:
         sock.close()
     if info is None:
@@ -256,36 +253,36 @@ def collect_checks(dataflow: Mapping[str, Any], machine: str | None, timeout_s: 
         argv, env = node_args(entry), {**os.environ, **{k: str(v) for k, v in (entry.get("env") or {}).items()}}
         if module in ("arms_feetech", "base_feetech", "lift_feetech"):
             o = _opts(argv, "--config", "--port", "--left-port", "--right-port", "--sides", "--calibration")
-            drive = _load_yaml(o.get("config"), "alohamini2/drive.yaml")
+            drive = load_drive_config(o.get("config"))
             if module == "arms_feetech":
                 sides = [s.strip() for s in o.get("sides", "left,right").split(",") if s.strip()]
                 for side in sides:
-                    port = o.get(f"{side.replace('-', '_')}_port") or drive["buses"][side]["port"]
+                    port = o.get(f"{side.replace('-', '_')}_port") or drive.buses[side].port
                     ports.setdefault(port, []).append(f"{node}: {side} arm bus")
-                joints = [f"{s}_{j}" for s in sides for j in drive["arms"]["servo_ids"]]
-                calib = o.get("calibration") or drive["arms"]["calibration"]
+                joints = [f"{s}_{j}" for s in sides for j in drive.arms.servo_ids]
+                calib = o.get("calibration") or drive.arms.calibration
                 checks.append((node, lambda c=calib, j=joints: [check_calibration(c, j)]))
             else:
-                ports.setdefault(o.get("port") or drive["buses"]["left"]["port"], []).append(f"{node}: left bus")
+                ports.setdefault(o.get("port") or drive.buses["left"].port, []).append(f"{node}: left bus")
         elif module == "lidar_rplidar":
             o = _opts(argv, "--lidar", "--port", "--config")
-            lidars = _load_yaml(o.get("config"), "alohamini2/lidar.yaml")["lidars"]
+            lidars = load_lidar_setup(o.get("config")).lidars
             name = o.get("lidar") or env.get("LIDAR", "front")
-            port = o.get("port") or env.get("LIDAR_PORT") or lidars[name]["port"]
+            port = o.get("port") or env.get("LIDAR_PORT") or lidars[name].port
             ports.setdefault(port, []).append(f"{node}: RPLIDAR {name}")
         elif module == "ekf_ardupilot":
             o = _opts(argv, "--config", "--connection")
-            cfg = _load_yaml(o.get("config"), "alohamini2/estimation.yaml")["ardupilot"]
-            conn, baud = o.get("connection") or cfg["connection"], int(cfg.get("baud", 115200))
+            bridge = load_estimation_config(o.get("config")).ardupilot
+            conn, baud = o.get("connection") or bridge.connection, bridge.baud
             checks.append((node, lambda c=conn, b=baud: check_autopilot(c, b, timeout_s)))
         elif module == "mocap_natnet":
             o = _opts(argv, "--config", "--server", "--command-port", "--body-id", "--body-name")
-            cfg = _load_yaml(o.get("config"), "alohamini2/mocap.yaml")
-            nat, body = cfg["natnet"], cfg.get("rigid_body") or {}
-            server = o.get("server") or env.get("TELEDORA_MOCAP_SERVER") or nat["server_address"]
-            body_id = o.get("body_id") or body.get("id")
-            args = (server, int(o.get("command_port") or nat["command_port"]), nat.get("client_name", "teledora"),
-                    tuple(nat.get("natnet_version", (4, 1, 0, 0))), o.get("body_name") or body.get("name"),
+            mocap = load_mocap_config(o.get("config"))
+            nat, body = mocap.natnet, mocap.rigid_body
+            server = o.get("server") or env.get("TELEDORA_MOCAP_SERVER") or nat.server_address
+            body_id = o.get("body_id") or body.id
+            args = (server, int(o.get("command_port") or nat.command_port), nat.client_name,
+                    nat.natnet_version, o.get("body_name") or body.name,
                     int(body_id) if body_id is not None else None)
             checks.append((node, lambda a=args: check_natnet(*a, timeout_s=timeout_s)))
         elif module == "xr_webxr":

@@ -4,7 +4,8 @@ Reads two topics of a recorded run (default ``ekf/pose`` against
 ``mocap/pose``), pairs them by their ``stamp_ns`` (both on the host clock),
 optionally estimates the remaining time offset, aligns the estimate onto the
 truth as asked, and reports APE (RMSE, mean, max), yaw error, RPE per metre,
-drift as a percentage of the distance travelled and the fraction of the
+drift as a percentage of the distance travelled (anchored at the start and
+after the alignment; mocap noise is kept out of the distance) and the fraction of the
 estimate that found truth. Writes ``<out>/odometry.json`` and
 ``<out>/odometry.png`` (trajectories overlaid, errors over time).
 
@@ -27,6 +28,7 @@ from typing import Any, Callable
 import numpy as np
 import pyarrow as pa
 
+from teledora.operators.errors import TeledoraError
 from teledora.operators.estimation.odometry_evaluation import (
     EvaluationConfig,
     EvaluationError,
@@ -35,12 +37,13 @@ from teledora.operators.estimation.odometry_evaluation import (
 )
 from teledora.operators.estimation.trajectory_alignment import ALIGNMENTS
 from teledora.operators.estimation.trajectory_association import ASSOCIATION_METHODS, Trajectory
+from teledora.operators.estimation.trajectory_distance import DEFAULT_MIN_STEP_M
 from teledora.recording import RecordingError, RunReader
 
 PROGRESS_EVERY_ROWS = 20_000
 
 
-class EvalInputError(Exception):
+class EvalInputError(TeledoraError):
     """The recording cannot provide the requested trajectory."""
 
 
@@ -87,6 +90,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="alignment of the estimate onto truth (default se2; sim3 hides scale errors)")
     o.add_argument("--dims", type=int, choices=(2, 3), default=2, help="planar (2, default) or spatial (3) errors")
     o.add_argument("--rpe-delta", type=float, default=1.0, metavar="M", help="RPE window in metres (default 1.0)")
+    o.add_argument("--path-step", type=float, default=DEFAULT_MIN_STEP_M, metavar="M",
+                   help="distance travelled is measured between truth samples at least M apart, so mocap noise "
+                        f"does not count as travel (default {DEFAULT_MIN_STEP_M}; 0 sums every raw step)")
     o.add_argument("--out", type=Path, default=None, help="output directory (default RUN/eval)")
     o.add_argument("--no-plot", action="store_true", help="skip the PNG")
     o.add_argument("--quiet", action="store_true", help="no progress messages")
@@ -238,8 +244,10 @@ def print_summary(summary: dict[str, Any], out: Any = None) -> None:
           file=out)
     print(f"  RPE/m    mean {_fmt(rpe['translation_m_per_m']['mean'], 100, ' %')} over {rpe['delta_m']:g} m, "
           f"yaw {_fmt(rpe['yaw_rad_per_m']['mean'], 180 / math.pi, ' deg/m')}", file=out)
-    print(f"  drift    {_fmt(d['percent_of_distance'], 1, ' %')} of {_fmt(d['path_length_m'], 1, ' m')} "
-          f"(final error {_fmt(d['final_error_m'], 1, ' m')})", file=out)
+    start, fitted = d["anchored_at_start"], d["after_alignment"]
+    print(f"  drift    {_fmt(start['percent_of_distance'], 1, ' %')} of {_fmt(d['path_length_m'], 1, ' m')} "
+          f"anchored at the start (final error {_fmt(start['final_error_m'], 1, ' m')}); "
+          f"{_fmt(fitted['percent_of_distance'], 1, ' %')} after {fitted['alignment']} alignment", file=out)
 
 
 def _json_safe(value: Any) -> Any:
@@ -263,6 +271,7 @@ def _run_odometry(args: argparse.Namespace) -> int:
         config = EvaluationConfig(
             association=args.association, max_diff_s=args.max_diff, lag_s=args.lag, estimate_lag=args.estimate_lag,
             max_lag_s=args.max_lag, alignment=args.align, dims=args.dims, rpe_delta_m=args.rpe_delta,
+            path_min_step_m=args.path_step,
         )
         say(f"evaluating {len(est.trajectory)} estimate samples against {len(truth.trajectory)} truth samples")
         result = evaluate_odometry(est.trajectory, truth.trajectory, config, progress=say)

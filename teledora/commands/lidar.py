@@ -29,7 +29,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
-    from teledora.nodes.lidar.lidar_rplidar import RECOVERABLE, RplidarA1Backend, load_lidar_setup
+    from teledora.devices.lidar.rplidar_a1 import RECOVERABLE, RplidarA1Backend
+    from teledora.models.config_files import load_lidar_setup
 
     setup = load_lidar_setup(args.config)
     if args.lidar not in setup.lidars:

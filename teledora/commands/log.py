@@ -6,7 +6,9 @@ message count, rate, span, size and any gaps the recorder can detect.
 and ROS 2 tooling open: one channel per topic (``/node/output``), messages
 JSON-encoded with a JSON schema, images as ``foxglove.RawImage``.
 ``teledora log compare RUN OTHER`` compares two runs (a run and its replay)
-topic by topic with byte-level digests.
+topic by topic with byte-level digests. ``teledora log check RUN`` verifies
+every batch against its checksum and the run against its manifest;
+``teledora log repair RUN -o OUT`` writes a copy holding every good batch.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ import pyarrow as pa
 
 from teledora.operators.contract.messages import IMAGE_ENCODINGS, SCHEMAS
 from teledora.operators.recording.recording_gaps import GAP_KINDS, GapDetector
-from teledora.recording import RecordedMessage, RunFormatError, RunReader, message_time_ns, value_digest
+from teledora.recording import RecordedMessage, RecordingError, RunFormatError, RunReader, message_time_ns, value_digest
+from teledora.recording.run_check import check_run, repair_run
 
 COUNTER_METADATA_KEY = "seq"
 MAX_GAPS_LISTED = 20
@@ -48,6 +51,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     compare.add_argument("other", type=Path)
     compare.add_argument("--topics", default=None, help="comma-separated topics (default: those in both runs)")
     compare.set_defaults(func=_compare)
+    check = sub.add_parser("check", help="verify every batch's checksum and the run against its manifest")
+    check.add_argument("run", type=Path)
+    check.add_argument("--json", action="store_true", help="print the report as JSON")
+    check.set_defaults(func=_check)
+    repair = sub.add_parser("repair", help="write a copy of a run keeping every batch that passes its checksum")
+    repair.add_argument("run", type=Path)
+    repair.add_argument("-o", "--output", type=Path, default=None, help="new run directory (default RUN.repaired)")
+    repair.set_defaults(func=_repair)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
@@ -57,6 +68,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def summarize(reader: RunReader) -> dict[str, Any]:
     """Provenance and per-topic statistics of a run, as plain data."""
     detector = GapDetector()
+    manifest_counts = _manifest_counts(reader.manifest)
     topics: dict[str, Any] = {}
     seqs = 0
     max_seq = -1
@@ -68,9 +80,12 @@ def summarize(reader: RunReader) -> dict[str, Any]:
         n = table.num_rows
         entry: dict[str, Any] = {
             "count": n,
+            "manifest_count": manifest_counts.get(topic),
             "type": str(read.value_type) if read.value_type is not None else None,
             "bytes": (reader.run_dir / f"{topic}.arrow").stat().st_size,
             "truncated": read.truncated,
+            "corrupt_batches": [b.batch for b in read.bad_batches],
+            "checksums": read.check is not None,
         }
         if n:
             dora = table.column("dora_ns").to_pylist()
@@ -94,6 +109,15 @@ def summarize(reader: RunReader) -> dict[str, Any]:
         entry["gaps"] = {k: sum(1 for g in detector.gaps if g.topic == topic and g.kind == k) for k in GAP_KINDS}
         topics[topic] = entry
     m = reader.manifest
+    mismatches = {}
+    for topic in sorted(set(topics) | set(manifest_counts)):
+        have = topics[topic]["count"] if topic in topics else None
+        want = manifest_counts.get(topic)
+        if want is None or have is None:
+            if reader.complete and have != want and not reader.manifest_problem:
+                mismatches[topic] = {"readable": have, "manifest": want}
+        elif have != want if reader.complete else have < want:
+            mismatches[topic] = {"readable": have, "manifest": want}
     start_ns = m.get("start_ns") or first_all
     end_ns = m.get("end_ns") or last_all
     return {
@@ -112,12 +136,28 @@ def summarize(reader: RunReader) -> dict[str, Any]:
         "messages": seqs,
         "seq_missing": max_seq + 1 - seqs,
         "type_errors": m.get("type_errors") or {},
+        "name_errors": m.get("name_errors") or {},
+        "lag_ms": m.get("lag_ms"),
+        "manifest_problem": reader.manifest_problem,
+        "manifest_mismatches": mismatches,
         "topics": topics,
         "gaps": [
             {"topic": g.topic, "kind": g.kind, "start_ns": g.start_ns, "duration_s": g.duration_s, "missing": g.missing}
             for g in detector.gaps
         ],
     }
+
+
+def _manifest_counts(manifest: dict[str, Any]) -> dict[str, int]:
+    topics = manifest.get("topics")
+    if not isinstance(topics, dict):
+        return {}
+    out = {}
+    for topic, entry in topics.items():
+        count = entry.get("count") if isinstance(entry, dict) else None
+        if isinstance(count, int) and not isinstance(count, bool):
+            out[str(topic)] = count
+    return out
 
 
 def _counter(metadata_text: str | None) -> int | None:
@@ -157,13 +197,23 @@ def format_summary(s: dict[str, Any]) -> str:
     if s.get("ended_by") and s["ended_by"] != "end of stream":
         recorder += f"; ended by {s['ended_by']}"
     lines.append(recorder)
+    lag = s.get("lag_ms")
+    if isinstance(lag, dict) and lag.get("n"):
+        lines.append(f"lag        recorder behind senders: median {lag.get('p50')} ms, p99 {lag.get('p99')} ms, max {lag.get('max')} ms")
+    if s.get("manifest_problem"):
+        lines.append(f"MANIFEST   {s['manifest_problem']}")
+    for topic, mm in s.get("manifest_mismatches", {}).items():
+        lines.append(f"MISMATCH   {topic}: {mm['readable']} readable messages, manifest says {mm['manifest']}")
+    corrupt = {t: v["corrupt_batches"] for t, v in s["topics"].items() if v.get("corrupt_batches")}
+    for topic, batches in corrupt.items():
+        lines.append(f"CORRUPT    {topic}: batch {', '.join(map(str, batches))} failed the checksum (skipped; run `teledora log check`)")
     lines.append("")
     header = f"{'topic':<30} {'count':>8} {'rate Hz':>9} {'MiB':>9}  gaps (stall/counter/back)  type"
     lines.append(header)
     for topic, t in s["topics"].items():
         rate = f"{t['rate_hz']:.1f}" if t.get("rate_hz") else "-"
         gaps = "/".join(str(t["gaps"][k]) for k in GAP_KINDS)
-        flag = " TORN" if t["truncated"] else ""
+        flag = (" TORN" if t["truncated"] else "") + (" CORRUPT" if t.get("corrupt_batches") else "")
         type_text = (t["type"] or "?")
         type_text = type_text if len(type_text) <= 40 else type_text[:37] + "..."
         lines.append(f"{topic:<30} {t['count']:>8} {rate:>9} {t['bytes'] / 2**20:>9.2f}  {gaps:<25}  {type_text}{flag}")
@@ -176,6 +226,45 @@ def format_summary(s: dict[str, Any]) -> str:
         if len(s["gaps"]) > MAX_GAPS_LISTED:
             lines.append(f"  ... {len(s['gaps']) - MAX_GAPS_LISTED} more")
     return "\n".join(lines)
+
+
+def _check(args: argparse.Namespace) -> int:
+    try:
+        report = check_run(args.run)
+    except RunFormatError as exc:
+        print(f"teledora log: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2))
+        return 0 if report.ok else 1
+    state = "complete" if report.complete else "INCOMPLETE"
+    for topic, t in report.topics.items():
+        tag = "ok" if not t.problems else "BAD"
+        if not t.verified:
+            tag += " (no checksums)"
+        print(f"{topic:<30} {t.rows:>8} rows in {t.batches:>5} good batches  manifest {t.manifest_count}  {tag}")
+        for problem in t.problems:
+            print(f"    {problem}")
+        for note in t.notes:
+            print(f"    note: {note}")
+    if report.manifest_problem:
+        print(f"manifest: {report.manifest_problem}")
+    verdict = "OK" if report.ok else f"{len(report.problems)} problems"
+    print(f"{report.run}: {state}, {verdict}")
+    return 0 if report.ok else 1
+
+
+def _repair(args: argparse.Namespace) -> int:
+    out = args.output or args.run.with_name(args.run.name + ".repaired")
+    try:
+        report = repair_run(args.run, out)
+    except RecordingError as exc:
+        print(f"teledora log: {exc}", file=sys.stderr)
+        return 2
+    for problem in report.problems:
+        print(f"dropped or noted: {problem}")
+    print(f"repaired run written to {out} ({len(report.problems)} problems in the source)")
+    return 0
 
 
 def _info(args: argparse.Namespace) -> int:

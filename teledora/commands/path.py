@@ -7,9 +7,11 @@ or a mapping of arm joint name to rad, unspecified joints keeping the previous
 waypoint's values — or ``offsets_m`` with per-arm grip translations in
 base_link), optional per-waypoint ``speed_m_s`` / ``angular_speed_rad_s``, and
 optional top-level ``lift_height_m`` (0 = floor-homed). Every leg is planned
-before anything is printed as a trajectory; an unreachable sample stops with
-a clear error. ``--csv`` writes the dense joint trajectory (time + 12 arm
-joints) for replay.
+and checked before anything is printed as a trajectory or written: an
+unreachable sample, a trajectory off its line or a joint speed or
+acceleration above its cap stops with a clear error (naming the joint and the
+cap) and exit status 1. ``--csv`` writes the joint trajectory (time + 12 arm
+joints, one row per output period) for replay.
 """
 
 from __future__ import annotations
@@ -24,16 +26,43 @@ import numpy as np
 import yaml
 
 from teledora import models
-from teledora.operators.ik.cartesian_path import CartesianPathPlanner, PathConfig, PathPlanningError, Waypoint, plan_waypoints
-from teledora.operators.ik.ik_solver import SIDES, BimanualIk, IkSettings, build_ik_model
+from teledora.models.config_files import load_ik_config
+from teledora.operators.errors import ConfigError
+from teledora.operators.ik.cartesian_path import CartesianPathPlanner, PathPlan, PathPlanningError
+from teledora.operators.ik.ik_model import build_ik_model
+from teledora.operators.ik.ik_solver import BimanualIk
+from teledora.operators.ik.path_timing import check_joint_caps
+from teledora.operators.ik.waypoints import Waypoint, plan_waypoints
+from teledora.operators.model.sides import SIDES
 
 
-class WaypointFileError(ValueError):
+class WaypointFileError(ConfigError):
     """The waypoint YAML is malformed."""
 
 
+def _number(value: Any, what: str) -> float:
+    """A finite real number from the YAML (booleans and strings are not numbers)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+        raise WaypointFileError(f"{what} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _speed(value: Any, what: str) -> float | None:
+    if value is None:
+        return None
+    speed = _number(value, what)
+    if speed <= 0:
+        raise WaypointFileError(f"{what} must be > 0, got {speed}")
+    return speed
+
+
 def parse_waypoints(data: Any, joint_names: list[str], home: dict[str, float]) -> list[Waypoint]:
-    """Waypoints from the YAML mapping (joint values resolved against the previous waypoint)."""
+    """Waypoints from the YAML mapping (joint values resolved against the previous waypoint).
+
+    Raises:
+        WaypointFileError: anything malformed (wrong types, unknown joints,
+            non-finite numbers, speeds not > 0).
+    """
     if not isinstance(data, dict) or not isinstance(data.get("waypoints"), list):
         raise WaypointFileError("expected a mapping with a 'waypoints' list")
     out: list[Waypoint] = []
@@ -42,7 +71,8 @@ def parse_waypoints(data: Any, joint_names: list[str], home: dict[str, float]) -
         if not isinstance(wp, dict):
             raise WaypointFileError(f"waypoint {i}: expected a mapping")
         name = str(wp.get("name", f"wp{i}"))
-        speeds = dict(speed_m_s=wp.get("speed_m_s"), angular_speed_rad_s=wp.get("angular_speed_rad_s"))
+        speeds = dict(speed_m_s=_speed(wp.get("speed_m_s"), f"waypoint {name}: speed_m_s"),
+                      angular_speed_rad_s=_speed(wp.get("angular_speed_rad_s"), f"waypoint {name}: angular_speed_rad_s"))
         if ("joints" in wp) == ("offsets_m" in wp):
             raise WaypointFileError(f"waypoint {name}: give exactly one of 'joints' and 'offsets_m'")
         if "joints" in wp:
@@ -54,7 +84,7 @@ def parse_waypoints(data: Any, joint_names: list[str], home: dict[str, float]) -
                 for jn, v in joints.items():
                     if jn not in joint_names:
                         raise WaypointFileError(f"waypoint {name}: unknown arm joint {jn!r}")
-                    q[joint_names.index(jn)] = float(v)
+                    q[joint_names.index(jn)] = _number(v, f"waypoint {name}: {jn}")
             else:
                 raise WaypointFileError(f"waypoint {name}: 'joints' must be 'home' or a mapping")
             current = q
@@ -63,45 +93,60 @@ def parse_waypoints(data: Any, joint_names: list[str], home: dict[str, float]) -
             offsets = wp["offsets_m"]
             if not isinstance(offsets, dict) or not set(offsets) <= set(SIDES):
                 raise WaypointFileError(f"waypoint {name}: 'offsets_m' maps left/right to [x, y, z]")
-            vecs = {s: np.asarray(v, dtype=float) for s, v in offsets.items()}
-            if any(v.shape != (3,) for v in vecs.values()):
+            if any(not isinstance(v, list) or len(v) != 3 for v in offsets.values()):
                 raise WaypointFileError(f"waypoint {name}: each offset needs 3 values")
+            vecs = {s: np.array([_number(x, f"waypoint {name}: offsets_m.{s}") for x in v]) for s, v in offsets.items()}
             out.append(Waypoint(name, offsets_m=vecs, **speeds))
     return out
 
 
 def _run(args: argparse.Namespace) -> int:
-    cfg_data = models.load_yaml("alohamini2/ik.yaml") if args.config is None else yaml.safe_load(Path(args.config).read_text())
-    settings = IkSettings.from_mapping(cfg_data)
+    config = load_ik_config(args.config)
     profile = models.load_profile()
-    ik = BimanualIk(build_ik_model(models.path(settings.solver.model), settings.solver.add_floor), profile, settings)
-    planner = CartesianPathPlanner(ik, PathConfig.from_mapping(cfg_data["path"]))
+    ik = BimanualIk(build_ik_model(models.path(config.solver.model), config.solver.add_floor), profile, config.settings)
+    planner = CartesianPathPlanner(ik, config.path)
     try:
         data = yaml.safe_load(Path(args.waypoints).read_text())
         waypoints = parse_waypoints(data, ik.arm_joint_names, profile.home_q())
-        lift_h = float(data.get("lift_height_m", profile.lift_travel_mm / 2000.0))
+        lift_h = float(data.get("lift_height_m", profile.lift.travel_mm / 2000.0))
         plans = plan_waypoints(planner, waypoints, profile.lift_height_to_joint(lift_h))
     except (OSError, yaml.YAMLError, WaypointFileError, PathPlanningError) as exc:
         print(f"teledora path: {exc}", file=sys.stderr)
         return 1
-    print(f"{'leg':<24} {'time s':>7} {'knots':>5} {'line dev mm':>11} {'landing mm':>10} {'peak m/s':>8} {'peak m/s2':>9} pinned")
+    times, q = joined(plans)
+    violation = check_joint_caps(times, q, ik.arm_joint_names, planner.max_joint_speed_rad_s, planner.max_joint_accel_rad_s2)
+    if violation is not None:  # every leg was checked; this guards the joins too
+        print(f"teledora path: refused, {violation}", file=sys.stderr)
+        return 1
+    print(f"joint caps: {planner.max_joint_speed_rad_s:g} rad/s, {planner.max_joint_accel_rad_s2:g} rad/s² (peaks below)")
+    print(f"{'leg':<24} {'time s':>7} {'knots':>5} {'line dev mm':>11} {'landing mm':>10} {'joint rad/s':>11} "
+          f"{'joint rad/s2':>12} {'tip m/s':>7} {'tip m/s2':>8} pinned")
     for prev, wp, p in zip(waypoints[:-1], waypoints[1:], plans):
         pinned = ",".join(s for s, v in p.pinned.items() if v) or "-"
-        print(f"{prev.name + ' -> ' + wp.name:<24} {p.duration_s:7.2f} {len(p.knot_times):5d} {p.max_line_deviation_m * 1000:11.3f} "
-              f"{p.landing_error_m * 1000:10.3f} {p.peak_tip_speed_m_s:8.3f} {p.peak_tip_accel_m_s2:9.3f} {pinned}")
-    total = sum(p.duration_s for p in plans)
-    print(f"total {total:.2f} s, {sum(len(p.times) for p in plans)} samples")
+        print(f"{prev.name + ' -> ' + wp.name:<24} {p.duration_s:7.2f} {len(p.knot_s):5d} {p.max_line_deviation_m * 1000:11.3f} "
+              f"{p.landing_error_m * 1000:10.4f} {p.peak_joint_speed_rad_s:11.3f} {p.peak_joint_accel_rad_s2:12.2f} "
+              f"{p.peak_tip_speed_m_s:7.3f} {p.peak_tip_accel_m_s2:8.3f} {pinned}")
+    print(f"total {times[-1]:.2f} s, {len(times)} samples")
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(["t_s", *ik.arm_joint_names])
-            t0 = 0.0
-            for p in plans:
-                for t, q in zip(p.times, p.q):
-                    w.writerow([f"{t0 + t:.6f}", *(f"{v:.9f}" for v in q)])
-                t0 += p.duration_s
+            for t, row in zip(times, q):
+                w.writerow([f"{t:.6f}", *(f"{v:.9f}" for v in row)])
         print(f"wrote {args.csv}")
     return 0
+
+
+def joined(plans: list[PathPlan]) -> tuple[np.ndarray, np.ndarray]:
+    """The legs one after the other: each leg's first sample is the previous
+    leg's last (it starts where that one stopped), so it is written once."""
+    times, rows, t0 = [], [], 0.0
+    for k, p in enumerate(plans):
+        skip = 1 if k > 0 else 0
+        times.append(t0 + p.times[skip:])
+        rows.append(p.q[skip:])
+        t0 += p.duration_s
+    return np.concatenate(times), np.vstack(rows)
 
 
 def add_parser(subparsers: Any) -> None:

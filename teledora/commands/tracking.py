@@ -20,6 +20,7 @@ from teledora import models
 from teledora.operators.ik.grip_kinematics import GripKinematics
 from teledora.operators.contract.messages import MessageError, decode
 from teledora.operators.ik.tracking_error import nearest_indices, settled_mask, summarize
+from teledora.operators.model.sides import SIDES
 from teledora.recording import RunReader
 
 
@@ -54,7 +55,7 @@ def tracking_summary(run: Path, hold_s: float = 1.0) -> dict:
     js_t = np.array([t for t, _ in states])
     lift_t = np.array([t for t, _ in lifts])
     result = {}
-    for side in ("left", "right"):
+    for side in SIDES:
         rows = [(t, m[side]["position"]) for t, m in targets if m[side]["enabled"]]
         if not rows:
             continue

@@ -19,6 +19,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from teledora.operators.errors import TeledoraError
 from teledora.recording import RecordingError, RunReader, replay_metadata
 
 STATE_TOPIC_SUFFIXES = {
@@ -29,7 +30,7 @@ STATE_TOPIC_SUFFIXES = {
 }
 
 
-class VideoError(RuntimeError):
+class VideoError(TeledoraError, RuntimeError):
     """The run cannot give a video of the requested camera."""
 
 
@@ -105,14 +106,16 @@ def rendered_frames(reader: RunReader, camera: str, fps: float, width: int, heig
     os.environ.setdefault("MUJOCO_GL", "egl")
     from teledora import models
     from teledora.runtime.node_io import NodeIO
-    from teledora.nodes.rendering.renderer import CameraRig, RendererNode, load_config, resolve_model
+    from teledora.models.config_files import load_renderer_config
+    from teledora.devices.rendering.camera_rig import CameraRig, resolve_model
+    from teledora.devices.rendering.robot_renderer import RobotRenderer
 
     topics = reader.topics
     inputs = {name: _pick(topics, cands) for name, cands in STATE_TOPIC_SUFFIXES.items()}
     inputs = {k: v for k, v in inputs.items() if v is not None}
     if not inputs:
         raise VideoError(f"run has neither {camera} images nor recorded states; topics: {topics}")
-    config = load_config(None)
+    config = load_renderer_config()
     sources = dict(config.sources)
     fallback = {"arms": "joint_states", "lift": "lift", "base": "odom"}
     for group, own in fallback.items():
@@ -133,7 +136,7 @@ def rendered_frames(reader: RunReader, camera: str, fps: float, width: int, heig
     now = [first.recv_ns]
     collector = _FrameCollector()
     io = NodeIO(collector, "video", clock=lambda: now[0])
-    app = RendererNode(io, config, rig, models.load_profile())
+    app = RobotRenderer(io, config, rig, models.load_profile())
     period = int(1e9 / fps)
     next_frame = first.recv_ns
     try:

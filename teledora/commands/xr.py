@@ -2,28 +2,33 @@
 
 ``teledora xr send-udp FILE`` replays a recorded JSON-lines feed (one frame per
 line, the format of docs/xr.md) to the ``xr`` UDP node, keeping the recorded
-timing from each frame's ``sent_ns`` (or ``--rate-hz`` when frames lack it).
-Frames are re-stamped with the current clock and a fresh session, so the node
-sees them as live.
+timing from each frame's ``sent_ns`` (or ``--rate-hz``). Frames are re-stamped
+with the current clock (their pose and input ages kept) and a fresh session,
+so the node sees them as live, and each goes out in the feed's envelope: a
+random sender session, a sequence number and an HMAC-SHA256 with the node's
+pairing token (``--token`` or XR_UDP_TOKEN).
 
 ``teledora xr record-udp FILE`` listens where the node would (127.0.0.1:9870 by
-default; stop the node first) and writes every valid frame a bridge sends as one
-line, until ``--seconds``/``--count`` or Ctrl-C. Invalid frames are counted and
-skipped.
+default; stop the node first) and writes the frame of every datagram that
+verifies with the token as one line, until ``--seconds``/``--count`` or Ctrl-C.
+Datagrams that do not verify and invalid frames are counted and skipped.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import secrets
 import socket
 import sys
 import time
-import uuid
 from pathlib import Path
 from typing import Iterator
 
-from teledora.operators.xr.xr_feed_format import MAX_FRAME_BYTES, FeedFormatError, parse_frame
+from teledora.operators.xr.feed_rejection import FeedRejected
+from teledora.operators.xr.udp_envelope import MAX_DATAGRAM_BYTES, EnvelopeOpener, feed_key, seal
+from teledora.operators.xr.xr_feed_format import FeedFormatError, parse_frame
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -36,6 +41,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     send.add_argument("--speed", type=float, default=1.0, help="replay speed factor (2 = twice as fast)")
     send.add_argument("--rate-hz", type=float, default=None, help="fixed rate instead of the recorded timing")
     send.add_argument("--loop", action="store_true", help="repeat the file until interrupted")
+    send.add_argument("--token", default=None, help="the node's pairing token (default: XR_UDP_TOKEN)")
     send.set_defaults(func=send_udp)
     rec = sub.add_parser("record-udp", help="record an XR feed from a UDP bridge to JSON lines")
     rec.add_argument("file", type=Path, help="output JSON-lines file")
@@ -43,6 +49,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     rec.add_argument("--port", type=int, default=9870)
     rec.add_argument("--seconds", type=float, default=None, help="stop after this long")
     rec.add_argument("--count", type=int, default=None, help="stop after this many frames")
+    rec.add_argument("--token", default=None, help="the senders' pairing token (default: XR_UDP_TOKEN)")
     rec.set_defaults(func=record_udp)
     xr.set_defaults(func=lambda args: xr.print_help() or 2)
 
@@ -57,10 +64,10 @@ def load_frames(path: Path) -> list[dict]:
             try:
                 parse_frame(line.strip())
             except FeedFormatError as exc:
-                raise FeedFormatError(f"{path}:{lineno}: {exc}") from None
+                raise FeedFormatError(exc.reason, f"{path}:{lineno}: {exc}") from None
             frames.append(json.loads(line))
     if not frames:
-        raise FeedFormatError(f"{path}: no frames")
+        raise FeedFormatError("schema", f"{path}: no frames")
     return frames
 
 
@@ -80,21 +87,36 @@ def restamped(frames: list[dict], speed: float, rate_hz: float | None, start_ns:
         yield at, out
 
 
+def _token(args: argparse.Namespace, command: str) -> str | None:
+    token = args.token or os.environ.get("XR_UDP_TOKEN")
+    if not token:
+        print(f"teledora xr {command}: the UDP feed is authenticated: give the node's pairing token with --token "
+              "or XR_UDP_TOKEN", file=sys.stderr)
+    return token
+
+
 def send_udp(args: argparse.Namespace) -> int:
+    token = _token(args, "send-udp")
+    if not token:
+        return 2
     try:
         frames = load_frames(args.file)
     except (OSError, FeedFormatError) as exc:
         print(f"teledora xr send-udp: {exc}", file=sys.stderr)
         return 1
+    key = feed_key(token)
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    session, seq, sent = uuid.uuid4().hex[:8], 0, 0
+    session_id = secrets.token_bytes(8)
+    session, seq, sent = session_id.hex(), 1, 0
     try:
         while True:
             for at, frame in restamped(frames, args.speed, args.rate_hz, time.time_ns(), session, seq):
                 delay = (at - time.time_ns()) / 1e9
                 if delay > 0:
                     time.sleep(delay)
-                sock.sendto(json.dumps(frame, separators=(",", ":")).encode(), (args.host, args.port))
+                payload = json.dumps(frame, separators=(",", ":")).encode()
+                # the envelope carries the actual send time; the frame keeps its schedule (never later)
+                sock.sendto(seal(key, session_id, frame["seq"], time.time_ns(), payload), (args.host, args.port))
                 sent += 1
             seq += len(frames)
             if not args.loop:
@@ -108,6 +130,10 @@ def send_udp(args: argparse.Namespace) -> int:
 
 
 def record_udp(args: argparse.Namespace) -> int:
+    token = _token(args, "record-udp")
+    if not token:
+        return 2
+    opener = EnvelopeOpener(feed_key(token))
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind((args.bind, args.port))
     sock.settimeout(0.2)
@@ -118,19 +144,20 @@ def record_udp(args: argparse.Namespace) -> int:
         with args.file.open("w") as out:
             while (end is None or time.monotonic() < end) and (args.count is None or kept < args.count):
                 try:
-                    data, _ = sock.recvfrom(MAX_FRAME_BYTES + 1)
+                    data, _ = sock.recvfrom(MAX_DATAGRAM_BYTES + 1)
                 except socket.timeout:
                     continue
                 try:
-                    parse_frame(data)
-                except FeedFormatError:
+                    payload = opener.open(data, time.time_ns()).payload
+                    parse_frame(payload)
+                except FeedRejected:
                     skipped += 1
                     continue
-                out.write(data.decode() + "\n")
+                out.write(payload.decode() + "\n")
                 kept += 1
     except KeyboardInterrupt:
         pass
     finally:
         sock.close()
-    print(f"recorded {kept} frames ({skipped} invalid skipped)")
+    print(f"recorded {kept} frames ({skipped} unauthenticated or invalid skipped)")
     return 0

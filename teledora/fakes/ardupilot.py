@@ -97,6 +97,7 @@ class FakeArduPilot:
         self.origin_sets = 0
         self.intervals_us: dict[int, int] = {}
         self.flows: list = []
+        self.distance_sensors: list = []
         self.height_m = abs(flow_pos_frd[2])
         self.imu_yaw_rate_frd = 0.0
         self.north = self.east = self.yaw_ned = 0.0
@@ -236,6 +237,7 @@ class FakeArduPilot:
             self.mav.command_ack_send(m.command, mavlink.MAV_RESULT_UNSUPPORTED)
 
     def _on_distance_sensor(self, m) -> None:
+        self.distance_sensors.append(m)
         if m.orientation == mavlink.MAV_SENSOR_ROTATION_PITCH_270:
             self.height_m = m.current_distance / 100.0
 

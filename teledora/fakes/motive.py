@@ -8,6 +8,11 @@ runs at ``clock_frequency_hz`` from an origin it chooses, so a client has to
 map it onto the host clock; every frame sent is recorded with its true
 mid-exposure host time for the test to compare against.
 
+MODEL_DEF answers as Motive does: a marker set per rigid body first, then
+the rigid bodies, each with three markers and a pivot rotated about Motive's
+y axis and tilted about x (``pivot_rotation_xyzw``), which NatNet 4.2 puts
+on the wire.
+
 Faults on demand: dropped frames (frame numbers skipped), invalid tracking,
 a NatNet version the client does not support, and arbitrary raw datagrams
 (truncated or corrupted packets).
@@ -15,6 +20,7 @@ a NatNet version the client does not support, and arbitrary raw datagrams
 
 from __future__ import annotations
 
+import math
 import select
 import socket
 import threading
@@ -23,6 +29,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 from teledora.operators.mocap import natnet_frame as nf
+from teledora.operators.mocap import natnet_model_def as md
 from teledora.operators.mocap import natnet_protocol as nn
 @dataclass(frozen=True)
 class SentFrame:
@@ -37,9 +44,12 @@ class FakeMotive:
     """NatNet server on 127.0.0.1 (ephemeral command port).
 
     Args:
-        natnet_version: Version announced in SERVER_INFO (frames always use
-            the 4.x layout of the same minor, or 4.1 for other majors).
+        natnet_version: Version announced in SERVER_INFO; frames and MODEL_DEF
+            use its layout (the 4.1 layout when its major is not 3 or 4).
         rigid_bodies: Rigid-body names and ids announced in MODEL_DEF.
+        pivot_rotation_xyzw: Pivot orientation of every described rigid body
+            (default: turned 30 degrees about Motive's y axis and tilted 10
+            degrees about x, so every quaternion component is non-zero).
         clock_frequency_hz: Motive's high-resolution clock rate.
         exposure_to_transmit_s: Processing latency between mid-exposure and transmit.
         clock: Host clock (ns).
@@ -52,6 +62,7 @@ class FakeMotive:
         self,
         natnet_version: nn.Version = (4, 1, 0, 0),
         rigid_bodies: dict[str, int] | None = None,
+        pivot_rotation_xyzw: tuple[float, float, float, float] | None = None,
         clock_frequency_hz: int = 10_000_000,
         exposure_to_transmit_s: float = 0.004,
         clock: Callable[[], int] = time.time_ns,
@@ -61,6 +72,10 @@ class FakeMotive:
         self.natnet_version = natnet_version
         self.frame_version = natnet_version if natnet_version[0] in nn.SUPPORTED_MAJOR_VERSIONS else (4, 1, 0, 0)
         self.rigid_bodies = rigid_bodies if rigid_bodies is not None else {"alohamini2": 3}
+        if pivot_rotation_xyzw is None:  # turned 30 degrees about y, then tilted 10 degrees about x
+            cy, sy, cx, sx = math.cos(math.pi / 12), math.sin(math.pi / 12), math.cos(math.pi / 36), math.sin(math.pi / 36)
+            pivot_rotation_xyzw = (cy * sx, sy * cx, -sy * sx, cy * cx)
+        self.pivot_rotation_xyzw = tuple(float(v) for v in pivot_rotation_xyzw)
         self.frequency_hz = clock_frequency_hz
         self.latency_ns = int(exposure_to_transmit_s * 1e9)
         self.clock = clock
@@ -123,13 +138,25 @@ class FakeMotive:
         elif mid == nn.MessageId.KEEP_ALIVE:
             self.data_address = addr
         elif mid == nn.MessageId.REQUEST_MODEL_DEF:
-            bodies = [nn.RigidBodyDescription(name, rid) for name, rid in self.rigid_bodies.items()]
-            self._send(nn.build_model_def(bodies, self.frame_version), addr)
+            self._send(self.model_def(), addr)
         elif mid == nn.MessageId.ECHO_REQUEST:
             stamp = nn.parse_echo_request(packet.payload)
             self._send(nn.build_echo_response(stamp, self.ticks(self.clock())), addr)
         else:
             self._send(nn.build_packet(nn.MessageId.UNRECOGNIZED_REQUEST), addr)
+
+    def model_def(self) -> bytes:
+        """The MODEL_DEF packet this fake answers with (in its NatNet version's layout)."""
+        markers = tuple(
+            md.RigidBodyMarker(offset, label, f"Marker{label}")
+            for label, offset in enumerate([(0.06, 0.0, 0.0), (0.0, 0.0, 0.05), (-0.04, 0.02, -0.03)], start=1)
+        )
+        bodies = [
+            md.RigidBodyDescription(name, rid, -1, (0.0, 0.0, 0.0), self.pivot_rotation_xyzw, markers)  # type: ignore[arg-type]
+            for name, rid in self.rigid_bodies.items()
+        ]
+        sets = [md.MarkerSetDescription(name, tuple(m.name for m in markers)) for name in self.rigid_bodies]
+        return md.build_model_def(bodies, self.frame_version, sets)
 
     def _send(self, data: bytes, addr: tuple[str, int]) -> None:
         try:

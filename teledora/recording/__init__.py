@@ -12,6 +12,10 @@ so callers import them from here; each part lives in its own module:
   with :mod:`teledora.recording.topic_writer` buffering and flushing each topic's rows;
 - :mod:`teledora.recording.run_reader`: :class:`RunReader`, :class:`RecordedMessage`
   and :class:`TopicTable`, which stop cleanly at a torn last batch;
+- :mod:`teledora.recording.run_check`: :func:`~teledora.recording.run_check.check_run`
+  and :func:`~teledora.recording.run_check.repair_run`, verifying a run against
+  its per-batch checksums (:mod:`teledora.operators.recording.batch_checksums`)
+  and its manifest, and keeping every good batch;
 - :mod:`teledora.recording.run_timing`: :func:`message_time_ns` and
   :func:`run_time_span`, the send times replay and inspection go by;
 - :mod:`teledora.operators.recording.recorded_message`: how one dora message becomes a

@@ -17,13 +17,14 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
+from teledora.operators.errors import TeledoraError
 from teledora.recording.journal_files import FOLLOW_ENV, load_journal
 from teledora.recording import RunReader
 
 TIMER_PREFIX = "dora/timer/"
 
 
-class ReplayPlanError(ValueError):
+class ReplayPlanError(TeledoraError, ValueError):
     """A replay that cannot be built from this run (unknown node, nothing recorded...)."""
 
 

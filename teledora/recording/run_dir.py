@@ -25,22 +25,25 @@ import datetime as _dt
 import json
 import os
 import re
+import zlib
 from pathlib import Path
 from typing import Any, Mapping
 
 import pyarrow as pa
 
+from teledora.operators.errors import TeledoraError
 from teledora.operators.recording.recorded_message import json_default
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: every topic file has a checksum index beside it
 MANIFEST_NAME = "manifest.json"
 TOPIC_SUFFIX = ".arrow"
+INDEX_SUFFIX = ".crc"  # <topic>.arrow.crc: the checksum index of <topic>.arrow
 TOPIC_SEPARATOR = "__"
 RUN_DIR_TIME_FORMAT = "%Y%m%d-%H%M%S"
 _TOPIC_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
-class RecordingError(Exception):
+class RecordingError(TeledoraError):
     """Base class for run directory errors."""
 
 
@@ -113,8 +116,48 @@ def record_schema(value_type: pa.DataType, topic: str) -> pa.Schema:
     )
 
 
+MANIFEST_CHECKSUM_KEY = "manifest_crc32"
+
+
+def _manifest_text(manifest: Mapping[str, Any]) -> str:
+    return json.dumps(manifest, indent=2, sort_keys=True, default=json_default)
+
+
 def write_manifest(run_dir: Path, manifest: Mapping[str, Any]) -> None:
-    """Atomically replaces ``run_dir/manifest.json``."""
+    """Atomically replaces ``run_dir/manifest.json``; the file carries the
+    CRC-32 of its own canonical JSON text (``manifest_crc32``)."""
+    body = {k: v for k, v in manifest.items() if k != MANIFEST_CHECKSUM_KEY}
+    # round-trip first, so the reader's canonical text is the one checksummed
+    body = json.loads(_manifest_text(body))
+    body[MANIFEST_CHECKSUM_KEY] = zlib.crc32(_manifest_text(body).encode()) & 0xFFFFFFFF
     tmp = run_dir / (MANIFEST_NAME + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True, default=json_default))
+    tmp.write_text(_manifest_text(body))
     os.replace(tmp, run_dir / MANIFEST_NAME)
+
+
+def read_manifest(run_dir: Path) -> tuple[dict[str, Any], str]:
+    """``(manifest, problem)``: the manifest and ``""`` when it is intact;
+    ``({}, why)`` when it is missing or not a JSON object; the parsed manifest
+    and why when it fails its checksum (its values may be wrong) or lacks
+    one. Never raises on the file's contents."""
+    path = run_dir / MANIFEST_NAME
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}, "no manifest"
+    except OSError as exc:
+        return {}, f"manifest unreadable: {exc}"
+    try:
+        manifest = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return {}, f"manifest is not valid JSON: {exc}"
+    if not isinstance(manifest, dict):
+        return {}, "manifest is not a JSON object"
+    stored = manifest.pop(MANIFEST_CHECKSUM_KEY, None)
+    if stored is None:
+        version = manifest.get("format_version", 1)
+        old = isinstance(version, int) and version < 2
+        return manifest, "" if old else "manifest has no checksum"
+    if zlib.crc32(_manifest_text(manifest).encode()) & 0xFFFFFFFF != stored or raw.decode("utf-8") != _manifest_text({**manifest, MANIFEST_CHECKSUM_KEY: stored}):
+        return manifest, "manifest fails its checksum"
+    return manifest, ""

@@ -9,14 +9,22 @@ each topic's buffer is a :class:`teledora.recording.topic_writer.TopicWriter`.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 import pyarrow as pa
 
 from teledora.operators.recording.recorded_message import dora_timestamp_ns
-from teledora.recording.run_dir import FORMAT_VERSION, TOPIC_SUFFIX, TopicTypeError, check_topic_name, write_manifest
+from teledora.recording.run_dir import (
+    FORMAT_VERSION,
+    TOPIC_SUFFIX,
+    TopicNameError,
+    TopicTypeError,
+    check_topic_name,
+    split_topic,
+    write_manifest,
+)
 from teledora.recording.topic_writer import TopicWriter
 
 
@@ -24,9 +32,10 @@ from teledora.recording.topic_writer import TopicWriter
 class AppendResult:
     """What :meth:`RunWriter.append` did with one message."""
 
-    seq: int
+    seq: int | None  # None: an empty message held until its topic's type is known
     topic: str
     dora_ns: int | None
+    rejected: list[str] = field(default_factory=list)  # held empty messages now refused
 
 
 class RunWriter:
@@ -66,6 +75,9 @@ class RunWriter:
         self._next_seq = 0
         self._last_flush_ns = start_ns
         self.type_errors: dict[str, int] = {}
+        self.name_errors: dict[str, int] = {}
+        # empty messages of a topic that has no type yet: (dora_ns, recv_ns, metadata, value)
+        self._held: dict[str, list[tuple[int | None, int, Mapping[str, Any], pa.Array]]] = {}
         self.manifest: dict[str, Any] = dict(manifest or {})
         self.manifest.update(
             {
@@ -91,25 +103,69 @@ class RunWriter:
         return {t: w.written + w.pending for t, w in sorted(self._topics.items())}
 
     def append(self, topic: str, value: pa.Array, metadata: Mapping[str, Any], recv_ns: int) -> AppendResult:
-        """Buffers one message; raises :class:`TopicTypeError` when its type
-        differs from the topic's first message (the message is not stored)."""
+        """Buffers one message.
+
+        A topic's value type is fixed by its first *non-empty* message: an
+        empty array carries no values, so it cannot be allowed to decide the
+        type. Empty messages that arrive before the type is known are held
+        and numbered when it is (just before the message that fixes it);
+        those of another type are then refused and listed in
+        :attr:`AppendResult.rejected` (and counted in :attr:`type_errors`).
+
+        Raises:
+            TopicNameError: ``topic`` is not ``<node>__<output>`` or is no
+                safe file name (counted in :attr:`name_errors`).
+            TopicTypeError: the type differs from the topic's (counted in
+                :attr:`type_errors`); the message is not stored and uses no
+                sequence number.
+        """
         writer = self._topics.get(topic)
+        dora_ns = dora_timestamp_ns(metadata)
+        rejected: list[str] = []
         if writer is None:
-            check_topic_name(topic)
-            writer = TopicWriter(self.run_dir / f"{topic}{TOPIC_SUFFIX}", topic, value.type, self.fsync)
-            self._topics[topic] = writer
+            try:
+                check_topic_name(topic)
+                split_topic(topic)
+            except TopicNameError:
+                self.name_errors[topic] = self.name_errors.get(topic, 0) + 1
+                raise
+            if len(value) == 0:
+                self._held.setdefault(topic, []).append((dora_ns, recv_ns, dict(metadata), value))
+                return AppendResult(None, topic, dora_ns)
+            writer = self._open_topic(topic, value.type)
+            rejected = self._release_held(topic, writer)
         elif value.type != writer.value_type:
             self.type_errors[topic] = self.type_errors.get(topic, 0) + 1
             raise TopicTypeError(f"topic {topic!r} carries {writer.value_type}, got {value.type}")
+        seq = self._add(writer, dora_ns, recv_ns, metadata, value)
+        return AppendResult(seq, topic, dora_ns, rejected)
+
+    def _open_topic(self, topic: str, value_type: pa.DataType) -> TopicWriter:
+        writer = TopicWriter(self.run_dir / f"{topic}{TOPIC_SUFFIX}", topic, value_type, self.fsync)
+        self._topics[topic] = writer
+        return writer
+
+    def _release_held(self, topic: str, writer: TopicWriter) -> list[str]:
+        """Numbers and buffers the held empty messages of ``topic`` whose type
+        is the topic's; returns why each of the others was refused."""
+        rejected = []
+        for dora_ns, recv_ns, metadata, value in self._held.pop(topic, []):
+            if value.type != writer.value_type:
+                self.type_errors[topic] = self.type_errors.get(topic, 0) + 1
+                rejected.append(f"topic {topic!r} carries {writer.value_type}, got an empty {value.type}")
+                continue
+            self._add(writer, dora_ns, recv_ns, metadata, value)
+        return rejected
+
+    def _add(self, writer: TopicWriter, dora_ns: int | None, recv_ns: int, metadata: Mapping[str, Any], value: pa.Array) -> int:
         seq = self._next_seq
         self._next_seq += 1
-        dora_ns = dora_timestamp_ns(metadata)
         large = writer.pending == 0 and writer.flat and value.nbytes >= self.large_message_bytes
         writer.add(seq, dora_ns, recv_ns, metadata, value)
         if large or writer.pending_bytes >= self.max_batch_bytes:
             # an image goes out on its own: one row per batch spares a concatenation copy
             writer.write_pending()
-        return AppendResult(seq, topic, dora_ns)
+        return seq
 
     def flush_due(self, now_ns: int) -> bool:
         """True once ``flush_interval_s`` has passed since the last flush."""
@@ -122,19 +178,25 @@ class RunWriter:
         self._write_manifest()
         return written
 
-    def close(self, end_ns: int) -> Path:
-        """Writes everything, marks the manifest complete and returns the run dir."""
+    def close(self, end_ns: int) -> list[str]:
+        """Writes everything and marks the manifest complete. Returns why each
+        held empty message was refused (a topic that only ever carried empty
+        messages takes the type of the first one)."""
+        rejected: list[str] = []
+        for topic, held in list(self._held.items()):
+            rejected += self._release_held(topic, self._open_topic(topic, held[0][3].type))
         for writer in self._topics.values():
             writer.close()
         self.manifest["end_ns"] = int(end_ns)
         self.manifest["complete"] = True
         self.manifest["bytes"] = sum(p.stat().st_size for p in self.run_dir.glob(f"*{TOPIC_SUFFIX}"))
         self._write_manifest()
-        return self.run_dir
+        return rejected
 
     def _write_manifest(self) -> None:
         self.manifest["topics"] = {
             t: {"count": w.written, "type": str(w.value_type)} for t, w in sorted(self._topics.items())
         }
         self.manifest["type_errors"] = dict(self.type_errors)
+        self.manifest["name_errors"] = dict(self.name_errors)
         write_manifest(self.run_dir, self.manifest)

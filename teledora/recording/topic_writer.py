@@ -3,6 +3,12 @@
 :class:`teledora.recording.run_writer.RunWriter` keeps one :class:`TopicWriter` per
 topic; this module owns the buffering and the batch building, so the writer
 only decides *when* a topic's rows go out.
+
+The file is written message by message (the schema, then one record batch
+per write, then the end-of-stream marker at close): the bytes are exactly
+those of an Arrow IPC stream writer, and each message's offset, length, row
+count and CRC-32 go into the topic's checksum index
+(:mod:`teledora.operators.recording.batch_checksums`) right after it.
 """
 
 from __future__ import annotations
@@ -12,10 +18,10 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import pyarrow as pa
-import pyarrow.ipc as ipc
 
+from teledora.operators.recording.batch_checksums import END_OF_STREAM, SCHEMA_ROWS, crc32, index_record
 from teledora.operators.recording.recorded_message import message_stamp_ns, metadata_json
-from teledora.recording.run_dir import record_schema
+from teledora.recording.run_dir import INDEX_SUFFIX, record_schema
 
 
 def _stamp_column(values: pa.Array, one_per_row: bool, rows: list[pa.Array], metas: list[Mapping[str, Any]]) -> pa.Array:
@@ -40,8 +46,10 @@ class TopicWriter:
         self.schema = record_schema(value_type, topic)
         self._fsync = fsync
         self._file = open(path, "wb")
-        self._stream = ipc.new_stream(self._file, self.schema)
-        self._file.flush()
+        self._index = open(path.with_name(path.name + INDEX_SUFFIX), "wb")
+        self._offset = 0
+        self._messages = 0
+        self._write_message(self.schema.serialize(), SCHEMA_ROWS)
         self._rows: dict[str, list[Any]] = {k: [] for k in ("seq", "dora_ns", "recv_ns", "metadata")}
         self._values: list[pa.Array] = []
         self.pending_bytes = 0
@@ -87,10 +95,7 @@ class TopicWriter:
             ],
             schema=self.schema,
         )
-        self._stream.write_batch(batch)
-        self._file.flush()
-        if self._fsync:
-            os.fsync(self._file.fileno())
+        self._write_message(batch.serialize(), n)
         for rows in self._rows.values():
             rows.clear()
         self._values.clear()
@@ -98,7 +103,25 @@ class TopicWriter:
         self.written += n
         return n
 
+    def _write_message(self, message: pa.Buffer, rows: int) -> None:
+        """Appends one IPC message, then its index record; both reach the
+        operating system (and the disk with ``fsync``) before this returns."""
+        self._file.write(message)
+        self._file.flush()
+        record = index_record(self._messages, self._offset, message.size, rows, crc32(message))
+        self._index.write(record)
+        self._index.flush()
+        if self._fsync:
+            os.fsync(self._file.fileno())
+            os.fsync(self._index.fileno())
+        self._offset += message.size
+        self._messages += 1
+
     def close(self) -> None:
         self.write_pending()
-        self._stream.close()
+        self._file.write(END_OF_STREAM)
+        self._file.flush()
+        if self._fsync:
+            os.fsync(self._file.fileno())
         self._file.close()
+        self._index.close()

@@ -1,24 +1,45 @@
-"""Plumbing shared by every teledora node: contract codecs bound to a dora node,
-diagnostics publishing, and keep-the-newest input handling.
+"""The node runtime shared by every teledora node: reading events, contract
+codecs bound to a dora node, diagnostics publishing and input journals.
 
 A node builds one :class:`NodeIO` around its ``dora.Node`` (or a
-``dora.testing.MockNode`` in tests) and uses it to decode inputs, send
-contract messages and publish ``diagnostics`` about once a second.
+``dora.testing.MockNode`` in tests) and reads its events only through it
+(``io.next_batch()``, ``io.newest()``), decodes inputs, sends contract
+messages and publishes ``diagnostics`` about once a second.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import time
 from typing import Any, Iterable, Mapping
 
 import pyarrow as pa
-import yaml
 
 from teledora.operators.contract.diagnostics import Diagnostics
 from teledora.operators.contract.messages import MessageError, decode, encode
+from teledora.operators.errors import ConfigError
+from teledora.operators.recording.recorder_watch import DEFAULT_MAX_LAG_S, DEFAULT_TIMEOUT_S, RecorderWatch
+from teledora.runtime.event_stream import EventStream, data_inputs, newest_per_input
+
+RECORDER_INPUT = "recorder_status"
+RECORDER_GUARD_ENV = "TELEDORA_RECORDER_GUARD"
+
+
+def recorder_watch_from_env(inputs: Iterable[str]) -> RecorderWatch | None:
+    """The node's :class:`RecorderWatch`, when its dataflow wires the
+    recorder's heartbeat into it (input ``recorder_status``) and
+    ``TELEDORA_RECORDER_GUARD`` is not ``off``. ``TELEDORA_RECORDER_TIMEOUT_S``
+    and ``TELEDORA_RECORDER_MAX_LAG_S`` set its bounds."""
+    mode = os.environ.get(RECORDER_GUARD_ENV, "hold").strip().lower()
+    if RECORDER_INPUT not in set(inputs) or mode == "off":
+        return None
+    if mode != "hold":
+        raise ConfigError(f"{RECORDER_GUARD_ENV} must be 'hold' or 'off', got {mode!r}")
+    return RecorderWatch(
+        float(os.environ.get("TELEDORA_RECORDER_TIMEOUT_S", DEFAULT_TIMEOUT_S)),
+        float(os.environ.get("TELEDORA_RECORDER_MAX_LAG_S", DEFAULT_MAX_LAG_S)),
+    )
 
 
 def node_id(default: str) -> str:
@@ -37,7 +58,7 @@ def make_node(node: Any = None) -> Any:
 
 
 class NodeIO:
-    """Binds the message contract and diagnostics to one dora node.
+    """Binds the event stream, the message contract and diagnostics to one dora node.
 
     Every message sent carries the dora metadata ``seq``: a counter per output
     starting at 0, which names the message for gap detection and input journals.
@@ -48,29 +69,100 @@ class NodeIO:
         clock: Returns host time in ns (injectable for tests).
         journal: Journal the node's input batches and clock reads on the
             ``journal`` output (and follow a recorded journal when
-            ``TELEDORA_FOLLOW_JOURNAL`` is set); the node must then read
-            batches with :meth:`next_batch` and the time with :meth:`now`.
+            ``TELEDORA_FOLLOW_JOURNAL`` is set); the node reads the time
+            with :meth:`now`.
+        ends_with: Inputs whose closing ends the node's stream (see
+            :class:`~teledora.runtime.event_stream.EventStream`); None applies
+            ``TELEDORA_ENDS_WITH`` or every data input, an empty set makes a
+            source node that runs until STOP.
     """
 
-    def __init__(self, node: Any, name: str, clock=time.time_ns, journal: bool = False) -> None:
+    def __init__(self, node: Any, name: str, clock=time.time_ns, journal: bool = False,
+                 ends_with: Iterable[str] | None = None) -> None:
         self.node = node
         self.name = name
         self.clock = clock
         self.diag = Diagnostics(name)
         self.sent_per_output: dict[str, int] = {}
+        self.stream = EventStream(node, ends_with)
+        self.recorder_watch = recorder_watch_from_env(data_inputs())
+        self.recording_hold_reason = ""
         self.journal = None
         if journal:
             from teledora.runtime.node_journal import NodeJournal, follow_run_from_env
 
-            self.journal = NodeJournal(self, follow_run_from_env(), next_batch)
+            self.journal = NodeJournal(self, follow_run_from_env())
 
     def now(self) -> int:
         """The time now (host ns); journaled, or replayed from a journal."""
         return self.journal.now() if self.journal is not None else self.clock()
 
-    def next_batch(self) -> list[Mapping[str, Any]] | None:
-        """The next batch of events (see :func:`next_batch`), journaled."""
-        return self.journal.next_batch() if self.journal is not None else next_batch(self.node)
+    def next_batch(self, timeout_s: float | None = None) -> list[Mapping[str, Any]] | None:
+        """The next batch of events: blocks for one (at most ``timeout_s``; 0
+        only takes what is queued), then takes whatever else is queued.
+
+        Returns None at end of stream (see
+        :meth:`~teledora.runtime.event_stream.EventStream.next_batch`); a
+        timeout yields an empty list. A journaled node's batches go through its
+        journal, which keeps each batch whole, so it reads without a timeout.
+
+        Raises:
+            ValueError: a timeout on a journaled node.
+        """
+        if self.journal is not None:
+            if timeout_s is not None:
+                raise ValueError(f"{self.name}: a journaled node reads its batches without a timeout")
+            return self.journal.next_batch()
+        batch = self.stream.next_batch(timeout_s)
+        if batch is None or self.recorder_watch is None:
+            return batch
+        return self._take_recorder_status(batch)
+
+    def _take_recorder_status(self, batch: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """Feeds the recorder's heartbeats to the watch; the node never sees them."""
+        kept = []
+        for event in batch:
+            if event.get("id") != RECORDER_INPUT:
+                kept.append(event)
+            elif event.get("type") == "INPUT":
+                try:
+                    status = decode("RecorderStatus", event["value"])
+                except MessageError as exc:
+                    self.reject(f"input {RECORDER_INPUT!r}: {exc}")
+                    continue
+                self.recorder_watch.feed(status, self.clock())
+            elif event.get("type") == "INPUT_CLOSED":
+                self.recorder_watch.closed()
+        return kept
+
+    def recording_hold(self, now_ns: int) -> bool:
+        """True when the robot must hold because its run is not being recorded
+        (see :mod:`teledora.operators.recording.recorder_watch`); always False
+        for a node without the ``recorder_status`` input or with
+        ``TELEDORA_RECORDER_GUARD=off``. The first hold of a spell is logged as
+        an error and raises the diagnostics level; the release is logged."""
+        if self.recorder_watch is None:
+            return False
+        before = self.recorder_watch.kind
+        reason = self.recorder_watch.hold_reason(now_ns)
+        kind = self.recorder_watch.kind
+        if reason and kind != before:  # one line per spell and per change of cause
+            starting = kind == "starting"
+            if not starting:
+                self.diag.error(f"holding: {reason}")
+            self.log("warn" if starting else "error", f"SAFE STOP, robot holds: {reason}")
+        elif not reason and before:
+            self.log("info", "recorder caught up: commands applied again")
+        self.recording_hold_reason = reason
+        if reason:
+            self.diag.set_status("error", f"safe stop: {reason}")
+        return bool(reason)
+
+    @staticmethod
+    def newest(batch: Iterable[Mapping[str, Any]], latest_only: set[str]) -> list[Mapping[str, Any]]:
+        """The batch with only the newest event of each input in ``latest_only``
+        (see :func:`~teledora.runtime.event_stream.newest_per_input`)."""
+        return newest_per_input(batch, latest_only)
 
     def _metadata(self, output: str, metadata: Mapping[str, Any] | None) -> dict[str, Any]:
         meta = dict(metadata or {})
@@ -93,6 +185,14 @@ class NodeIO:
     def reject(self, reason: str) -> None:
         self.diag.reject(reason)
         self.log("warn", f"rejected {reason}")
+
+    def clamp(self, reason: str) -> None:
+        """Counts an input cut down to a limit before use; logs the first of
+        each diagnostics period only (a held stick can clamp every message)."""
+        first = self.diag.clamped_since_snapshot() == 0
+        self.diag.clamp(reason)
+        if first:
+            self.log("warn", f"clamped {reason}")
 
     def send(self, output: str, kind: str, msg: Mapping[str, Any], metadata: dict[str, Any] | None = None) -> bool:
         """Encodes and sends a contract message. A message that would break the
@@ -126,107 +226,3 @@ class NodeIO:
             self.node.log(level, message)
         except Exception:  # a log call must never take a node down
             print(f"[{self.name}] {level}: {message}", flush=True)
-
-
-def backend_details(backend: Any) -> dict[str, Any]:
-    """Extra diagnostics a device backend offers through its optional
-    ``diagnostics_details()`` (the servo bus counters, say); none otherwise."""
-    details = getattr(backend, "diagnostics_details", None)
-    return dict(details()) if callable(details) else {}
-
-
-def newest_per_input(events: Iterable[Mapping[str, Any]], latest_only: set[str]) -> list[Mapping[str, Any]]:
-    """Collapses a burst of events: for input ids in ``latest_only`` only the
-    newest INPUT survives (at the position of its last arrival); every other
-    event is kept in order."""
-    events = list(events)
-    last_index: dict[str, int] = {}
-    for i, ev in enumerate(events):
-        if ev.get("type") == "INPUT" and ev.get("id") in latest_only:
-            last_index[ev["id"]] = i
-    kept = []
-    for i, ev in enumerate(events):
-        if ev.get("type") == "INPUT" and ev.get("id") in latest_only and last_index[ev["id"]] != i:
-            continue
-        kept.append(ev)
-    return kept
-
-
-@functools.lru_cache(maxsize=4)
-def _data_inputs(node_config: str) -> frozenset[str]:
-    """Inputs of this node that are fed by other nodes (not dora timers)."""
-    if not node_config:
-        return frozenset()
-    try:
-        inputs = (yaml.safe_load(node_config) or {}).get("run_config", {}).get("inputs", {}) or {}
-    except yaml.YAMLError:
-        return frozenset()
-    out = set()
-    for input_id, source in inputs.items():
-        text = source.get("source", "") if isinstance(source, dict) else str(source)
-        if not text.startswith("dora/timer"):
-            out.add(input_id)
-    return frozenset(out)
-
-
-def _ending_inputs() -> frozenset[str]:
-    """The inputs whose closing ends this node: ``TELEDORA_ENDS_WITH`` (comma
-    separated, set per node in the dataflow) or else every data input. Feedback
-    loops (teleop reads the arms, which read ik, which reads teleop) need the
-    former: each node ends when its command input ends, and the end ripples
-    down the graph from the source."""
-    named = os.environ.get("TELEDORA_ENDS_WITH", "").strip()
-    if named:
-        return frozenset(n.strip() for n in named.split(",") if n.strip())
-    return _data_inputs(os.environ.get("DORA_NODE_CONFIG", ""))
-
-
-class _StreamState:
-    """Which data inputs of a node have closed (kept per node object)."""
-
-    def __init__(self) -> None:
-        self.closed: set[str] = set()
-        self.finished = False
-
-
-# keyed by id(node); the node itself is kept so that its id cannot be reused
-_streams: dict[int, tuple[Any, _StreamState]] = {}
-
-
-def data_inputs() -> frozenset[str]:
-    """This node's inputs that other nodes feed (empty outside a dataflow)."""
-    return _data_inputs(os.environ.get("DORA_NODE_CONFIG", ""))
-
-
-def next_batch(node: Any, timeout_s: float | None = None, ending: frozenset[str] | None = None) -> list[Mapping[str, Any]] | None:
-    """Blocks for the next event, then takes whatever else is already queued.
-
-    Returns None at end of stream. A node whose ending inputs (see
-    ``_ending_inputs``) have closed also reaches the end, even while dora
-    timers would keep ticking: upstream is gone, so a control node finishes
-    (and its device stops) instead of running on forever. ``ending`` names
-    those inputs instead. A timeout yields an empty list (dora reports a
-    timeout as an ERROR event, which is not data)."""
-    entry = _streams.get(id(node))
-    if entry is None or entry[0] is not node:
-        entry = _streams[id(node)] = (node, _StreamState())
-    state = entry[1]
-    if state.finished:
-        return None
-    first = node.next(timeout_s) if timeout_s is not None else node.next()
-    if first is None:
-        return None
-    try:
-        rest = list(node.drain() or [])
-    except RuntimeError:
-        # dora raises once the event channel has closed: nothing more will come
-        rest = []
-        state.finished = True
-    batch = [first] + rest
-    ending_inputs = _ending_inputs() if ending is None else ending
-    for ev in batch:
-        if ev.get("type") == "INPUT_CLOSED":
-            state.closed.add(ev.get("id"))
-    if ending_inputs and ending_inputs <= state.closed:
-        state.finished = True
-    return [ev for ev in batch if not (ev.get("type") == "ERROR" and "timeout" in str(ev.get("error", "")).lower())]

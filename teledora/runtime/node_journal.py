@@ -17,22 +17,18 @@ See operators/recording/input_journal.py for what a journal holds and why.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import pyarrow as pa
 
-from teledora.runtime.node_io import data_inputs
+from teledora.runtime.event_stream import data_inputs
 from teledora.operators.recording.input_journal import (
     TICK_SEQ,
     FollowReport,
-    JournalChunk,
-    JournalError,
     JournalFollower,
     JournalWriter,
     event_seq,
-    join_chunks,
 )
-from teledora.operators.contract.messages import MessageError, decode
 from teledora.recording.journal_files import FOLLOW_ENV, JOURNAL_OUTPUT, load_journal
 
 CHUNK_PERIOD_NS = 200_000_000
@@ -48,14 +44,12 @@ class NodeJournal:
     """Journals (or follows the journal of) one node.
 
     Args:
-        io: The node's NodeIO (for sending, logging and the end-of-stream rule).
+        io: The node's NodeIO (its event stream, sending and logging).
         follow_run: Run directory whose journal of this node to follow, or None.
-        next_raw: The plain batch source (``dora_io.next_batch``).
     """
 
-    def __init__(self, io: Any, follow_run: str | None, next_raw: Callable[..., list | None]) -> None:
+    def __init__(self, io: Any, follow_run: str | None) -> None:
         self.io = io
-        self._next_raw = next_raw
         self.follower: JournalFollower | None = None
         if follow_run:
             steps, _ = load_journal(follow_run, io.name)
@@ -80,7 +74,7 @@ class NodeJournal:
     def next_batch(self) -> list[Mapping[str, Any]] | None:
         if self._ended:
             return None
-        batch = self._follow() if self.follower is not None else self._next_raw(self.io.node)
+        batch = self._follow() if self.follower is not None else self.io.stream.next_batch()
         if batch is None:
             self.writer.end()
             self._send_chunk()
@@ -122,7 +116,7 @@ class NodeJournal:
                 break
             # a replay ends when every input has been replayed, not when the
             # live dataflow's command input closes (replayers finish unevenly)
-            raw = self._next_raw(self.io.node, ending=data_inputs())
+            raw = self.io.stream.next_batch(ending=data_inputs())
             if raw is None:
                 waiting = follower.blocker()
                 follower.report.missing = f"inputs ended while waiting for {waiting[0]} seq {waiting[1]}" if waiting else "inputs ended"

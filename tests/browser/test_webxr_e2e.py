@@ -2,26 +2,23 @@
 WebXR page over HTTPS, pairs, moves controllers and presses buttons; the xr_webxr
 node and the teleop node run live, wired like the dataflow (xr/controllers ->
 teleop, teleop/state -> xr), and the test asserts what teleop commanded.
+
+The stop in the operator's hand is driven the way an operator would in VR: the
+grip gesture (both squeezes), and the panel drawn in the scene, pointed at with
+the right controller's ray and clicked with its trigger.
 """
 
 from __future__ import annotations
 
 import json
-import queue
 import shutil
-import subprocess
-import threading
-import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
-from teledora.nodes.teleop import teleop
-
-from teledora.nodes.xr import xr_webxr
-from teledora.operators.contract.messages import decode, encode
+from teledora.fakes.emulated_headset import run_headset
+from teledora.operators.contract.messages import decode
 
 HERE = Path(__file__).resolve().parent
 CHROMIUM = Path("/usr/bin/chromium")
@@ -36,109 +33,67 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("node") is None, reason="needs node on PATH"),
 ]
 
-ARM = [f"{s}_{j}" for s in ("left", "right") for j in
-       ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_yaw_joint", "wrist_roll", "gripper")]
-
-
-class WiredNode:
-    """A live in-process stand-in for a dora node: inputs come from a queue, outputs are
-    recorded and routed to other nodes' queues (like dataflow edges)."""
-
-    def __init__(self, routes: dict[str, list[tuple["WiredNode", str]]] | None = None) -> None:
-        self.inbox: queue.Queue[dict[str, Any]] = queue.Queue()
-        self.routes = routes or {}
-        self.outputs: dict[str, list[Any]] = {}
-        self.logs: list[tuple[str, str]] = []
-
-    def push(self, input_id: str, value: Any) -> None:
-        self.inbox.put({"type": "INPUT", "id": input_id, "value": value, "metadata": {}})
-
-    def stop(self) -> None:
-        self.inbox.put({"type": "STOP", "id": "test"})
-        self.inbox.put(None)
-
-    def next(self, timeout: float | None = None):
-        try:
-            return self.inbox.get(timeout=timeout)
-        except queue.Empty:
-            return {"type": "ERROR", "error": "timeout"}
-
-    def try_recv(self):
-        try:
-            ev = self.inbox.get_nowait()
-        except queue.Empty:
-            return None
-        if ev is None:  # end of stream: leave the marker for next()
-            self.inbox.put(None)
-        return ev
-
-    def drain(self):
-        out = []
-        while (ev := self.try_recv()) is not None:
-            out.append(ev)
-        return out
-
-    def send_output(self, output_id: str, value: Any, metadata: dict | None = None) -> None:
-        self.outputs.setdefault(output_id, []).append(value)
-        for target, input_id in self.routes.get(output_id, []):
-            target.push(input_id, value)
-
-    def log(self, level: str, message: str) -> None:
-        self.logs.append((level, message))
-
 
 def test_headset_page_drives_teleop(tmp_path: Path):
-    token = "e2e-token"
-    xr_node = WiredNode()
-    teleop_node = WiredNode(routes={"state": [(xr_node, "state")]})
-    xr_node.routes = {"controllers": [(teleop_node, "controllers")]}
-    joints = encode("JointState", dict(stamp_ns=time.time_ns(), names=ARM, position=np.zeros(len(ARM)), velocity=[], effort=[]))
-    teleop_node.push("joint_states", joints)
-    teleop_node.push("lift", encode("LiftState", dict(stamp_ns=time.time_ns(), height_m=0.3, velocity_m_s=0.0, homed=True)))
-
-    args = xr_webxr.parse_args(["--host", "127.0.0.1", "--port", "0", "--cert-dir", str(tmp_path / "certs"),
-                                "--token", token, "--emulator-js", str(IWER)])
-    server = xr_webxr.build_server(args)
-    xr_thread = threading.Thread(target=xr_webxr.main, kwargs=dict(argv=[], node=xr_node, server=server), daemon=True)
     # timeouts are the table tests' business; here a loaded 2-core machine must not turn
     # scheduling hiccups into pose timeouts, so the e2e run gets generous ones
-    config = tmp_path / "teleop.yaml"
-    config.write_text("pose_timeout_s: 5.0\ninput_timeout_s: 5.0\n")
-    teleop_thread = threading.Thread(target=teleop.main, kwargs=dict(argv=["--config", str(config)], node=teleop_node),
-                                     daemon=True)
-    teleop_thread.start()
-    xr_thread.start()
-    for _ in range(200):
-        if server.port:
-            break
-        time.sleep(0.05)
-    try:
-        proc = subprocess.run(["node", str(HERE / "webxr_driver.mjs"), f"https://127.0.0.1:{server.port}", token],
-                              cwd=HERE, capture_output=True, text=True, timeout=120)
-    finally:
-        xr_node.stop()
-        xr_thread.join(20)
-        teleop_node.stop()
-        teleop_thread.join(20)
-    steps = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    run = run_headset(HERE / "webxr_driver.mjs", tmp_path, IWER, {"pose_timeout_s": 5.0, "input_timeout_s": 5.0})
+    xr_node, teleop_node, steps = run.xr, run.teleop, run.steps
     names = [s["step"] for s in steps]
-    assert proc.returncode == 0 and "done" in names, f"driver failed: {proc.stdout}\n{proc.stderr}"
+    assert run.returncode == 0 and "done" in names, f"driver failed: {run.stdout}\n{run.stderr}"
 
     by_step = {s["step"]: s for s in steps}
     assert "pairing token" in by_step["bad_token"]["reason"]
     assert "in control" in by_step["second_client"]["reason"]
     assert "E-STOP" in by_step["estop_latched"]["robot"]
+    assert "E-STOP" in by_step["gesture_latched"]["robot"]
 
     controllers = [decode("XrControllers", v) for v in xr_node.outputs["controllers"]]
     assert all(c["source"] == "webxr" for c in controllers)
     assert max(c["right"]["epoch"] for c in controllers) == 2  # the reconnect made a new epoch
 
     states = [decode("TeleopState", v) for v in teleop_node.outputs["state"]]
+    xr_seqs = [m.get("xr_seq", -1) for m in teleop_node.metadata["state"]]
     events = [e for s in states for e in s["events"]]
     assert "left_clutch_on" in events and "left_clutch_off" in events
     assert "right_epoch_2" in events
-    assert any(e.startswith("estop_latched:page_stop") for e in events)
     assert states[-1]["estop_latched"] and states[-1]["arms_paused"]
+
+    # each stop latched on the very report that carried it: the state published for the
+    # batch holding that report is latched, the one before it was not
+    latches = [i for i in range(1, len(states)) if states[i]["estop_latched"] and not states[i - 1]["estop_latched"]]
+    gesture = next(c for c in controllers if c["left"]["squeeze"] >= 0.9 and c["right"]["squeeze"] >= 0.9)
+    scene_stop = next(c for c in controllers if c["ui_estop"])
+    dom_stop = next(c for c in controllers if c["ui_estop"] and c["seq"] > scene_stop["seq"] + 1
+                    and not controllers[controllers.index(c) - 1]["ui_estop"])
+    assert len(latches) == 3, [states[i]["events"] for i in latches]
+    for i, report, why in zip(latches, (gesture, scene_stop, dom_stop), ("grip_gesture", "page_stop", "page_stop")):
+        assert xr_seqs[i - 1] < report["seq"] <= xr_seqs[i], (why, xr_seqs[i - 1], report["seq"], xr_seqs[i])
+        assert f"estop_latched:{why}" in states[i]["events"]
+    # the scene's E-STOP was the right hand's trigger press, and the scene showed the latch after it
+    act, shown = by_step["scene_estop"]["act"], by_step["scene_estop"]["shown"]
+    assert act["name"] == "estop" and act["hand"] == "right"
+    assert shown["latched"] and shown["frame"] > act["frame"]
+
+    # release: refused while the grips were held, inactive while armed, two steps, cancelled by a grip
+    assert by_step["release_held"]["sent"] == 1
+    held = by_step["release_held_state"]["state"]
+    assert held["estop_latched"] and not held["release_armed"]
+    assert "estop_release_refused:left_squeeze+right_squeeze" in events
+    assert by_step["release_arm"]["sent"] == 1
+    again = by_step["release_again"]
+    assert again["sent"] == 0 and again["state"]["estop_latched"] and again["state"]["release_armed"]
+    assert by_step["release_confirm"]["sent"] == 1
+    assert not by_step["released"]["state"]["estop_latched"] and by_step["released"]["state"]["arms_paused"]
+    assert "estop_release_cancelled:left_squeeze" in events
+    assert not by_step["cancelled"]["state"]["release_armed"] and by_step["cancelled"]["state"]["estop_latched"]
+    # every release was the confirmation of an arming with nothing refused or cancelled in between
+    stop_events = [e for e in events if e.startswith("estop_")]
+    releases = [k for k, e in enumerate(stop_events) if e == "estop_released"]
+    assert len(releases) == 2
+    for k in releases:
+        assert stop_events[k - 1] == "estop_release_armed", stop_events[max(0, k - 3):k + 1]
+    assert "arms_resumed:page_pause" in events and "arms_paused:page_pause" in events
 
     # the 0.1 m move to WebXR +x (operator's right) moved the left target 0.1 m to -y in base_link;
     # the 0.2 m move made while clutched did not carry over
@@ -151,5 +106,13 @@ def test_headset_page_drives_teleop(tmp_path: Path):
 
     diag = decode("Diagnostics", xr_node.outputs["diagnostics"][-1])
     details = json.loads(diag["details_json"])
-    assert details["refused_token"] == 1 and details["refused_busy"] == 1
-    assert diag["rejected"] == 0
+    # the only refusals: the wrong token and the second client; not one frame of the page's
+    assert details["rejected_by_reason"] == {"bad_token": 1, "busy": 1}
+    assert details["round_trips"] > 0  # the page answered the clock pings
+
+    # every pose carries the page's sample time, mapped to the host clock: its age on arrival
+    # is the link plus the mapping's bound, never negative, and far below the 300 ms rule on the loopback
+    live = [c for c in controllers if c["left"]["connected"] and c["left"]["pose_valid"]]
+    ages = np.array([c["stamp_ns"] - c["left"]["pose_stamp_ns"] for c in live]) / 1e6
+    assert len(ages) > 20 and ages.min() >= 0.0 and np.median(ages) < 100.0
+    assert not controllers[-1]["left"]["connected"]  # closing the page reported both hands gone

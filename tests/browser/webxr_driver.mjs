@@ -2,6 +2,7 @@
 // Usage: node webxr_driver.mjs BASE_URL TOKEN
 // Prints one JSON line per step; exits non-zero on failure.
 import { chromium } from 'playwright-core';
+import { sceneControls } from './scene_controls.mjs';
 
 const [base, token] = process.argv.slice(2);
 const t0 = Date.now();
@@ -67,10 +68,70 @@ try {
   await frames(10);
   log('right_reconnected');
 
-  // the IWER headset view covers the page in immersive mode, so press the button the way a
-  // second hand on the flat page would: a DOM click event on it
+  // ---- the stop in the operator's hand: grip gesture, in-scene buttons, two-step release
+  const { until, state, latchedIs, armedIs, pausedIs, squeeze, aim, hovered, trigger, click, shownLatchedAfter,
+    afterStopLevel } = sceneControls(page, timeout);
+
+  await frames(5);
+  await squeeze(['left', 'right'], 1);  // both grips fully: applied at the next XR frame
+  await latchedIs(true);
+  const gesture = await page.evaluate(() => window.teledora.scene.gestures.at(-1));
+  log('gesture_latched', { gesture, shown: await shownLatchedAfter(gesture.t), robot: await page.textContent('#robot') });
+
+  // release while both grips are still held: the first step is refused
+  log('release_held', { sent: await click('release') });
+  await frames(10);
+  log('release_held_state', { state: await state() });
+
+  await squeeze(['left', 'right'], 0);
+  await frames(5);
+  log('release_arm', { sent: await click('release') });
+  await armedIs(true);
+  // the release button is inactive while armed: a second click there sends nothing
+  log('release_again', { sent: await click('release'), state: await state() });
+  log('release_confirm', { sent: await click('confirm') });
+  await latchedIs(false);
+  log('released', { state: await state() });
+
+  await click('pause');  // paused after the release: RESUME acts on the trigger's release
+  await pausedIs(false);
+  log('resumed');
+
+  // the in-scene E-STOP acts on the trigger press, in the frame it is pressed
+  await aim('estop');
+  await hovered('estop');
+  const n = await page.evaluate(() => window.teledora.scene.acts.length);
+  await trigger(1);
+  await latchedIs(true);
+  const act = await page.evaluate((k) => window.teledora.scene.acts[k], n);
+  log('scene_estop', { act, shown: await shownLatchedAfter(act.t) });
+  await trigger(0);
+  await afterStopLevel(act.t);
+
+  // an armed release is cancelled by a stop input (one grip); letting go, arm and confirm release
+  await click('release');
+  await armedIs(true);
+  await squeeze(['left'], 1);
+  await armedIs(false);
+  await squeeze(['left'], 0);
+  await frames(5);
+  log('cancelled', { state: await state() });
+  await click('release');
+  await armedIs(true);
+  await click('confirm');
+  await latchedIs(false);
+  await click('pause');  // resume (on release)
+  await pausedIs(false);
+  await aim('pause');
+  await hovered('pause');
+  await trigger(1);  // PAUSE acts on the press
+  await pausedIs(true);
+  await trigger(0);
+  log('scene_pause');
+
+  // the flat page's E-STOP still works (a DOM click: the IWER view covers the page)
   await page.dispatchEvent('#estop', 'click');
-  await page.waitForFunction(() => window.teledora.status.state && window.teledora.status.state.estop_latched, null, { timeout });
+  await latchedIs(true);
   log('estop_latched', { robot: await page.textContent('#robot') });
   await frames(5);
   await page.close();

@@ -1,8 +1,6 @@
 """`teledora calibrate` against the pty servo emulator, and the LeRobot import."""
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 import yaml

@@ -143,3 +143,40 @@ def test_compare_reports_identical_and_differing_topics(tmp_path, capsys):
     assert "in one run only: raw__blob, renderer__chest" in out
     args = build_parser().parse_args(["log", "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--topics", "lift__state"])
     assert args.func(args) == 0
+
+
+def _run_cli(*argv):
+    args = build_parser().parse_args(list(argv))
+    return args.func(args)
+
+
+def test_check_passes_a_clean_run_and_names_topic_and_batch_of_a_corrupt_one(tmp_path, capsys):
+    write_run(tmp_path / "r")
+    assert _run_cli("log", "check", str(tmp_path / "r")) == 0
+    assert "complete, OK" in capsys.readouterr().out
+    check = RunReader(tmp_path / "r").read_topic("lift__state").check
+    path = tmp_path / "r" / "lift__state.arrow"
+    data = bytearray(path.read_bytes())
+    data[check.batches[0].offset + 40] ^= 0x01
+    path.write_bytes(bytes(data))
+    assert _run_cli("log", "check", str(tmp_path / "r")) == 1
+    out = capsys.readouterr().out
+    assert "batch 0, 30 rows" in out and "checksum mismatch" in out and "lift__state" in out
+    assert _run_cli("log", "info", str(tmp_path / "r")) == 0
+    out = capsys.readouterr().out
+    assert "CORRUPT    lift__state: batch 0" in out and "MISMATCH   lift__state: 0 readable messages, manifest says 30" in out
+    assert _run_cli("log", "check", str(tmp_path / "r"), "--json") == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["topics"]["lift__state"]["bad_batches"][0]["batch"] == 0
+
+
+def test_repair_writes_a_clean_copy_and_never_overwrites(tmp_path, capsys):
+    write_run(tmp_path / "r")
+    (tmp_path / "r" / "raw__blob.arrow.crc").write_bytes(b"\x00" * 5)  # index torn to junk
+    assert _run_cli("log", "repair", str(tmp_path / "r"), "-o", str(tmp_path / "fixed")) == 0
+    assert _run_cli("log", "check", str(tmp_path / "fixed")) == 0
+    fixed = RunReader(tmp_path / "fixed")
+    assert fixed.read_topic("lift__state").table.num_rows == 30
+    assert "raw__blob" not in fixed.topics  # its schema could not be verified
+    assert fixed.manifest["repair"]["dropped"]["raw__blob"]["schema"] == "corrupt"
+    assert _run_cli("log", "repair", str(tmp_path / "r"), "-o", str(tmp_path / "fixed")) == 2

@@ -149,7 +149,10 @@ def distributed_run(tmp_path_factory):
     try:
         cluster.up()
         started = cluster.dora("start", str(DATAFLOW), "--name", "am2-distributed", "--detach",
-                               "--env", f"TELEDORA_RUN_DIR={run_dir}", "--env", f"TELEDORA_XR_SCRIPT={script_path}")
+                               "--env", f"TELEDORA_RUN_DIR={run_dir}", "--env", f"TELEDORA_XR_SCRIPT={script_path}",
+                               # control across daemons is checked, not the recorder's pace on a loaded
+                               # machine: the recorder guard's bounds are widened (docs/recording.md)
+                               "--env", "TELEDORA_RECORDER_MAX_LAG_S=120", "--env", "TELEDORA_RECORDER_TIMEOUT_S=60")
         assert started.returncode == 0, started.stdout + started.stderr + cluster.logs()
         crossed = cluster._wait_for(lambda: all(_rows(run_dir, t) >= 5 for t in ROBOT_TOPICS), START_DEADLINE_S)
         lift_log = subprocess.CompletedProcess([], 1, "", "")

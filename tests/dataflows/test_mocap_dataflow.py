@@ -90,16 +90,18 @@ def test_natnet_client_against_fake_motive(tmp_path):
 
     from teledora.operators.mocap import natnet_protocol as nn
     from teledora.operators.mocap.mocap_frames import MocapFrameTransform
-    from teledora.operators.geometry.rotations import yaw_to_quat_xyzw
+    from teledora.operators.geometry import yaw_to_quat
 
-    tf = MocapFrameTransform()
-    poses = [tf.motive_pose_of_base([math.cos(k / 240), math.sin(k / 240), 0.0], yaw_to_quat_xyzw(k / 240))
+    from teledora import models
+    from teledora.models.config_files import load_mocap_config
+
+    tf = MocapFrameTransform(load_mocap_config().frame)
+    poses = [tf.motive_pose_of_base([math.cos(k / 240), math.sin(k / 240), 0.0], yaw_to_quat(k / 240))
              for k in range(360)]
     with FakeMotive() as fake:
-        (tmp_path / "mocap.yaml").write_text(yaml.safe_dump({
-            "natnet": {"server_address": "127.0.0.1", "command_port": fake.command_port, "local_address": "127.0.0.1"},
-            "rigid_body": {"name": "alohamini2"}, "frame": {"frame_id": "world"},
-        }))
+        cfg = models.load_yaml("alohamini2/mocap.yaml")
+        cfg["natnet"].update(server_address="127.0.0.1", command_port=fake.command_port, local_address="127.0.0.1")
+        (tmp_path / "mocap.yaml").write_text(yaml.safe_dump(cfg))
 
         def stream() -> None:
             if fake.wait_for_client(timeout_s=60):

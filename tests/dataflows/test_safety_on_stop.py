@@ -94,7 +94,9 @@ def _dataflow(tmp: Path, left_port: str, right_port: str, crash_when: str) -> Pa
         entry.pop("output_types", None)  # the type files sit beside hardware.yml, not here
         entry["args"] = (entry["args"].replace("/dev/am2_bus_left", left_port).replace("/dev/am2_bus_right", right_port)
                          + " --timeout-s 2.0")  # generous: the fake buses share the CPU with the nodes
-        entry["inputs"] = {k: (f"commander/{k}" if not str(v).startswith("dora/") else v) for k, v in entry["inputs"].items()}
+        # no recorder here: the recorder guard's heartbeat input is left out (docs/recording.md)
+        entry["inputs"] = {k: (f"commander/{k}" if not str(v).startswith("dora/") else v)
+                           for k, v in entry["inputs"].items() if k != "recorder_status"}
         nodes.append(entry)
     (tmp / "commander.py").write_text(COMMANDER)
     nodes.append({"id": "commander", "path": "commander.py", "env": {"CRASH_WHEN_EXISTS": crash_when},

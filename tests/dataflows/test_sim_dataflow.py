@@ -12,7 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from teledora.operators.contract.messages import decode
@@ -33,7 +32,11 @@ def test_sim_dataflow_validates_with_strict_types() -> None:
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory) -> tuple[Path, str]:
     runs = tmp_path_factory.mktemp("runs")
-    env = dict(os.environ, MUJOCO_GL="egl")
+    # this test is about control; on a shared, overloaded machine the recorder
+    # runs seconds behind and the recorder guard would (rightly) hold the
+    # robot, so its bounds are widened here (the guard still holds the robot
+    # until the recorder's first heartbeat and for good if the recorder dies)
+    env = dict(os.environ, MUJOCO_GL="egl", TELEDORA_RECORDER_MAX_LAG_S="120", TELEDORA_RECORDER_TIMEOUT_S="60")
     proc = subprocess.run(
         [str(BIN / "teledora"), "demo", "--runs-dir", str(runs)],
         cwd=REPO, capture_output=True, text=True, timeout=240, env=env,
@@ -65,13 +68,18 @@ def test_demo_ends_by_itself_and_records_every_topic(demo_run) -> None:
     assert "sim.yml" in json.dumps(manifest)
 
 
-def test_no_node_rejected_anything(demo_run) -> None:
+def test_no_node_rejected_or_clamped_anything(demo_run) -> None:
+    """The demo stays inside every cap: no actuator's command limits cut a command."""
     reader = RunReader(run_dir := demo_run[0])
     diag_topics = [t for t in reader.topics if t.endswith("__diagnostics")]
     assert len(diag_topics) >= 6, diag_topics
     for topic in diag_topics:
         last = _messages(reader, topic, "Diagnostics")[-1]
         assert last["rejected"] == 0, (topic, last["last_error"])
+        assert last["clamped"] == 0, (topic, last["message"])
+    for node in ("base", "lift", "arms"):
+        limits = json.loads(_messages(reader, f"{node}__diagnostics", "Diagnostics")[-1]["details_json"])["limits"]
+        assert limits == {"rejected": 0, "clamped": 0, "clamped_by": {}}, node
 
 
 def test_base_drove_turned_and_the_lift_rose(demo_run) -> None:

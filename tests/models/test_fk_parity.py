@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from teledora import models
+from teledora.operators.rendering.camera_intrinsics import CAMERA_NAMES
 URDF = Path(__file__).resolve().parents[2] / ".." / "shared" / "reference" / "alohamini2" / "urdf" / "alohamini2.urdf"
 
 # Upstream CAD frame: +x left, -y forward. Our base_link is FLU, so the URDF's
@@ -129,7 +130,7 @@ def test_every_profile_name_exists_in_the_model() -> None:
     for arm in profile.arms.values():
         assert mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, arm.grip_site) >= 0
         assert mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, arm.gripper) >= 0
-    for cam in profile.cameras:
+    for cam in CAMERA_NAMES:  # the renderer's outputs
         assert mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, cam) >= 0, cam
     for site in ("lidar_front", "lidar_back", "flow_sensor"):
         assert mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, site) >= 0, site

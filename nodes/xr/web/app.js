@@ -1,15 +1,28 @@
 // teledora WebXR teleop page: streams both controllers (target-ray pose in
-// local-floor + xr-standard gamepad) to the xr node as feed frames (docs/xr.md).
+// local-floor + xr-standard gamepad) to the xr node as feed frames (docs/xr.md),
+// and in VR draws the stop controls in the scene, pointed at with the rays.
+// Clock: every stamp is this page's clock (performance.timeOrigin + now, ns);
+// the node maps it to its own from the ping/pong round trips, so each pose
+// carries the time it was sampled and the node judges its true age.
+import { ControlPanel } from '/static/scene.js';
+
 const params = new URLSearchParams(location.search);
 const token = params.get('token') || '';
 const UI_PULSE_MS = 300;      // page buttons are sent as a level this long
 const IDLE_FRAME_MS = 100;    // outside VR the page still reports (e-stop must work)
+const SQUEEZE_HELD = 0.9;     // the grip gesture's threshold (teleop.yaml estop_squeeze_threshold)
+const FRAMEBUFFER_SCALE = 0.5; // enough to read the panel's labels, cheap for the GPU
 
 const $ = (id) => document.getElementById(id);
 const session = Math.random().toString(16).slice(2, 10);
 const uiUntil = { estop: 0, release_stop: 0, pause: 0 };
-const status = { paired: false, refused: '', framesSent: 0, state: null, inVR: false, lastFrameAt: 0 };
-window.teledora = { status, emulator: null };
+const repress = { release_stop: null, pause: null };  // a second press waiting for the level to drop
+const status = { paired: false, refused: '', framesSent: 0, state: null, inVR: false, lastFrameAt: 0, pongs: 0 };
+// in-VR controls, and what they did (read by the browser tests and the e-stop benchmark): each
+// panel action (acts: button, hand, XR frame count, feed seq, page time), each grip gesture the
+// page saw (gestures), and the first frame the panel showed each change of the e-stop (shown)
+const scene = { panel: null, frames: 0, hover: {}, pressed: new Map(), acts: [], gestures: [], shown: [], gesture: false };
+window.teledora = { status, emulator: null, scene };
 
 let ws = null;
 let seq = 0;
@@ -18,7 +31,10 @@ let xrSession = null;
 let refSpace = null;
 let gl = null;
 
-function nowNs() { return Math.round((performance.timeOrigin + performance.now()) * 1e6); }
+// the page clock in ns; `ms` is a time on the performance.now() timeline (an XR frame's time)
+function clockNs(ms) { return Math.round((performance.timeOrigin + ms) * 1e6); }
+function nowNs() { return clockNs(performance.now()); }
+function finite(v) { return Number.isFinite(v) ? v : 0; }  // JSON would turn NaN into null
 
 if (params.get('emulate')) {
   // desktop trials and tests: IWER emulates a Quest 3 (served only when the node enables it)
@@ -36,7 +52,11 @@ function connect() {
   ws.onopen = () => ws.send(JSON.stringify({ type: 'hello', token, session }));
   ws.onmessage = (ev) => {
     const msg = JSON.parse(ev.data);
-    if (msg.type === 'welcome') {
+    if (msg.type === 'ping') {
+      // answered at once: the node brackets this clock reading between its send and our answer
+      ws.send(JSON.stringify({ type: 'pong', id: msg.id, page_ns: nowNs() }));
+      status.pongs += 1;
+    } else if (msg.type === 'welcome') {
       status.paired = true; status.refused = ''; reconnectDelay = 250;
       showLink('paired: this page is in control', true);
     } else if (msg.type === 'refused') {
@@ -48,6 +68,7 @@ function connect() {
   ws.onclose = () => {
     const wasPaired = status.paired;
     status.paired = false;
+    status.pongs = 0;
     if (status.refused) return;  // refused for a reason: retrying would not help
     showLink(wasPaired ? 'link lost, reconnecting…' : 'cannot reach the robot, retrying…', false);
     setTimeout(connect, reconnectDelay);
@@ -62,22 +83,45 @@ function showState(s) {
   if (s.left_clutched) parts.push('left clutched');
   if (s.right_clutched) parts.push('right clutched');
   parts.push(`pinch ${s.left_pinch}/${s.right_pinch}`);
+  if (s.release_armed) parts.push('release armed: confirm within 5 s');
   $('robot').textContent = parts.join(' · ');
   document.body.classList.toggle('estop', !!s.estop_latched);
+  // the confirming step is a different button from the arming one, so a double click cannot release
+  // (before any state arrives both steps stay offered: the page cannot know which one is due)
+  $('release').disabled = !s.estop_latched || !!s.release_armed;
+  $('confirm').hidden = !(s.estop_latched && s.release_armed);
 }
 
-function pulse(name) { uiUntil[name] = performance.now() + UI_PULSE_MS; sendFrame(null); }
+// Page and scene buttons are sent as a level for UI_PULSE_MS; the scheme acts on its rising
+// edges, so every press must reach it as a report with the level down, then one with it up.
+function pulse(name) {
+  const now = performance.now();
+  if (now >= uiUntil[name]) { raise(name); return; }
+  if (name === 'estop') { uiUntil[name] = now + UI_PULSE_MS; return; }  // the stop level just stays up
+  // pressed again while its level is still up (a release step right after the other): wait for it to drop
+  if (!repress[name]) {
+    repress[name] = setTimeout(() => { repress[name] = null; raise(name); }, uiUntil[name] - now + 1);
+  }
+}
 
-function handOf(frame, src) {
+function raise(name) {
+  if (status.lastFrameAt < uiUntil[name]) sendFrame(null);  // the newest report still had it up: send it down
+  uiUntil[name] = performance.now() + UI_PULSE_MS;
+  sendFrame(null);
+}
+
+function handOf(frame, src, sampleNs) {
   const gp = src.gamepad;
   const pose = frame ? frame.getPose(src.targetRaySpace, refSpace) : null;
   const b = (i) => (gp && gp.buttons[i]) || null;
-  const axis = (i) => (gp && Number.isFinite(gp.axes[i]) ? gp.axes[i] : 0);
+  const axis = (i) => (gp ? finite(gp.axes[i]) : 0);
   const hand = {
     connected: true,
     pose_valid: !!pose,
-    trigger: b(0) ? b(0).value : 0,
-    squeeze: b(1) ? b(1).value : 0,
+    pose_ns: sampleNs,
+    input_ns: sampleNs,
+    trigger: b(0) ? finite(b(0).value) : 0,
+    squeeze: b(1) ? finite(b(1).value) : 0,
     stick: [axis(2), axis(3)],
     stick_click: !!(b(3) && b(3).pressed),
     primary: !!(b(4) && b(4).pressed),
@@ -93,21 +137,27 @@ function handOf(frame, src) {
   return hand;
 }
 
-function sendFrame(frame) {
-  if (!ws || ws.readyState !== WebSocket.OPEN || !status.paired) return;
+// `frameTime`: the XR frame's time (when its poses and gamepads were sampled), or
+// null outside the XR frame loop (then the gamepads are read now)
+function sendFrame(frame, frameTime = null) {
+  // frames wait for the first ping: until the node has a round trip it cannot map our stamps
+  if (!ws || ws.readyState !== WebSocket.OPEN || !status.paired || status.pongs === 0) return;
   const t = performance.now();
+  const sentNs = clockNs(t);
+  // a runtime may time a frame at its predicted display, after now: a sample is never later than its send
+  const sampleNs = frameTime === null ? sentNs : Math.min(clockNs(frameTime), sentNs);
   const hands = { left: { connected: false }, right: { connected: false } };
   if (xrSession) {
     for (const src of xrSession.inputSources) {
       if ((src.handedness === 'left' || src.handedness === 'right') && src.gamepad) {
-        hands[src.handedness] = handOf(frame, src);
+        hands[src.handedness] = handOf(frame, src, sampleNs);
       }
     }
   }
   const visible = document.visibilityState === 'visible';
   const focused = xrSession ? visible && xrSession.visibilityState === 'visible' : visible;
   const msg = {
-    version: 1, session, seq: ++seq, sent_ns: nowNs(), frame: 'webxr', focused,
+    version: 1, session, seq: ++seq, sent_ns: sentNs, frame: 'webxr', focused,
     ui: { estop: t < uiUntil.estop, release_stop: t < uiUntil.release_stop, pause: t < uiUntil.pause },
     hands,
   };
@@ -124,23 +174,119 @@ function clearColor() {
   return [0.0, 0.25, 0.05];
 }
 
+// ------------------------------------------------------------ in-VR controls
+// Stop-direction actions (E-STOP, PAUSE) act on the trigger press; go-direction
+// ones (RESUME, RELEASE, CONFIRM) on its release over the same button, so the
+// gripper the trigger also drives cannot move while arms come back.
+function sceneModel() {
+  const known = !!status.state, s = status.state || {}, paired = status.paired;
+  const latched = !!s.estop_latched, armed = latched && !!s.release_armed;
+  let text = !paired ? 'NOT PAIRED' : !known ? 'ROBOT STATE UNKNOWN'
+    : latched ? 'E-STOP LATCHED' : (s.arms_paused ? 'ARMS PAUSED' : 'ARMS LIVE');
+  if (latched) text += gripsHeld() ? ' · let go of the grips' : (armed ? ' · CONFIRM to release' : '');
+  // with no robot state (teleop/state not wired) both release steps stay offered
+  return {
+    status: text, estopLatched: latched, paused: !!s.arms_paused, releaseArmed: armed, showConfirm: armed || (paired && !known),
+    enabled: {
+      estop: paired, pause: paired && known && !latched,
+      release: paired && (!known || (latched && !armed)), confirm: paired && (!known || armed),
+    },
+  };
+}
+
+// The grip gesture (both squeezes at or past the threshold) is the teleop scheme's to act on:
+// the page only reports the squeezes, and here notes which hands hold one.
+function squeezing() {
+  const held = new Set();
+  if (!xrSession) return held;
+  for (const src of xrSession.inputSources) {
+    const b = src.gamepad && src.gamepad.buttons[1];
+    if (b && b.value >= SQUEEZE_HELD) held.add(src.handedness);
+  }
+  return held;
+}
+
+function gripsHeld() { return squeezing().size > 0; }
+
+function rayPose(frame, src) {
+  try { return frame.getPose(src.targetRaySpace, refSpace); } catch (e) { return null; }
+}
+
+function act(name, src) {
+  const ui = { estop: 'estop', pause: 'pause', release: 'release_stop', confirm: 'release_stop' }[name];
+  pulse(ui);  // sends a feed frame at once
+  scene.acts.push({ name, hand: src.handedness, frame: scene.frames, seq, t: performance.now() });
+}
+
+function onSelectStart(ev) {
+  const pose = rayPose(ev.frame, ev.inputSource);
+  const name = pose && scene.panel ? scene.panel.hit(pose.transform) : null;
+  const model = sceneModel();
+  if (!name || !model.enabled[name]) return;
+  const now = name === 'estop' || (name === 'pause' && !model.paused);
+  scene.pressed.set(ev.inputSource, { name, onRelease: !now });
+  if (now) act(name, ev.inputSource);
+}
+
+function onSelectEnd(ev) {
+  const press = scene.pressed.get(ev.inputSource);
+  scene.pressed.delete(ev.inputSource);
+  if (!press || !press.onRelease) return;
+  const pose = rayPose(ev.frame, ev.inputSource);
+  const name = pose && scene.panel ? scene.panel.hit(pose.transform) : null;
+  if (name === press.name && sceneModel().enabled[name]) act(name, ev.inputSource);
+}
+
+function drawScene(frame, layer) {
+  const viewer = frame.getViewerPose(refSpace);
+  if (!viewer) return;
+  const panel = scene.panel;
+  panel.follow(viewer.transform);
+  const latched = !!(status.state && status.state.estop_latched);
+  const last = scene.shown[scene.shown.length - 1];
+  if (!last || last.latched !== latched) scene.shown.push({ latched, frame: scene.frames, t: performance.now() });
+  const rays = [];
+  const hover = new Set();
+  for (const src of frame.session.inputSources) {
+    if (src.targetRayMode !== 'tracked-pointer') continue;
+    const pose = rayPose(frame, src);
+    if (!pose) continue;
+    const name = panel.hit(pose.transform);
+    const at = panel.intersect(pose.transform);
+    scene.hover[src.handedness] = name;
+    if (name) hover.add(name);
+    rays.push({ transform: pose.transform, length: at ? at.distance : 0, color: name ? [1, 1, 1, 1] : [0.6, 0.8, 1, 1] });
+  }
+  panel.setContent({ ...sceneModel(), hover });
+  panel.draw(layer, viewer.views, rays);
+}
+
 function onXRFrame(t, frame) {
   frame.session.requestAnimationFrame(onXRFrame);
+  scene.frames += 1;
+  const held = squeezing(), gesture = held.has('left') && held.has('right');
+  if (gesture && !scene.gesture) scene.gestures.push({ frame: scene.frames, seq: seq + 1, t: performance.now() });
+  scene.gesture = gesture;
   const layer = frame.session.renderState.baseLayer;
   gl.bindFramebuffer(gl.FRAMEBUFFER, layer.framebuffer);
   gl.clearColor(...clearColor(), 1.0);
   gl.clear(gl.COLOR_BUFFER_BIT);
-  sendFrame(frame);
+  drawScene(frame, layer);
+  sendFrame(frame, t);
 }
 
 async function enterVR() {
   xrSession = await navigator.xr.requestSession('immersive-vr', { requiredFeatures: ['local-floor'] });
   gl = $('gl').getContext('webgl', { xrCompatible: true });
-  // the view is only a status colour: a tiny framebuffer keeps the GPU (or a software
-  // renderer) idle so the controller stream keeps its rate
-  await xrSession.updateRenderState({ baseLayer: new XRWebGLLayer(xrSession, gl, { framebufferScaleFactor: 0.1, antialias: false }) });
+  // the view is a status colour, the control panel and the controller rays: a few
+  // draw calls, so half the native resolution keeps the labels legible at little cost
+  await xrSession.updateRenderState({ baseLayer: new XRWebGLLayer(xrSession, gl, { framebufferScaleFactor: FRAMEBUFFER_SCALE, antialias: false }) });
   refSpace = await xrSession.requestReferenceSpace('local-floor');
-  xrSession.addEventListener('end', () => { xrSession = null; status.inVR = false; });
+  scene.panel = scene.panel || new ControlPanel(gl);
+  scene.panel.center = null;  // a new session has a new local-floor: place the panel again
+  xrSession.addEventListener('selectstart', onSelectStart);
+  xrSession.addEventListener('selectend', onSelectEnd);
+  xrSession.addEventListener('end', () => { xrSession = null; status.inVR = false; scene.pressed.clear(); });
   xrSession.addEventListener('visibilitychange', () => sendFrame(null));
   status.inVR = true;
   xrSession.requestAnimationFrame(onXRFrame);
@@ -148,6 +294,7 @@ async function enterVR() {
 
 $('estop').addEventListener('click', () => pulse('estop'));
 $('release').addEventListener('click', () => pulse('release_stop'));
+$('confirm').addEventListener('click', () => pulse('release_stop'));
 $('pause').addEventListener('click', () => pulse('pause'));
 $('enter').addEventListener('click', () => enterVR().catch((e) => showLink(`cannot enter VR: ${e.message}`, false)));
 document.addEventListener('visibilitychange', () => sendFrame(null));

@@ -2,69 +2,50 @@
 
 Inputs: ``base_cmd`` (BaseCommand; only the newest of a burst is used) and
 ``tick`` (a dora timer, e.g. ``dora/timer/millis/10``). Each tick quantizes the
-current command exactly as the real driver does, hands the wheel goals to the
-backend (simulated or servo bus), and integrates the twist of the wheel
-velocities the backend reports into odometry.
+current command exactly as the real driver does, writes the wheel goals to the
+wheels device (simulated or servo bus), and integrates the twist of the wheel
+velocities it reads back into odometry.
 Outputs: ``wheel_commands`` (WheelCommands), ``odom`` (Odometry, odom ->
-base_link), ``diagnostics``. A command older than the watchdog timeout (1 s)
-is replaced by zero velocity.
+base_link), ``diagnostics``. A command older than the watchdog timeout
+(drive.yaml ``base.watchdog_timeout_s``) is replaced by zero velocity, and so
+is every command while the run is not being recorded (input
+``recorder_status``, see ``NodeIO.recording_hold``). Every command passes the
+base's command limits first
+(:class:`~teledora.operators.drive.base_command_limits.BaseCommandLimits`):
+a non-finite or absurd one is rejected and the last valid command stands,
+one over the profile's speed caps is clamped to them.
 """
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-from typing import Callable, Protocol, Sequence
+from typing import Callable
 
-import yaml
 
-from teledora import models
-from teledora.runtime.node_io import NodeIO, backend_details, newest_per_input, next_batch
+from teledora.devices.device import Device, stopped_on_exit
+from teledora.runtime.node_io import NodeIO
+from teledora.operators.drive.base_command_limits import BaseCommandLimits
+from teledora.operators.drive.command_limits import CommandRejected
 from teledora.operators.drive.command_watchdog import CommandWatchdog
-from teledora.operators.drive.omni_drive import BodyTwist, DriveInputError, OmniDrive, WheelTicks
-from teledora.operators.drive.drive_config import DriveConfig, drive_config_from_dict
+from teledora.operators.drive.omni_drive import BodyTwist, OmniDrive
+from teledora.operators.drive.drive_config import DriveConfig
 from teledora.operators.drive.wheel_odometry import WheelOdometry
 
 ZERO_TWIST = BodyTwist(0.0, 0.0, 0.0)
 
 
-class WheelBackend(Protocol):
-    """Where wheel goal velocities go: the simulation or the servo bus."""
-
-    def connect(self) -> None: ...
-
-    def apply(self, ticks: WheelTicks) -> WheelTicks:
-        """Writes goal velocities; returns the wheel velocities now measured (ticks/s)."""
-        ...
-
-    def stop(self) -> None: ...
-
-    def close(self) -> None: ...
-
-
-def load_drive_config(name_or_path: str) -> DriveConfig:
-    """drive.yaml from a file path, or a name shipped under models/."""
-    p = Path(name_or_path)
-    if p.is_file():
-        with p.open() as f:
-            return drive_config_from_dict(yaml.safe_load(f))
-    return drive_config_from_dict(models.load_yaml(name_or_path))
-
-
-def add_config_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", default="alohamini2/drive.yaml", help="drive.yaml (path or shipped name)")
-
-
-def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
-    args, _unknown = parser.parse_known_args(list(argv) if argv is not None else None)
-    return args
-
-
-def run_base(io: NodeIO, backend: WheelBackend, config: DriveConfig, clock: Callable[[], int]) -> None:
+def run_base(io: NodeIO, wheels: Device, config: DriveConfig, limits: BaseCommandLimits,
+             clock: Callable[[], int]) -> None:
     """Runs the base event loop until the input stream ends.
 
+    ``wheels`` (:class:`~teledora.devices.drive.sim_wheels.SimWheels` or
+    :class:`~teledora.devices.drive.feetech_wheels.FeetechWheels`) is written
+    the wheel goals (WheelTicks) and read back the measured velocities; it is
+    left stopped however the loop ends (:func:`~teledora.devices.device.stopped_on_exit`).
+    ``limits`` bounds every ``base_cmd`` before it is used; what it rejects or
+    clamps is counted in ``diagnostics``.
+
     Raises:
-        Exception: whatever the backend raised after the wheels were stopped
+        Exception: whatever the device raised after the wheels were stopped
             (a servo that stops answering ends the node with a clear error).
     """
     base = config.base
@@ -73,29 +54,33 @@ def run_base(io: NodeIO, backend: WheelBackend, config: DriveConfig, clock: Call
     watchdog = CommandWatchdog(base.watchdog_timeout_s)
     twist = ZERO_TWIST
     io.diag.details = {"watchdog_trips": 0, "wheels": [0, 0, 0]}
-    backend.connect()
-    try:
-        while (batch := next_batch(io.node)) is not None:
-            for event in newest_per_input(batch, {"base_cmd", "tick"}):
+    with stopped_on_exit(wheels, io, "base"):
+        wheels.connect()
+        while (batch := io.next_batch()) is not None:
+            for event in io.newest(batch, {"base_cmd", "tick"}):
                 if event.get("type") != "INPUT":
                     continue  # STOP / INPUT_CLOSED: finish the stream first
                 if event["id"] == "base_cmd":
                     msg = io.decode(event, "BaseCommand")
-                    if msg is not None:
-                        candidate = BodyTwist(msg["forward_m_s"], msg["left_m_s"], msg["yaw_rad_s"])
-                        try:
-                            drive.body_to_wheel_raw(*candidate)
-                        except DriveInputError as exc:
-                            io.reject(f"base_cmd: {exc}")
-                            continue
-                        twist = candidate
-                        watchdog.feed(clock())
+                    if msg is None:
+                        continue
+                    try:
+                        bounded = limits.bound(BodyTwist(msg["forward_m_s"], msg["left_m_s"], msg["yaw_rad_s"]))
+                    except CommandRejected as exc:
+                        io.reject(f"base_cmd: {exc}")
+                        continue
+                    if bounded.clamps:
+                        io.clamp(f"base_cmd: {bounded.describe()}")
+                    twist = bounded.value
+                    watchdog.feed(clock())
                 elif event["id"] == "tick":
                     now = clock()
-                    if watchdog.expired(now):
+                    held = io.recording_hold(now)
+                    if watchdog.expired(now) or held:
                         twist = ZERO_TWIST
                     goals = drive.body_to_wheel_raw(*twist)
-                    measured = backend.apply(goals)
+                    wheels.write(goals)
+                    measured = wheels.read()
                     pose = odometry.update(now, measured)
                     io.send("wheel_commands", "WheelCommands", {"stamp_ns": now, "left": goals.left, "back": goals.back, "right": goals.right})
                     v = odometry.twist
@@ -105,20 +90,9 @@ def run_base(io: NodeIO, backend: WheelBackend, config: DriveConfig, clock: Call
                         "vx": v.forward_m_s, "vy": v.left_m_s, "wz": v.yaw_rad_s,
                     })
                     io.diag.details = {"watchdog_trips": watchdog.trips, "wheels": list(goals), "measured": list(measured),
-                                       **backend_details(backend)}
+                                       **wheels.diagnostics_details()}
                     io.diag.set_status("warn" if watchdog.expired(now) else "ok", "no base_cmd within watchdog: wheels stopped" if watchdog.expired(now) else "")
+                    if held:
+                        io.diag.set_status("error", f"safe stop: {io.recording_hold_reason}")
+            io.diag.details["limits"] = limits.counts()
             io.publish_diagnostics()
-    except Exception as exc:
-        io.diag.set_status("error", f"base stopped: {exc}")
-        io.diag.error(str(exc))
-        io.log("error", f"base stopped: {exc}")
-        try:
-            backend.stop()
-        except Exception as stop_exc:  # the bus may be gone entirely
-            io.log("error", f"could not stop wheels: {stop_exc}")
-        io.publish_diagnostics(force=True)
-        backend.close()
-        raise
-    backend.stop()
-    backend.close()
-    io.publish_diagnostics(force=True)

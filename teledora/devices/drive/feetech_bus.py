@@ -30,6 +30,7 @@ from typing import Any, Iterable, Mapping
 
 import serial
 
+from teledora.operators.errors import DeviceError
 from teledora.operators.drive import feetech_protocol as fp
 # Quiet-line guard before a request on a dirty bus. A servo starts its reply at
 # most RETURN_DELAY after the request or the previous servo's reply (register 7,
@@ -43,7 +44,7 @@ MAX_PARAMS = 250  # longest reply when the request does not say
 BITS_PER_BYTE = 10  # start + 8 data + stop
 
 
-class FeetechBusError(RuntimeError):
+class FeetechBusError(DeviceError, RuntimeError):
     """The bus cannot complete a transaction."""
 
 

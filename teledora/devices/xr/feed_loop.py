@@ -1,87 +1,152 @@
 """The event loop shared by the XR feed nodes (``xr_udp``, ``xr_webxr``).
 
-A feed backend delivers raw frames (bytes + who sent them + host receive time);
-this loop parses them (:mod:`teledora.operators.xr.xr_feed_format`), assembles
-``XrControllers`` messages with per-hand epochs, publishes each at once, and
-services dora events between reads. Malformed, oversized and stale frames are
-dropped and counted, never fatal.
+A feed device delivers raw frames (bytes, who sent them, the host receive
+time and the sender's clock mapping); this loop parses them
+(:mod:`teledora.operators.xr.xr_feed_format`), assembles ``XrControllers``
+messages (:mod:`teledora.operators.xr.feed_assembler`), publishes each at
+once, and services dora events between reads.
+
+* A refused frame is counted by reason (``rejected_by_reason`` in
+  diagnostics, device refusals included) and never fatal; while refusals
+  happen the diagnostics level is ``warn``, naming them. The first refusal of
+  each reason per diagnostics period is logged, the rest only counted, so a
+  flood of garbage cannot flood the log.
+* A frame is applied whole or not at all: the assembler's state changes only
+  once its message has been sent.
+* When the controlling client goes (the device says so, or another client
+  takes over) a message with both hands disconnected is published first; it
+  is built from the assembler's state alone, so no frame can prevent it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+import traceback
+from collections import Counter
+from typing import Any, Mapping
 
-
+from teledora.devices.xr.feed_device import FeedDevice, ReceivedFrame
 from teledora.runtime.node_io import NodeIO
 from teledora.operators.contract.messages import decode
-from teledora.operators.xr.xr_feed_format import FeedAssembler, FeedFormatError, StaleFrameError, parse_frame
+from teledora.operators.xr.feed_assembler import FeedAssembler, StaleFrameError
+from teledora.operators.xr.feed_rejection import FeedRejected
+from teledora.operators.xr.xr_feed_format import parse_frame
 
 READ_TIMEOUT_S = 0.005
 
 
-@dataclass(frozen=True)
-class ReceivedFrame:
-    """One frame as a backend received it."""
+class RejectionTally:
+    """Counts refusals by reason into a node's diagnostics and sets its level.
 
-    data: bytes
-    peer: str
-    client: int  # changes when a different client takes control
-    recv_ns: int
-
-
-class FeedBackend(Protocol):
-    def connect(self) -> None: ...
-    def read(self, timeout_s: float) -> list[ReceivedFrame]: ...
-    def write(self, message: dict[str, Any]) -> None: ...
-    def close(self) -> None: ...
-
-
-def run_feed(io: NodeIO, backend: FeedBackend, assembler: FeedAssembler, refresh: Callable[[], None] | None = None) -> None:
-    """Runs until dora sends STOP; ``backend`` must be connected already.
-
-    ``refresh`` runs once per cycle, before diagnostics are (maybe) published,
-    to copy backend counters into ``io.diag.details``.
+    Args:
+        io: The node's runtime.
     """
+
+    def __init__(self, io: NodeIO) -> None:
+        self.io = io
+        self.by_reason: Counter[str] = Counter()
+        self._period: Counter[str] = Counter()
+        self._device_seen: dict[str, int] = {}
+
+    def reject(self, reason: str, message: str) -> None:
+        """One refusal of the loop's own (a frame)."""
+        self.io.diag.reject(f"{reason}: {message}")
+        self._count(reason, 1, message)
+
+    def absorb_device(self, counts: Mapping[str, int]) -> None:
+        """Takes in what the device refused since the last call (its counters are cumulative)."""
+        for reason, total in counts.items():
+            new = total - self._device_seen.get(reason, 0)
+            if new > 0:
+                self.io.diag.rejected += new
+                self.io.diag.last_error = f"{reason}: refused by the feed device"
+                self._count(reason, new, "refused by the feed device")
+        self._device_seen = dict(counts)
+
+    def _count(self, reason: str, n: int, message: str) -> None:
+        if not self._period[reason]:
+            self.io.log("warn", f"rejected {reason}: {message} (further ones this period only counted)")
+        self.by_reason[reason] += n
+        self._period[reason] += n
+
+    def settle(self) -> None:
+        """Sets the level for the diagnostics about to be published, and starts a new period."""
+        if self._period:
+            listed = ", ".join(f"{r} {n}" for r, n in self._period.most_common())
+            self.io.diag.set_status("warn", f"refused since last report: {listed}")
+        else:
+            self.io.diag.set_status("ok", "")
+        self.io.diag.details["rejected_by_reason"] = dict(self.by_reason)
+        self._period.clear()
+
+
+def run_feed(io: NodeIO, backend: FeedDevice, assembler: FeedAssembler) -> None:
+    """Runs until dora sends STOP; ``backend`` must be connected already."""
+    tally = RejectionTally(io)
     client: int | None = None
-    last_seq = -1
     try:
         while True:
             for rx in backend.read(READ_TIMEOUT_S):
                 io.diag.received += 1
                 if rx.client != client:
-                    if client is not None:
-                        io.log("info", f"controlling client changed to {rx.peer}: new epochs for both hands")
+                    if client is not None and assembler.live:
+                        _publish_disconnect(io, assembler, rx.recv_ns, f"controlling client changed to {rx.peer}")
                     client = rx.client
                     assembler.new_client()
-                try:
-                    msg = assembler.assemble(parse_frame(rx.data), rx.recv_ns)
-                except FeedFormatError as exc:
-                    io.reject(f"frame from {rx.peer}: {exc}")
+                if rx.disconnect:
+                    _publish_disconnect(io, assembler, rx.recv_ns, f"controlling client {rx.peer} disconnected")
                     continue
-                except StaleFrameError as exc:
-                    io.diag.dropped += 1
-                    io.diag.details["last_drop"] = str(exc)
-                    continue
-                if not io.send("controllers", "XrControllers", msg):
-                    continue
-                last_seq = msg["seq"]
-                io.diag.details.update(peer=rx.peer, clock_offset_ns=assembler.clock_offset_ns, last_seq=last_seq)
-            if not _service_events(io, backend):
+                _handle_frame(io, assembler, tally, rx)
+            if not _service_events(io, backend, tally):
                 return
-            if refresh is not None:
-                refresh()
-            io.publish_diagnostics()
+            _publish_diagnostics(io, backend, assembler, tally)
     finally:
-        if refresh is not None:
-            refresh()
-        io.publish_diagnostics(force=True)
+        _publish_diagnostics(io, backend, assembler, tally, force=True)
         backend.close()
 
 
-def _service_events(io: NodeIO, backend: FeedBackend) -> bool:
-    """Handles queued dora events; False once the node must stop."""
-    while (event := io.node.try_recv()) is not None:
+def _handle_frame(io: NodeIO, assembler: FeedAssembler, tally: RejectionTally, rx: ReceivedFrame) -> None:
+    try:
+        pending = assembler.prepare(parse_frame(rx.data), rx.recv_ns, rx.clock)
+    except FeedRejected as exc:
+        tally.reject(exc.reason, f"frame from {rx.peer}: {exc}")
+        return
+    except StaleFrameError as exc:
+        io.diag.dropped += 1
+        io.diag.details["last_drop"] = str(exc)
+        return
+    except Exception as exc:  # a bug, not an input: count it, say where, keep the feed alive
+        tally.reject("internal_error", f"frame from {rx.peer}: {type(exc).__name__}: {exc}")
+        io.log("error", f"frame handling raised:\n{traceback.format_exc()}")
+        return
+    if io.send("controllers", "XrControllers", pending.message):
+        pending.commit()
+        io.diag.details.update(peer=rx.peer, last_seq=pending.message["seq"])
+
+
+def _publish_disconnect(io: NodeIO, assembler: FeedAssembler, now_ns: int, why: str) -> None:
+    io.log("info", f"{why}: both hands reported disconnected, new epochs for the next client")
+    io.send("controllers", "XrControllers", assembler.disconnect(now_ns))
+
+
+def _publish_diagnostics(io: NodeIO, backend: FeedDevice, assembler: FeedAssembler, tally: RejectionTally,
+                         force: bool = False) -> None:
+    tally.absorb_device(backend.rejections())
+    if not (force or io.diag.due(io.now())):
+        return
+    details: dict[str, Any] = dict(backend.diagnostics_details())
+    details.update(link_delay_ns=assembler.link_delay_ns, max_link_delay_ns=assembler.max_link_delay_ns)
+    io.diag.details.update(details)
+    tally.settle()
+    io.publish_diagnostics(force=True)
+
+
+def _service_events(io: NodeIO, backend: FeedDevice, tally: RejectionTally) -> bool:
+    """Handles queued dora events; False once the node must stop (STOP, or
+    the end of its event stream)."""
+    batch = io.next_batch(timeout_s=0)
+    if batch is None:
+        return False
+    for event in batch:
         kind = event.get("type")
         if kind == "STOP":
             return False

@@ -1,8 +1,6 @@
 """FeetechBus against the pty servo emulator: real bytes both ways."""
 
-import sys
 import threading
-from pathlib import Path
 
 import pytest
 

@@ -2,12 +2,13 @@
 
 import json
 import math
-import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
+import yaml
 
+from teledora import models
 from teledora.nodes.drive import arms_feetech
 from teledora.operators.contract.messages import encode
 from teledora.fakes.feetech_bus import FakeFeetechBus, arm_servos  # noqa: E402
@@ -136,3 +137,37 @@ def test_bus_counters_reach_the_diagnostics():
     bus = json.loads(node.outputs_decoded("diagnostics", "Diagnostics")[-1]["details_json"])["bus"]
     assert bus["length_errors"] == 1 and bus["retries"] == 1 and bus["timeouts"] == 0
     assert bus["transactions"] > 6
+
+
+def _calibration_with_narrow_elbow(tmp_path: Path) -> Path:
+    data = yaml.safe_load(models.path("alohamini2/calibration.yaml").read_text())
+    data["servos"]["left_elbow_flex"].update(range_min=1000, range_max=3000)
+    path = tmp_path / "cal.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_absurd_commands_write_no_goal_and_over_range_ones_are_clamped_and_counted(tmp_path):
+    clock = FakeClock()
+    cal = _calibration_with_narrow_elbow(tmp_path)
+    marks = []
+    with FakeFeetechBus(arm_servos(), clock=clock) as left, FakeFeetechBus(arm_servos(), clock=clock) as right:
+        mark = lambda: marks.append({sid: len(left.writes_to(sid, 42)) for sid in range(1, 8)})  # noqa: E731
+        script = [("joint_commands", command({"left_elbow_flex": 1e300, "left_wrist_flex": 0.4}), 0.0, mark)] + ticks(3)
+        script += [("joint_commands", command({"left_elbow_flex": 2.5, "left_gripper": -1.0}), 0.0, mark)] + ticks(3)
+        node = run(script, clock, left, right, extra=("--calibration", str(cal)))
+        assert left.wait_for(lambda: len(left.writes_to(3, 42)) == marks[1][3] + 3)  # the last sync writes landed
+        elbow = [int.from_bytes(g, "little") for g in left.writes_to(3, 42)]
+        wrist = [int.from_bytes(g, "little") for g in left.writes_to(4, 42)]
+        gripper = [int.from_bytes(g, "little") for g in left.writes_to(7, 42)]
+    # the absurd command was dropped whole: nothing but the connect goal until the next command
+    assert elbow[: marks[1][3]] == [2048] and wrist[: marks[1][4]] == [2048]
+    # 2.5 rad is inside the model's ±3.14 but past this elbow's calibrated end (raw 3000, about 1.53 rad)
+    assert elbow[marks[1][3]:] == [3000] * 3
+    assert gripper[marks[1][7]:] == [3072] * 3  # -1 rad closure clamped to 0 (open: the high raw end)
+    diag = node.outputs_decoded("diagnostics", "Diagnostics")[-1]
+    assert (diag["rejected"], diag["clamped"], diag["level"]) == (1, 1, "warn")
+    assert "left_elbow_flex q_ref 2.5 rad clamped to 1.53" in diag["message"]
+    assert "left_elbow_flex q_ref 1e+300 rad is absurd" in diag["last_error"]
+    limits = json.loads(diag["details_json"])["limits"]
+    assert limits["clamped_by"] == {"left_elbow_flex q_ref": 1, "left_gripper q_ref": 1}

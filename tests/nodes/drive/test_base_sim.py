@@ -1,17 +1,20 @@
 """base node (sim variant) end to end with a scripted MockNode and a fake clock."""
 
+import json
 import math
-import sys
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
 from dora.testing import MockNode
 
+from teledora import models
 from teledora.nodes.drive import base_sim
-from teledora.operators.drive.omni_drive import body_to_wheel_raw, wheel_raw_to_body
+from teledora.models.config_files import load_drive_config
+from teledora.operators.drive.omni_drive import OmniDrive
 from teledora.operators.contract.messages import decode, encode
 from teledora.fakes.stepped_node import FakeClock, SteppedNode  # noqa: E402
+
+DRIVE = OmniDrive(load_drive_config().base.geometry)
 
 TICK = pa.array([0], type=pa.uint64())
 
@@ -35,10 +38,10 @@ def test_quantizes_and_integrates_the_recovered_twist():
             script.append(("base_cmd", cmd(0.2, 0.05, 0.3), 0.0))  # refreshes the watchdog
     node = run(script)
     wheels = node.outputs_decoded("wheel_commands", "WheelCommands")
-    assert (wheels[-1]["left"], wheels[-1]["back"], wheels[-1]["right"]) == body_to_wheel_raw(0.2, 0.05, 0.3)
+    assert (wheels[-1]["left"], wheels[-1]["back"], wheels[-1]["right"]) == DRIVE.body_to_wheel_raw(0.2, 0.05, 0.3)
     odom = node.outputs_decoded("odom", "Odometry")
     assert odom[-1]["frame_id"] == "odom" and odom[-1]["child_frame_id"] == "base_link"
-    twist = wheel_raw_to_body(*body_to_wheel_raw(0.2, 0.05, 0.3))
+    twist = DRIVE.wheel_raw_to_body(*DRIVE.body_to_wheel_raw(0.2, 0.05, 0.3))
     assert odom[-1]["vx"] == twist.forward_m_s and odom[-1]["wz"] == twist.yaw_rad_s
     # 100 intervals of 10 ms at the recovered twist = 1 s along the arc
     th = twist.yaw_rad_s
@@ -51,7 +54,7 @@ def test_watchdog_stops_the_wheels_after_one_second():
     script = [("base_cmd", cmd(0.1, 0.0, 0.0), 0.0)] + [("tick", TICK, 0.1) for _ in range(15)]
     node = run(script)
     wheels = [(w["left"], w["back"], w["right"]) for w in node.outputs_decoded("wheel_commands", "WheelCommands")]
-    moving = body_to_wheel_raw(0.1, 0.0, 0.0)
+    moving = DRIVE.body_to_wheel_raw(0.1, 0.0, 0.0)
     assert wheels[:10] == [moving] * 10  # 0.1 .. 1.0 s after the command
     assert wheels[10:] == [(0, 0, 0)] * 5  # > 1.0 s: stopped
     diags = node.outputs_decoded("diagnostics", "Diagnostics")
@@ -67,9 +70,10 @@ def test_bad_command_is_rejected_and_last_valid_kept():
               ("base_cmd", huge, 0.0), ("tick", TICK, 0.01)]
     node = run(script)
     w = node.outputs_decoded("wheel_commands", "WheelCommands")[-1]
-    assert (w["left"], w["back"], w["right"]) == body_to_wheel_raw(0.1, 0.0, 0.0)
+    assert (w["left"], w["back"], w["right"]) == DRIVE.body_to_wheel_raw(0.1, 0.0, 0.0)
     diag = node.outputs_decoded("diagnostics", "Diagnostics")[-1]
-    assert diag["rejected"] == 3 and diag["received"] == 4 and "overflows" in diag["last_error"]
+    assert diag["rejected"] == 3 and diag["received"] == 4 and "absurd" in diag["last_error"]
+    assert diag["level"] == "warn" and "3 input(s) rejected" in diag["message"]
 
 
 def test_burst_keeps_newest_command_and_does_not_stop_on_stop_event():
@@ -78,4 +82,32 @@ def test_burst_keeps_newest_command_and_does_not_stop_on_stop_event():
     clock = FakeClock()
     base_sim.main([], node=node, clock=clock)
     w = decode("WheelCommands", node.outputs["wheel_commands"][-1])
-    assert (w["left"], w["back"], w["right"]) == body_to_wheel_raw(0.0, 0.1, 0.0)
+    assert (w["left"], w["back"], w["right"]) == DRIVE.body_to_wheel_raw(0.0, 0.1, 0.0)
+
+
+def test_absurd_commands_never_reach_the_wheels_and_over_cap_ones_are_clamped():
+    profile = models.load_profile()
+    v, w = profile.base.max_linear_m_s, profile.base.max_yaw_rad_s
+    script = [("base_cmd", cmd(1e300, 0.0, 0.0), 0.0), ("tick", TICK, 0.01),  # absurd first: nothing to drive
+              ("base_cmd", cmd(0.6, 0.8, -2.0), 0.0), ("tick", TICK, 0.01),  # 1 m/s, -2 rad/s: over both caps
+              ("base_cmd", cmd(0.0, -1e300, 0.0), 0.0), ("tick", TICK, 0.01)]  # absurd: the clamped command stands
+    node = run(script)
+    wheels = [(m["left"], m["back"], m["right"]) for m in node.outputs_decoded("wheel_commands", "WheelCommands")]
+    capped = DRIVE.body_to_wheel_raw(0.6 * v, 0.8 * v, -w)  # 1 m/s scaled onto the 0.25 m/s cap, direction kept
+    assert wheels == [(0, 0, 0), capped, capped]
+    diag = node.outputs_decoded("diagnostics", "Diagnostics")[-1]
+    assert (diag["rejected"], diag["clamped"], diag["level"]) == (2, 1, "warn")
+    assert json.loads(diag["details_json"])["limits"] == {
+        "rejected": 2, "clamped": 1, "clamped_by": {"linear speed": 1, "yaw_rad_s": 1}}
+
+
+def test_level_is_warn_only_for_the_period_that_rejected():
+    script = [("base_cmd", cmd(1e6, 0.0, 0.0), 0.0)]
+    for _ in range(25):  # 2.5 s of valid commands: the next reports are clean
+        script += [("base_cmd", cmd(0.1, 0.0, 0.0), 0.0), ("tick", TICK, 0.1)]
+    node = run(script)
+    diags = node.outputs_decoded("diagnostics", "Diagnostics")
+    assert len(diags) >= 3
+    assert diags[0]["level"] == "warn" and "1 input(s) rejected" in diags[0]["message"]
+    assert [d["level"] for d in diags[1:]] == ["ok"] * (len(diags) - 1)
+    assert all(d["rejected"] == 1 for d in diags)

@@ -1,8 +1,6 @@
 """lift node (Feetech variant) through the pty emulator: homing finds the floor."""
 
 import json
-import sys
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -52,3 +50,37 @@ def test_homing_finds_the_floor_then_lifts_and_stops():
     details = json.loads(node.outputs_decoded("diagnostics", "Diagnostics")[-1]["details_json"])
     assert "height_mm" in details
     assert details["bus"]["transactions"] > 10 and details["bus"]["timeouts"] == 0
+
+
+def _goal(data: bytes) -> int:
+    raw = int.from_bytes(data, "little")
+    return -(raw & 0x7FFF) if raw & 0x8000 else raw
+
+
+def test_absurd_commands_write_nothing_and_over_cap_ones_write_the_servo_clamp():
+    clock = FakeClock()
+    servo = lift_servo(30.0)
+    marks = []
+    script = [("tick", TICK, 0.01) for _ in range(220)]  # homed by then
+    script.append(("lift_cmd", encode("LiftCommand", {"stamp_ns": 0, "velocity_m_s": -1e300}), 0.0,
+                   lambda: marks.append(len(fake.writes_to(11, 46)))))
+    script += [("tick", TICK, 0.01) for _ in range(20)]
+    script.append(("lift_cmd", encode("LiftCommand", {"stamp_ns": 0, "velocity_m_s": 0.3}), 0.0,
+                   lambda: marks.append(len(fake.writes_to(11, 46)))))
+    script += [("tick", TICK, 0.01) for _ in range(20)]
+    with FakeFeetechBus([servo], clock=clock) as fake:
+        node = SteppedNode(script, clock)
+        lift_feetech.main(["--port", fake.port, "--timeout-s", "0.2"], node=node, clock=clock)
+        assert fake.wait_for(lambda: servo.model.goal_velocity == 0)
+        goals = [_goal(d) for d in fake.writes_to(11, 46)]
+    assert node.outputs_decoded("state", "LiftState")[219]["homed"]
+    # the absurd command wrote no motion: no goal at all after it, the lift holding still
+    assert goals[marks[0]:marks[1]] == []
+    states = node.outputs_decoded("state", "LiftState")
+    assert all(s["velocity_m_s"] == 0.0 for s in states[221:240])
+    # 0.3 m/s: clamped to 0.08 m/s, then to the servo's 1300 ticks/s; up is negative (dir_sign -1)
+    assert goals[marks[1]:] == [-1300, 0]  # one goal while it moves, the hold at the end
+    assert max(abs(g) for g in goals) == 1300
+    diag = node.outputs_decoded("diagnostics", "Diagnostics")[-1]
+    assert (diag["rejected"], diag["clamped"], diag["level"]) == (1, 1, "warn")
+    assert "velocity_m_s -1e+300 m/s is absurd" in diag["last_error"]

@@ -1,7 +1,6 @@
 """lift node (sim variant): homing, velocity commands, guards, watchdog."""
 
-import sys
-from pathlib import Path
+import json
 
 import pyarrow as pa
 import pytest
@@ -66,3 +65,28 @@ def test_speed_is_clamped_to_1300_ticks_per_s():
     script = ticks(1.8) + commanded(0.5, 1.0)
     _, states = run(script, start_mm=2.0)
     assert states[-1]["velocity_m_s"] == pytest.approx(1300 / 4096 * 0.131, rel=0.01)
+
+
+def test_absurd_commands_are_rejected_and_over_cap_ones_clamped():
+    script = ticks(1.8) + [("lift_cmd", cmd(1e300), 0.0)] + ticks(0.3) + commanded(0.5, 1.0)
+    script += [("lift_cmd", cmd(-0.5), 0.0), ("tick", TICK, 0.01)]  # the last report's period clamps too
+    node, states = run(script, start_mm=2.0)
+    homed_at = next(i for i, s in enumerate(states) if s["homed"])
+    assert homed_at < 180
+    after_absurd = states[180:210]
+    assert all(s["velocity_m_s"] == 0.0 for s in after_absurd)  # rejected: the lift did not move
+    # 0.5 m/s is clamped to the profile's 0.08 m/s, then the servo clamp (1300 ticks/s) applies
+    assert states[-2]["velocity_m_s"] == pytest.approx(1300 / 4096 * 0.131, rel=0.01)
+    diags = node.outputs_decoded("diagnostics", "Diagnostics")
+    assert any(d["level"] == "warn" and "1 input(s) rejected" in d["message"] for d in diags)
+    diag = diags[-1]
+    assert (diag["rejected"], diag["clamped"], diag["level"]) == (1, 11, "warn")
+    assert "velocity_m_s -0.5 m/s clamped to -0.08 m/s" in diag["message"]
+    assert json.loads(diag["details_json"])["limits"] == {"rejected": 1, "clamped": 11, "clamped_by": {"velocity_m_s": 11}}
+
+
+def test_commands_during_homing_are_bounded_too():
+    script = [("lift_cmd", cmd(-1e9), 0.0)] + ticks(0.1) + [("lift_cmd", cmd(0.1), 0.0)] + ticks(0.1)
+    node, _ = run(script)
+    diag = node.outputs_decoded("diagnostics", "Diagnostics")[-1]
+    assert (diag["rejected"], diag["clamped"], diag["level"]) == (1, 1, "warn")

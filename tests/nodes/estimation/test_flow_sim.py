@@ -100,3 +100,30 @@ def test_image_mode_measures_flow_from_rendered_floor(tmp_path):
     np.testing.assert_allclose(got, expected, atol=0.1)
     assert all(f["quality"] > 100 for f in flows)
     assert json.loads(decode("Diagnostics", node.outputs["diagnostics"][-1])["details_json"])["mode"] == "image"
+
+
+def _first_motion_stamp_ms(tmp_path, delay_ms: float, image: bool = False) -> tuple[float, list]:
+    """Truth every 10 ms, forward step at 200 ms, ticks every 20 ms; stamp of the first moving report."""
+    path, _ = quiet_config(tmp_path, delay_ms=delay_ms)
+    inputs, x = [], 0.0
+    for k in range(0, 41):
+        vx = 0.1 if k >= 20 else 0.0
+        inputs.append(("ground_truth", ground_truth(k * 10_000_000, vx=vx, x=x)))
+        x += vx * 0.01
+        if k % 2 == 0:
+            inputs.append(("tick", pa.array([k])))
+    node = MockNode(inputs)
+    flow_sim.main(["--config", str(path)] + (["--image"] if image else []), node=node, clock=lambda: 1)
+    flows = [decode("OpticalFlow", v) for v in node.outputs["flow"]]
+    moving = [f["stamp_ns"] / 1e6 for f in flows if abs(f["flow_rate_y"]) > 0.5 or abs(f["flow_rate_x"]) > 0.5]
+    return moving[0], flows
+
+
+def test_report_delay_from_the_config(tmp_path):
+    """delay_ms (SIM_FLOW_DELAY-style): the step at 200 ms shows in the report stamped 200 + delay."""
+    assert _first_motion_stamp_ms(tmp_path, 0.0)[0] == 200.0
+    first, flows = _first_motion_stamp_ms(tmp_path, 60.0)
+    assert first == 260.0
+    assert flows[0]["stamp_ns"] == 60_000_000  # nothing to report before the first truth is 60 ms old
+    first_image, _ = _first_motion_stamp_ms(tmp_path, 60.0, image=True)
+    assert first_image == 280.0  # image path: the first moving frame pair (200 -> 220 ms), 60 ms later

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import threading
 import time
 from pathlib import Path
@@ -14,15 +13,19 @@ import pytest
 import yaml
 from dora.testing import MockNode
 
+from teledora import models
+from teledora.models.config_files import load_mocap_config
 from teledora.nodes.mocap import mocap_natnet
+from teledora.operators.mocap.mocap_config import MocapConfig
 from teledora.operators.mocap import natnet_frame as nf
 from teledora.operators.mocap import natnet_protocol as nn
 from teledora.operators.contract.messages import decode
 from teledora.operators.mocap.mocap_frames import MocapFrameTransform
-from teledora.operators.geometry.rotations import yaw_to_quat_xyzw
+from teledora.operators.geometry import yaw_to_quat
 from teledora.fakes.motive import FakeMotive  # noqa: E402
 
 END_MARK = "end-of-test"
+TIMEOUT = {"type": "ERROR", "error": "timeout"}  # what dora's next(timeout) returns when nothing came
 SAFETY_DEADLINE_S = 20.0  # only stops a broken run from hanging; never reached when the node works
 
 
@@ -35,24 +38,23 @@ class UntilMarkNode(MockNode):
         self._deadline = time.monotonic() + SAFETY_DEADLINE_S
         self._stopped = False
 
-    def try_recv(self):
+    def next(self, timeout=None):
         done = any(END_MARK in entry["message"] for entry in self.logs)
         if not self._stopped and (done or time.monotonic() > self._deadline):
             self._stopped = True
             return {"type": "STOP", "id": "test"}
-        return None
+        return TIMEOUT
 
 
 def write_config(tmp_path: Path, port: int, natnet: dict | None = None, **body) -> Path:
-    cfg = {
-        "natnet": {
-            "server_address": "127.0.0.1", "command_port": port, "local_address": "127.0.0.1",
-            "connect_retry_s": 0.05, "echo_period_s": 0.02, "keepalive_period_s": 0.05, "model_def_retry_s": 0.05,
-            **(natnet or {}),
-        },
-        "rigid_body": body or {"name": "alohamini2"},
-        "frame": {"frame_id": "world", "axis_map": ["x", "-z", "y"]},
-    }
+    cfg = models.load_yaml("alohamini2/mocap.yaml")
+    cfg["natnet"].update({
+        "server_address": "127.0.0.1", "command_port": port, "local_address": "127.0.0.1",
+        "connect_retry_s": 0.05, "echo_period_s": 0.02, "keepalive_period_s": 0.05, "model_def_retry_s": 0.05,
+        **(natnet or {}),
+    })
+    if body:
+        cfg["rigid_body"] = {"id": None, "name": None, **body}
     path = tmp_path / "mocap.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
@@ -78,12 +80,12 @@ def run_node(fake: FakeMotive, config: Path, script) -> tuple[MockNode, list]:
 
 def trajectory(n: int):
     """Robot driving a quarter circle, as Motive (Y-up) sees it."""
-    tf = MocapFrameTransform()
+    tf = MocapFrameTransform(load_mocap_config().frame)
     out, world = [], []
     for i in range(n):
         a = 0.5 * np.pi * i / n
         p_world = np.array([np.cos(a), np.sin(a), 0.0])
-        q_world = yaw_to_quat_xyzw(a + np.pi / 2)
+        q_world = yaw_to_quat(a + np.pi / 2)
         out.append(tf.motive_pose_of_base(p_world, q_world))
         world.append((p_world, a + np.pi / 2))
     return out, world
@@ -117,6 +119,27 @@ def test_streams_poses_with_dropouts_and_invalid_tracking(tmp_path):
     assert diag["clock_source"] == "echo"
     assert nn.MessageId.ECHO_REQUEST in fake.requests and nn.MessageId.REQUEST_MODEL_DEF in fake.requests
     assert any("clock offset" in e["message"] for e in node.logs)
+
+
+@pytest.mark.parametrize("version", [(3, 0, 0, 0), (3, 1, 0, 0), (4, 0, 0, 0), (4, 1, 0, 0), (4, 2, 0, 0)],
+                         ids=lambda v: f"{v[0]}.{v[1]}")
+def test_body_name_resolves_from_motive_model_def(tmp_path, version):
+    """Motive's MODEL_DEF (marker sets first, rotated pivots) names the body in every supported version."""
+    poses, world = trajectory(10)
+    with FakeMotive(natnet_version=version, rigid_bodies={"cart": 2, "alohamini2": 5}) as fake:
+        def script(f: FakeMotive):
+            deadline = time.monotonic() + 5.0  # frames before the name resolves are (rightly) not published
+            while nn.MessageId.REQUEST_MODEL_DEF not in f.requests and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.1)
+            return f.stream(poses, body_id=5)
+
+        node, (sent,) = run_node(fake, write_config(tmp_path, fake.command_port), script)
+    msgs = [decode("MocapPose", v) for v in node.outputs.get("pose", [])]
+    assert [m["frame_number"] for m in msgs] == [s.frame_number for s in sent]
+    assert all(m["rigid_body_id"] == 5 and m["name"] == "alohamini2" for m in msgs)
+    assert msgs[-1]["position"] == pytest.approx(world[-1][0], abs=1e-5)
+    assert any("rigid body 'alohamini2' is id 5" in e["message"] for e in node.logs)
 
 
 def test_truncated_and_corrupted_packets_are_counted_not_fatal(tmp_path):
@@ -188,7 +211,7 @@ def test_waits_for_motive_without_crashing(tmp_path):
             self._events.clear()
             self.stopped = False
 
-        def try_recv(self):
+        def next(self, timeout=None):
             if self.stopped:
                 return None
             s.setblocking(False)
@@ -198,7 +221,7 @@ def test_waits_for_motive_without_crashing(tmp_path):
             except BlockingIOError:
                 pass
             self.stopped = connects.count(nn.MessageId.CONNECT) >= 2
-            return {"type": "STOP", "id": "t"} if self.stopped else None
+            return {"type": "STOP", "id": "t"} if self.stopped else TIMEOUT
 
     mocap_natnet.main(["--config", str(write_config(tmp_path, port))], node=StopAfterRetries())
     s.close()
@@ -206,13 +229,10 @@ def test_waits_for_motive_without_crashing(tmp_path):
 
 
 def test_shipped_config_parses():
-    cfg = mocap_natnet.load_mocap_config(None)
-    net = mocap_natnet.NatNetConfig.from_mapping(cfg["natnet"])
+    cfg = load_mocap_config()
+    net = cfg.natnet
     assert net.command_port == 1510 and net.natnet_version == (4, 1, 0, 0) and net.multicast is False
-    frame = dict(cfg["frame"])
-    frame.pop("frame_id")
-    from teledora.operators.mocap.mocap_frames import MocapFrameConfig
-
-    assert MocapFrameConfig.from_mapping(frame).axis_map == ("x", "-z", "y")
-    with pytest.raises(ValueError, match="unknown natnet keys"):
-        mocap_natnet.NatNetConfig.from_mapping({"port": 1})
+    assert cfg.frame.axis_map == ("x", "-z", "y") and cfg.frame.frame_id == "world"
+    raw = models.load_yaml("alohamini2/mocap.yaml")
+    with pytest.raises(ValueError, match=r"natnet: unknown keys \['port'\]"):
+        MocapConfig.from_mapping({**raw, "natnet": {**raw["natnet"], "port": 1}})

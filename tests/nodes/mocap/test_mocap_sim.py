@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 import yaml
 
+from teledora import models
 from teledora.nodes.mocap import mocap_sim
 from teledora.operators.contract.messages import encode
 from teledora.fakes.stepped_node import FakeClock, SteppedNode  # noqa: E402
@@ -28,8 +28,11 @@ def config(tmp_path: Path, **sim) -> Path:
     base = dict(rate_hz=120.0, latency_s=0.005, position_noise_m=0.0, yaw_noise_rad=0.0,
                 dropout_start_probability=0.0, packet_loss_probability=0.0, rigid_body_id=4)
     base.update(sim)
+    cfg = models.load_yaml("alohamini2/mocap.yaml")
+    cfg["rigid_body"]["name"] = "robot"
+    cfg["sim"].update(base)
     p = tmp_path / "mocap.yaml"
-    p.write_text(yaml.safe_dump({"rigid_body": {"name": "robot"}, "frame": {"frame_id": "world"}, "sim": base}))
+    p.write_text(yaml.safe_dump(cfg))
     return p
 
 

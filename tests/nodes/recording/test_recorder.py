@@ -173,3 +173,39 @@ def test_sigterm_closes_the_run_with_everything_received(tmp_path):
     r = RunReader(run)
     assert r.complete and r.manifest["ended_by"] == "SIGTERM"
     assert r.read_topic("src__out").table.num_rows == 150  # the 50 unflushed ones too
+
+
+def test_input_id_without_node_output_form_is_rejected_and_counted(tmp_path):
+    node = MockNode([ev("camera", lift(0)), ev("lift__state", lift(1)), ev("camera", lift(2))])
+    run = recorder.main(["--run-dir", str(tmp_path / "r")], node=node, clock=StepClock())
+    reader = RunReader(run)
+    assert reader.topics == ["lift__state"]
+    assert reader.manifest["name_errors"] == {"camera": 2}
+    last = decode("Diagnostics", node.outputs["diagnostics"][-1])
+    assert last["rejected"] == 2 and "<node>__<output>" in last["last_error"]
+
+
+def test_empty_first_message_of_the_wrong_type_does_not_fix_the_topic_type(tmp_path):
+    wrong_empty = pa.array([], type=pa.float32())
+    right_empty = lift(0).slice(0, 0)
+    node = MockNode([
+        ev("lift__state", wrong_empty),
+        ev("lift__state", right_empty),
+        ev("lift__state", lift(1)),
+        ev("lift__state", lift(2)),
+    ])
+    run = recorder.main(["--run-dir", str(tmp_path / "r")], node=node, clock=StepClock())
+    reader = RunReader(run)
+    table = reader.read_topic("lift__state")
+    assert table.value_type == lift(0).type
+    assert [len(m.value) for m in reader.iter_topic("lift__state")] == [0, 1, 1]
+    assert reader.manifest["type_errors"] == {"lift__state": 1}
+    last = decode("Diagnostics", node.outputs["diagnostics"][-1])
+    assert last["rejected"] == 1 and "empty float" in last["last_error"]
+
+
+def test_topic_with_only_empty_messages_takes_the_first_ones_type(tmp_path):
+    node = MockNode([ev("x__y", pa.array([], type=pa.int8())), ev("x__y", pa.array([], type=pa.int8()))])
+    run = recorder.main(["--run-dir", str(tmp_path / "r")], node=node, clock=StepClock())
+    table = RunReader(run).read_topic("x__y")
+    assert table.value_type == pa.int8() and table.table.num_rows == 2

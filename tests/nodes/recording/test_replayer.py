@@ -28,12 +28,12 @@ def at(ns: int) -> dt.datetime:
 @pytest.fixture()
 def run(tmp_path):
     """lift/state every 100 ms, renderer/chest at 50 ms and 250 ms, teleop/lift_cmd once."""
-    w = RunWriter(tmp_path / "run", {"recorded_inputs": {"lift__state": "lift/state", "cam": "renderer/chest"}}, start_ns=T0)
+    w = RunWriter(tmp_path / "run", {"recorded_inputs": {"lift__state": "lift/state", "cams__front": "renderer/chest"}}, start_ns=T0)
     img = pa.array(np.arange(48, dtype=np.uint8))
     for i in range(4):
         w.append("lift__state", lift(i), {"timestamp": at(T0 + i * 100 * MS), "stamp_ns": 1}, recv_ns=T0 + i * 100 * MS + 1)
         if i in (0, 2):
-            w.append("cam", img, {"timestamp": at(T0 + (i * 100 + 50) * MS), "width": 4}, recv_ns=T0)
+            w.append("cams__front", img, {"timestamp": at(T0 + (i * 100 + 50) * MS), "width": 4}, recv_ns=T0)
     w.append("teleop__lift_cmd", encode("LiftCommand", {"stamp_ns": 1, "velocity_m_s": 0.1}), {}, recv_ns=T0 + 10 * MS)
     w.close(T0 + 400 * MS)
     return tmp_path / "run"
@@ -123,3 +123,23 @@ def test_unknown_node_is_an_error(run):
 def test_negative_speed_is_refused(run):
     with pytest.raises(SystemExit):
         replayer.main(["--run", str(run), "--node", "lift", "--speed", "-1"], node=MetaNode())
+
+
+def test_topics_that_arrived_out_of_send_order_go_out_in_send_order_at_their_spacing(tmp_path):
+    """The recorder saw arms/joint_states late (a busy machine): it arrived
+    after servo_targets messages sent up to 400 ms later. The replay sends by
+    send time, at the recorded spacing, with no burst."""
+    w = RunWriter(tmp_path / "run", {}, start_ns=T0)
+    sends = {"arms__servo_targets": [0, 100, 200, 300, 400], "arms__joint_states": [50, 150, 250]}
+    # arrival order: every servo target first, then the joint states in one late burst
+    for topic in ("arms__servo_targets", "arms__joint_states"):
+        for k, ms in enumerate(sends[topic]):
+            w.append(topic, lift(k), {"timestamp": at(T0 + ms * MS)}, recv_ns=T0 + 500 * MS)
+    w.close(T0 + 600 * MS)
+    node, t = MetaNode(), FakeTime()
+    start = t.now
+    sent = []
+    node.send_output = lambda o, d, m=None: sent.append((o, round((t.now - start) / MS, 3)))
+    replayer.main(["--run", str(tmp_path / "run"), "--node", "arms", "--speed", "1"], node=node, clock=t.clock, sleep=t.sleep)
+    expected = sorted([(ms, o) for o, times in (("servo_targets", sends["arms__servo_targets"]), ("joint_states", sends["arms__joint_states"])) for ms in times])
+    assert sent == [(o, float(ms)) for ms, o in expected]

@@ -19,6 +19,8 @@ import yaml
 from dora.testing import MockNode
 
 from teledora import models
+from teledora.models.config_files import load_renderer_config
+from teledora.devices.rendering import camera_rig, robot_renderer
 from teledora.nodes.rendering import renderer
 from teledora.operators.contract.messages import decode, decode_image, encode
 
@@ -99,15 +101,15 @@ def event(input_id: str, value, metadata: dict | None = None) -> dict:
 TICK = ("tick", pa.array([0], type=pa.uint64()))
 
 
-_RIGS: dict[tuple[str, ...], renderer.CameraRig] = {}
+_RIGS: dict[tuple[str, ...], camera_rig.CameraRig] = {}
 
 
-def shared_rig(config_path: str, cameras: tuple[str, ...]) -> renderer.CameraRig:
+def shared_rig(config_path: str, cameras: tuple[str, ...]) -> camera_rig.CameraRig:
     """One offscreen rig per camera set for the whole module (creating a GL
     context costs far more than the frames these tests render)."""
     if cameras not in _RIGS:
-        config = renderer.load_config(config_path)
-        _RIGS[cameras] = renderer.CameraRig(
+        config = load_renderer_config(config_path)
+        _RIGS[cameras] = camera_rig.CameraRig(
             models.path(config.model.path), config, [config.cameras[c] for c in cameras]
         )
     return _RIGS[cameras]
@@ -278,7 +280,7 @@ def test_outputs_are_only_images_and_diagnostics(config_path):
     node = run(config_path, events)
     assert set(node.outputs) <= set(CAMERAS) | {"diagnostics"}
     assert set(node.outputs) >= set(CAMERAS)
-    assert set(renderer.OUTPUTS) == set(CAMERAS) | {"diagnostics"}
+    assert set(robot_renderer.OUTPUTS) == set(CAMERAS) | {"diagnostics"}
 
 
 class FakeWindow:
@@ -392,7 +394,7 @@ def test_a_crashed_renderer_changes_nothing_else_in_the_dataflow(tmp_path):
             {"id": "renderer", "path": str(repo / "nodes" / "rendering" / "renderer.py"),
              "args": f"--model {tmp_path / 'missing.xml'} --viewer off",
              "inputs": {"joint_states": "source/joint_states", "tick": "dora/timer/millis/50"},
-             "outputs": list(renderer.OUTPUTS)},
+             "outputs": list(robot_renderer.OUTPUTS)},
             {"id": "sink", "path": "sink.py", "env": {"SINK_OUT": str(count_file)},
              "inputs": {"joint_states": {"source": "source/joint_states", "queue_policy": "backpressure"}}},
         ]
@@ -422,6 +424,7 @@ import itertools, sys
 import pyarrow as pa
 from dora.testing import MockNode
 from teledora import models
+from teledora.devices.rendering import camera_rig
 from teledora.nodes.rendering import renderer
 from teledora.operators.contract.messages import encode
 
@@ -438,7 +441,7 @@ node = Paced([("joint_states", js), ("lift", lift), ("odom", odom)] + [("tick", 
 handles = []
 
 def window(model, data):
-    handles.append(renderer.passive_viewer(model, data))
+    handles.append(camera_rig.passive_viewer(model, data))
     return handles[-1]
 
 clock = itertools.count(0, 400_000_000)
@@ -488,9 +491,9 @@ def test_published_intrinsics_project_a_point_onto_its_pixel(config_path):
     centroid in the image is where fx, fy, cx, cy and the camera pose put it."""
     import mujoco
 
-    config = renderer.load_config(config_path)
+    config = load_renderer_config(config_path)
     cam = dataclasses.replace(config.cameras["chest"], width=160, height=120)
-    rig = renderer.CameraRig(models.path(config.model.path), config, [cam])
+    rig = camera_rig.CameraRig(models.path(config.model.path), config, [cam])
     try:
         rig.render("chest")
         r = rig._renderers[(160, 120)]
@@ -517,12 +520,12 @@ def test_published_intrinsics_project_a_point_onto_its_pixel(config_path):
 
 
 def test_configured_distortion_warps_the_image_but_not_its_centre(config_path):
-    config = renderer.load_config(config_path)
+    config = load_renderer_config(config_path)
     plain = dataclasses.replace(config.cameras["top_back"], width=W, height=H)
     barrel = dataclasses.replace(plain, distortion=(-0.35, 0.1, 0.0, 0.0, 0.0))
     images = []
     for cam in (plain, barrel):
-        rig = renderer.CameraRig(models.path(config.model.path), config, [cam])
+        rig = camera_rig.CameraRig(models.path(config.model.path), config, [cam])
         try:
             images.append(rig.render("top_back").astype(int))
         finally:

@@ -23,6 +23,20 @@ def commands(q: float = 0.2, names=None) -> pa.Array:
     return encode("JointCommands", dict(stamp_ns=1, names=names, q_ref=[q] * len(names), dq_ref=[0.0] * len(names), status="ok"))
 
 
+class NeverStops(MockNode):
+    """Delivers its inputs, then nothing more: dora never stops this run early."""
+
+    def __init__(self, inputs: list) -> None:
+        super().__init__(inputs)
+        self._events.pop()  # the STOP MockNode appends
+
+    def next(self, timeout: float | None = None) -> dict | None:
+        event = super().next(timeout)
+        if event is None and timeout is not None:
+            return {"type": "ERROR", "error": "timeout"}  # what dora's next(timeout) returns when nothing came
+        return event
+
+
 def diagnostics(node: MockNode) -> dict:
     return decode("Diagnostics", node.outputs["diagnostics"][-1])
 
@@ -92,11 +106,7 @@ def test_scripted_xr_plays_the_whole_script_and_ends(tmp_path, monkeypatch) -> N
     monkeypatch.setenv("TELEDORA_XR_RATE_HZ", "10")
     now = [0.0]
 
-    class NoStop(MockNode):
-        def try_recv(self):
-            return None  # dora never stops this run early
-
-    node = NoStop([])
+    node = NeverStops([])
     xr_scripted.main(node=node, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
     reports = [decode("XrControllers", v) for v in node.outputs["controllers"]]
     assert [r["seq"] for r in reports] == list(range(len(reports)))
@@ -118,12 +128,8 @@ def test_scripted_xr_can_wait_for_the_robot(monkeypatch) -> None:
     xr_scripted.main(node=node, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
     assert "controllers" not in node.outputs
 
-    class NoStopAfterStart(MockNode):
-        def try_recv(self):
-            return None
-
     state = encode("JointState", dict(stamp_ns=1, names=JOINTS, position=[0.0] * 14, velocity=[], effort=[]))
-    node = NoStopAfterStart([("robot_ready", state)])
+    node = NeverStops([("robot_ready", state)])
     monkeypatch.setenv("TELEDORA_XR_RATE_HZ", "10")
     script = models.path("alohamini2/demo_script.yaml")
     monkeypatch.setenv("TELEDORA_XR_SCRIPT", str(script))

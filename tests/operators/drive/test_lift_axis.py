@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import pytest
 
 from teledora.operators.drive.lift_axis import (
@@ -9,9 +11,10 @@ from teledora.operators.drive.lift_axis import (
     LiftNotHomedError,
     MultiTurnCounter,
 )
+from teledora.models.config_files import load_drive_config
 from teledora.operators.drive.sts_servo_model import VELOCITY_MODE, SimulatedServo
 
-CFG = LiftAxisConfig()
+CFG = load_drive_config().lift
 TICKS_PER_MM = 4096 / 131.0
 
 
@@ -77,7 +80,7 @@ def test_commands_refused_before_homing():
 
 def test_config_validation():
     with pytest.raises(LiftConfigError):
-        LiftAxisConfig(dir_sign=2)
+        replace(CFG, dir_sign=2)
     with pytest.raises(LiftConfigError, match="unknown"):
         LiftAxisConfig.from_dict({"lead_mm": 1})
 
@@ -134,7 +137,7 @@ def test_homing_stall_by_current_alone():
 
 
 def test_homing_fails_without_a_floor():
-    cfg = LiftAxisConfig(home_max_polls=20)
+    cfg = replace(CFG, home_max_polls=20)
     servo = SimulatedServo(position_ticks=0.0)
     servo.mode = VELOCITY_MODE
     axis = LiftAxis(cfg, 0)

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from teledora.operators.estimation.autopilot_session import Action, AutopilotSession, LinkState, SessionConfig
+from teledora.models.config_files import load_estimation_config
+from teledora.operators.estimation.autopilot_session import Action, AutopilotSession, LinkState
 
 S = 1_000_000_000
 STREAMS = {32: 0.05, 30: 0.05, 193: 0.5}
+SESSION = load_estimation_config().ardupilot.session  # the shipped timings
 
 
 def _session(**kw) -> AutopilotSession:
-    return AutopilotSession(SessionConfig(streams=STREAMS, **kw))
+    return AutopilotSession(replace(SESSION, streams=STREAMS, **kw))
 
 
 def _actions(steps):
@@ -110,6 +114,6 @@ def test_stalled_stream_is_requested_again():
 
 def test_config_validation():
     with pytest.raises(ValueError, match="link_timeout_s"):
-        SessionConfig(link_timeout_s=0)
+        replace(SESSION, link_timeout_s=0)
     with pytest.raises(ValueError, match="period"):
-        SessionConfig(streams={32: 0.0})
+        replace(SESSION, streams={32: 0.0})

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
 
 from teledora import models
+from teledora.models.config_files import load_estimation_config
 from teledora.operators.estimation.flow_model import FlowModel, FlowModelConfig, FlowModelError, FlowReadingInvalid
 
 
+SENSOR = load_estimation_config().flow_sensor
+
+
 def _model(**kw) -> FlowModel:
-    return FlowModel(FlowModelConfig(**kw))
+    return FlowModel(replace(SENSOR, **kw))
 
 
 def test_forward_motion_gives_positive_flow_y_like_ardupilot():
@@ -71,17 +76,56 @@ def test_validity_window():
         m.check_reading([0.1, 0.1], 200, 0.15)
     with pytest.raises(FlowReadingInvalid, match="quality"):
         m.check_reading([0.1, 0.1], 10, 0.05)
-    with pytest.raises(FlowReadingInvalid, match="limit"):
-        m.check_reading([2.6, 0.0], 200, 0.05)
+    with pytest.raises(FlowReadingInvalid, match="EK3_MAX_FLOW"):
+        m.check_reading([-2.6, 0.0], 200, 0.05)
+    with pytest.raises(FlowReadingInvalid, match="4.2 rad/s"):
+        m.check_reading([3.0, 3.0], 200, 0.05)
+    m.check_reading([2.6, 0.0], 200, 0.05)  # EKF3's per-axis test is signed
     assert not m.is_valid([np.nan, 0.0], 200, 0.05)
-    assert m.max_speed_m_s(0.10) == pytest.approx(0.25)  # EK3_MAX_FLOW 2.5 at 10 cm
+
+
+def _ekf3_fuses(raw_flow, quality, max_flow):
+    """EKF3's acceptance of one reading, restated from AP_NavEKF3 (Measurements + OptFlowFusion).
+
+    writeOptFlowMeas buffers a reading only when quality > 0 and the rate vector's
+    length is below 4.2 rad/s (the body rates' too; zero on a level floor); it stores
+    flowRadXY = -rawFlowRates. FuseOptFlow fuses only while flowRadXY.x and
+    flowRadXY.y are each below EK3_MAX_FLOW (plain '<', no absolute value).
+    """
+    rx, ry = raw_flow
+    buffered = quality > 0 and math.sqrt(rx * rx + ry * ry) < 4.2
+    flow_rad_x, flow_rad_y = -rx, -ry
+    return buffered and flow_rad_x < max_flow and flow_rad_y < max_flow
+
+
+@pytest.mark.parametrize("max_flow", [2.5, 1.0, 4.0])
+def test_rate_limits_match_ekf3_on_a_grid(max_flow):
+    m = _model(min_quality=1, max_rate_rad_s=max_flow)
+    grid = np.linspace(-5.0, 5.0, 201)  # 40,401 readings, steps of 0.05 rad/s (the limits lie on the grid)
+    disagree = [(x, y) for x in grid for y in grid
+                if m.is_valid([x, y], 200, 0.05) != _ekf3_fuses((x, y), 200, max_flow)]
+    assert disagree == []
+
+
+def test_speed_bounds_follow_ekf3():
+    m = _model(max_rate_rad_s=2.5)
+    h = 0.05
+    cases = {0.0: 4.2 * h, math.pi / 2: 4.2 * h, math.pi: 2.5 * h, -math.pi / 2: 2.5 * h,
+             -3 * math.pi / 4: 2.5 * h * math.sqrt(2)}
+    for direction, expected in cases.items():
+        bound = m.max_speed_m_s(h, direction)
+        assert bound == pytest.approx(expected)
+        for v, accepted in ((0.999 * bound, True), (1.001 * bound, False)):
+            flow = m.body_flow(v * math.cos(direction), v * math.sin(direction), 0.0, h)
+            assert bool(_ekf3_fuses(flow, 200, 2.5)) is accepted
+            assert bool(m.is_valid(flow, 200, h)) is accepted
 
 
 def test_config_errors():
     with pytest.raises(FlowModelError, match="offset_m"):
-        FlowModelConfig(offset_m=(0.0, 0.0))
+        replace(SENSOR, offset_m=(0.0, 0.0))
     with pytest.raises(FlowModelError, match="min_height_m"):
-        FlowModelConfig(min_height_m=0.2, max_height_m=0.1)
+        replace(SENSOR, min_height_m=0.2, max_height_m=0.1)
     with pytest.raises(FlowModelError, match="unknown"):
         FlowModelConfig.from_dict({"offset": [0, 0, 0]})
     with pytest.raises(FlowModelError, match="height_m"):

@@ -5,16 +5,18 @@ from __future__ import annotations
 import importlib.util
 import pathlib
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from teledora.operators.estimation.flow_model import FlowModel, FlowModelConfig
+from teledora.models.config_files import load_estimation_config
+from teledora.operators.estimation.flow_model import FlowModel
 from teledora.operators.estimation.flow_odometry import FlowOdometry
 from teledora.operators.contract.messages import encode
-from teledora.operators.estimation.planar_ekf import EkfConfig
 
-CFG = FlowModelConfig(offset_m=(0.08, 0.05, 0.05))
+CONFIG = load_estimation_config()
+CFG = replace(CONFIG.flow_sensor, offset_m=(0.08, 0.05, 0.05))
 
 
 def _bench():
@@ -27,7 +29,7 @@ def _bench():
 
 
 def test_invalid_readings_are_skipped_with_reason():
-    odo = FlowOdometry(FlowModel(CFG), EkfConfig())
+    odo = FlowOdometry(FlowModel(CFG), CONFIG.ekf)
     assert not odo.on_flow(0, [0.1, 0.1], 10, 0.05)
     assert "quality" in odo.last_skip_reason
     assert not odo.on_flow(10_000_000, [0.1, 0.1], 200, 0.5)
@@ -37,7 +39,7 @@ def test_invalid_readings_are_skipped_with_reason():
 
 
 def test_pose_is_a_valid_message():
-    odo = FlowOdometry(FlowModel(CFG), EkfConfig())
+    odo = FlowOdometry(FlowModel(CFG), CONFIG.ekf)
     odo.on_gyro(5, [0.0, 0.0, 0.1])
     msg = odo.pose()
     assert msg["source"] == "onboard" and msg["stamp_ns"] == 5

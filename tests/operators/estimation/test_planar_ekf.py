@@ -3,23 +3,24 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from teledora.operators.estimation.flow_model import FlowModel, FlowModelConfig
-from teledora.operators.estimation.planar_ekf import EkfConfig, EkfConfigError, MeasurementRejected, PlanarEkf, wrap_angle
+from teledora.operators.estimation.flow_model import FlowModel
+from teledora.operators.estimation.planar_ekf import EkfConfig, EkfConfigError, MeasurementRejected, PlanarEkf
+from teledora.operators.geometry import wrap_angle
+from teledora.models.config_files import load_estimation_config
 
 H = 0.05
 
 
+CONFIG = load_estimation_config()
+
+
 def _ekf(offset=(0.08, 0.05, H), **kw) -> PlanarEkf:
-    return PlanarEkf(EkfConfig(**kw), FlowModel(FlowModelConfig(offset_m=offset)))
-
-
-def test_wrap_angle():
-    assert wrap_angle(3 * math.pi / 2) == pytest.approx(-math.pi / 2)
-    assert wrap_angle(-math.pi) == pytest.approx(-math.pi)
+    return PlanarEkf(replace(CONFIG.ekf, **kw), FlowModel(replace(CONFIG.flow_sensor, offset_m=offset)))
 
 
 def test_prediction_moves_along_heading():
@@ -50,7 +51,7 @@ def test_covariance_grows_without_measurements_and_is_symmetric():
 
 
 def test_flow_update_estimates_velocity_and_spin_with_offset():
-    model = FlowModel(FlowModelConfig(offset_m=(0.08, 0.05, H)))
+    model = FlowModel(replace(CONFIG.flow_sensor, offset_m=(0.08, 0.05, H)))
     ekf = _ekf()
     truth = np.array([0.05, -0.02, 0.6])
     t = 0
@@ -120,9 +121,9 @@ def test_reset():
 
 def test_config_validation():
     with pytest.raises(EkfConfigError, match="flow_noise_rad_s"):
-        EkfConfig(flow_noise_rad_s=0.0)
+        replace(CONFIG.ekf, flow_noise_rad_s=0.0)
     with pytest.raises(EkfConfigError, match="accel_noise_m_s2"):
-        EkfConfig(accel_noise_m_s2=float("nan"))
+        replace(CONFIG.ekf, accel_noise_m_s2=float("nan"))
     with pytest.raises(EkfConfigError, match="unknown"):
         EkfConfig.from_dict({"flow_noise": 0.1})
 

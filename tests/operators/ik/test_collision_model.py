@@ -19,12 +19,14 @@ import pytest
 
 from teledora import models
 from teledora.operators.ik.collision_pairs import CollisionPairs, filter_allowed_pairs, pairs_moved_by
-from teledora.operators.ik.ik_solver import BimanualIk, IkSettings, build_ik_model
+from teledora.models.config_files import load_ik_config
+from teledora.operators.ik.ik_model import build_ik_model
+from teledora.operators.ik.ik_solver import BimanualIk
 from teledora.operators.model.urdf_import import read_stl
 from tests.reference_data import require
 
 PROFILE = models.load_profile()
-SETTINGS = IkSettings.from_mapping(models.load_yaml("alohamini2/ik.yaml"))
+SETTINGS = load_ik_config().settings
 MODEL = build_ik_model(models.path(SETTINGS.solver.model), True)
 ARM_JOINTS = [j for s in ("left", "right") for j in PROFILE.arms[s].joints]
 # the moving finger has no proxy of its own: the fixed jaw carries a box over

@@ -10,36 +10,38 @@ import numpy as np
 import pytest
 
 from teledora import models
-from teledora.operators.geometry.rotations import quat_angle_xyzw, quat_multiply_xyzw
+from teledora.operators.geometry import Pose, quat_angle, quat_multiply
 from teledora.operators.ik.global_search import GlobalSearchConfig, GlobalSearchConfigError
-from teledora.operators.ik.ik_solver import BimanualIk, GripTarget, IkSettings, build_ik_model
+from teledora.operators.ik.ik_config import IkConfig
+from teledora.operators.ik.ik_model import build_ik_model
+from teledora.operators.ik.ik_solver import BimanualIk
 
 PROFILE = models.load_profile()
 DATA = models.load_yaml("alohamini2/ik.yaml")
-SETTINGS = IkSettings.from_mapping(DATA)
+SETTINGS = IkConfig.from_mapping(DATA).settings
 MODEL = build_ik_model(models.path(SETTINGS.solver.model), SETTINGS.solver.add_floor)
 
 
 def make_ik(fallback: bool = True) -> BimanualIk:
     data = copy.deepcopy(DATA)
     data["global_search"]["enabled"] = fallback
-    return BimanualIk(MODEL, PROFILE, IkSettings.from_mapping(data))
+    return BimanualIk(MODEL, PROFILE, IkConfig.from_mapping(data).settings)
 
 
-def hard_targets(ik: BimanualIk) -> dict[str, GripTarget]:
+def hard_targets(ik: BimanualIk) -> dict[str, Pose]:
     """From home, targets whose local path presses the arms against their own
     mounts (the local IK stalls there)."""
     def offset(side, dp, rot_z):
         pose = ik.grip_pose(side)
         dq = np.array([0.0, 0.0, np.sin(rot_z / 2), np.cos(rot_z / 2)])
-        return GripTarget.of(pose.position + np.asarray(dp), quat_multiply_xyzw(dq, pose.orientation))
+        return Pose.of(pose.position + np.asarray(dp), quat_multiply(dq, pose.orientation))
 
     return {"left": offset("left", [0.05, 0.04, 0.06], 0.3), "right": offset("right", [0.04, -0.05, -0.08], -0.2)}
 
 
 def errors(ik: BimanualIk, targets) -> tuple[float, float]:
     pos = max(float(np.linalg.norm(ik.grip_pose(s).position - targets[s].position)) for s in targets)
-    ori = max(quat_angle_xyzw(ik.grip_pose(s).orientation, targets[s].orientation) for s in targets)
+    ori = max(quat_angle(ik.grip_pose(s).orientation, targets[s].orientation) for s in targets)
     return pos, ori
 
 

@@ -16,6 +16,9 @@ import mujoco
 import numpy as np
 import pytest
 
+from teledora.operators.geometry import Pose
+from teledora.operators.model.sides import SIDES
+
 _BENCH = Path(__file__).resolve().parents[3] / "benchmarks"
 sys.path.insert(0, str(_BENCH))
 _spec = importlib.util.spec_from_file_location("ik_collisions_bench", _BENCH / "ik_collisions.py")
@@ -25,7 +28,6 @@ _spec.loader.exec_module(adversarial)
 
 from ik_node_driver import MujocoCollisionCheck  # noqa: E402
 
-from teledora.operators.ik.ik_solver import GripTarget  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +77,7 @@ def _pressed_together():
     home = np.array([ik.profile.home_q()[n] for n in ik.arm_joint_names])
     ik.reset(home, lift_joint=0.0)
     mid = 0.5 * (ik.grip_pose("left").position + ik.grip_pose("right").position)
-    push = {s: GripTarget.of(mid, ik.grip_pose(s).orientation) for s in ("left", "right")}
+    push = {s: Pose.of(mid, ik.grip_pose(s).orientation) for s in SIDES}
     for _ in range(150):
         ik.tick(push)
     return ik
@@ -141,16 +143,26 @@ def test_guard_shortens_a_step_that_would_enter_the_clearance():
     ik = loop.ik
     home = np.array([ik.profile.home_q()[n] for n in ik.arm_joint_names])
     ik.reset(home, lift_joint=0.0)
+    guard = ik.settings.collision.guard_distance_m
     q_from = ik.arm_q()
+    assert ik.min_proxy_distance() > guard  # the step starts clear of everything
     for joint, delta in [(j, d) for j in ik.arm_joint_names[:3] for d in (1.5, -1.5, 2.5, -2.5)]:
         q_to = q_from.copy()
         q_to[ik.joint_index([joint])] += delta
         ik._set_q(q_to)
         if ik.min_proxy_distance() < 0:
-            break  # the full step would penetrate
+            break  # unguarded, the full step penetrates
     else:
         pytest.fail("no single-joint step from home penetrates")
+
     q, fraction, _ = ik._guard(q_from, q_to)
-    assert 0.0 <= fraction < 1.0
+
+    # part of the step is kept (a guard that never moves fails here), along the step
+    assert 0.0 < fraction < 1.0
+    np.testing.assert_array_equal(q, q_from + fraction * (q_to - q_from))
+    # the kept part ends clear of contact (a guard that lets the step through fails here)
     ik._set_q(q)
-    assert ik.min_proxy_distance() >= ik.settings.collision.guard_distance_m - 1e-9
+    assert ik.min_proxy_distance() >= guard
+    # and it is no shorter than it must be: 1 % more of the step is already too close
+    ik._set_q(q_from + (fraction + 0.01) * (q_to - q_from))
+    assert ik.min_proxy_distance() < guard

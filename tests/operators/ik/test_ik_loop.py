@@ -7,14 +7,16 @@ import numpy as np
 import pytest
 
 from teledora import models
-from teledora.operators.ik.ik_loop import IkLoop, IkNodeConfig
-from teledora.operators.ik.ik_solver import BimanualIk, IkSettings, build_ik_model
+from teledora.models.config_files import load_ik_config
+from teledora.operators.ik.ik_loop import IkLoop
+from teledora.operators.ik.ik_solver import BimanualIk
+from teledora.operators.ik.ik_model import build_ik_model
 from teledora.operators.contract.messages import MessageError
-from teledora.operators.ik.workspace_limits import WorkspaceConfig
 
 PROFILE = models.load_profile()
 DATA = models.load_yaml("alohamini2/ik.yaml")
-SETTINGS = IkSettings.from_mapping(DATA)
+CONFIG = load_ik_config()
+SETTINGS = CONFIG.settings
 MODEL = build_ik_model(models.path(SETTINGS.solver.model), SETTINGS.solver.add_floor)
 ARM = list(PROFILE.arm_joint_names)
 HOME = PROFILE.home_q()
@@ -23,7 +25,7 @@ MS = 1_000_000
 
 def make_loop() -> IkLoop:
     ik = BimanualIk(MODEL, PROFILE, SETTINGS)
-    return IkLoop(ik, WorkspaceConfig.from_mapping(DATA["workspace"]), IkNodeConfig.from_mapping(DATA["node"]), PROFILE)
+    return IkLoop(ik, CONFIG.workspace, CONFIG.node, PROFILE)
 
 
 def joints(t_ns: int, q: dict | None = None) -> dict:
@@ -54,6 +56,21 @@ def targets(loop: IkLoop, offset_left=(0.0, 0.0, 0.0), offset_right=(0.0, 0.0, 0
         "left": arm(poses["left"].position + offset_left, poses["left"].orientation, enabled=left_enabled),
         "right": arm(poses["right"].position + offset_right, poses["right"].orientation),
     }
+
+
+def goal_in_command_order(loop: IkLoop) -> np.ndarray:
+    """The reference's current goal (where its plans stop), in JointCommands
+    order; grippers read nan."""
+    goal = dict(zip(loop.ik.arm_joint_names, loop.ik.reference.goal))
+    return np.array([goal.get(n, np.nan) for n in ARM])
+
+
+def assert_stops_within(previous: np.ndarray, goal: np.ndarray, q: np.ndarray) -> None:
+    """Every arm joint of q lies between where it was and the goal it had: a
+    hold brakes towards the last goal and never passes it."""
+    idx = [i for i, n in enumerate(ARM) if not n.endswith("_gripper")]
+    lo, hi = np.minimum(previous[idx], goal[idx]), np.maximum(previous[idx], goal[idx])
+    assert np.all(q[idx] >= lo - 1e-12) and np.all(q[idx] <= hi + 1e-12)
 
 
 def shaped_position(loop: IkLoop, side: str) -> np.ndarray:
@@ -112,11 +129,22 @@ def test_targets_older_than_the_timeout_hold_both_arms():
     assert moving["status"] == "ok"
     late = 10 * MS + int(loop.config.target_timeout_s * 1e9) + loop.period_ns
     loop.on_joint_states(joints(late))  # feedback stays fresh: only the target is old
+    goal = goal_in_command_order(loop)
     cmd = loop.solve(late)
     assert cmd["status"] == "hold"
-    np.testing.assert_array_equal(cmd["dq_ref"], 0.0)
-    np.testing.assert_array_equal(cmd["q_ref"], moving["q_ref"])
     assert {s: a.status for s, a in loop.arms.items()} == {"left": "stale_target", "right": "stale_target"}
+    # the arms brake to the goal they had and stay there
+    assert_stops_within(moving["q_ref"], goal, cmd["q_ref"])
+    t = late
+    for _ in range(20):
+        t += loop.period_ns
+        loop.on_joint_states(joints(t))
+        cmd = loop.solve(t)
+        assert cmd["status"] == "hold"
+        assert_stops_within(moving["q_ref"], goal, cmd["q_ref"])
+    np.testing.assert_array_equal(cmd["dq_ref"], 0.0)
+    arm_idx = [i for i, n in enumerate(ARM) if not n.endswith("_gripper")]
+    np.testing.assert_allclose(cmd["q_ref"][arm_idx], goal[arm_idx], atol=1e-12)
 
 
 def test_the_step_follows_real_time_but_at_most_two_periods():
@@ -177,9 +205,15 @@ def test_a_re_enabled_arm_restarts_its_speed_cap_from_where_it_is():
 
 
 def test_a_failed_solve_marks_the_working_arms_failed_and_holds():
-    loop = started()
-    loop.on_targets(targets(loop, offset_right=(0.05, 0, 0), left_enabled=False), 10 * MS)
-    good = loop.solve(10 * MS)
+    loop, twin = started(), started()
+    for lp in (loop, twin):
+        lp.on_targets(targets(lp, offset_right=(0.05, 0, 0), left_enabled=False), 10 * MS)
+        good = lp.solve(10 * MS)
+    # the twin holds (no enabled arm) where the loop's solve fails: same motion
+    twin.on_joint_states(joints(20 * MS))
+    twin.on_targets(targets(twin, left_enabled=False) | {"right": dict(twin.targets["right"], enabled=False)}, 20 * MS)
+    held = twin.solve(20 * MS)
+    assert held["status"] == "hold"
     # a joint of the working configuration far outside its range: the QP has no solution
     q = loop.ik.configuration.q.copy()
     q[MODEL.jnt_qposadr[MODEL.joint("right_elbow_flex").id]] = 3.6
@@ -188,8 +222,9 @@ def test_a_failed_solve_marks_the_working_arms_failed_and_holds():
     loop.on_targets(loop.targets, 20 * MS)
     cmd = loop.solve(20 * MS)
     assert cmd["status"] == "failed"
-    np.testing.assert_array_equal(cmd["q_ref"], good["q_ref"])
-    np.testing.assert_array_equal(cmd["dq_ref"], 0.0)
+    np.testing.assert_array_equal(cmd["q_ref"], held["q_ref"])  # no new goal: the plan goes on
+    np.testing.assert_array_equal(cmd["dq_ref"], held["dq_ref"])
+    assert not np.array_equal(cmd["q_ref"], good["q_ref"])  # it was moving, and brakes within the caps
     assert loop.arms["right"].status == "failed" and not loop.arms["right"].was_active
     assert loop.arms["left"].status == "disabled"
     assert loop.details()["failed_solves"] == 1 and loop.details()["last_status"] == "failed"
@@ -242,13 +277,18 @@ def test_a_reset_request_homes_both_arms_within_the_caps():
     ref = dict(zip(ARM, cmd["q_ref"]))
     assert max(abs(ref[n] - HOME[n]) for n in ARM if not n.endswith("_gripper")) <= loop.config.home_tolerance_rad
     assert ref["left_gripper"] == ref["right_gripper"] == HOME["left_gripper"]
-    # then the arms hold there (teleop keeps them paused: no target)
+    # then the arms hold there (teleop keeps them paused: no target): they
+    # finish braking to their last goal and stay, still within the tolerance
     assert cmd["status"] == "hold" and statuses[-1] == {"left": "no_target", "right": "no_target"}
-    t += 10 * MS
-    track(loop, t, cmd, OFFSET)
-    held = loop.solve(t)
-    assert held["status"] == "hold"
-    np.testing.assert_array_equal(held["q_ref"], cmd["q_ref"])
+    for _ in range(20):
+        t += 10 * MS
+        track(loop, t, cmd, OFFSET)
+        held = loop.solve(t)
+        assert held["status"] == "hold"
+        cmd = held
+    np.testing.assert_array_equal(held["dq_ref"], 0.0)
+    ref = dict(zip(ARM, held["q_ref"]))
+    assert max(abs(ref[n] - HOME[n]) for n in ARM if not n.endswith("_gripper")) <= loop.config.home_tolerance_rad
     assert loop.details()["resets"] == 1
 
 
@@ -262,10 +302,11 @@ def test_homing_that_does_not_reach_home_in_time_stops_and_holds():
     # so the arms are still far from home): homing gives up and the arms hold
     t += int(loop.config.home_timeout_s * 1e9) + 10 * MS
     track(loop, t, cmd, OFFSET)
+    goal = goal_in_command_order(loop)
     held = loop.solve(t)
     assert {s: a.status for s, a in loop.arms.items()} == {"left": "home_timeout", "right": "home_timeout"}
     assert held["status"] == "hold" and not any(loop.homing.values())
-    np.testing.assert_array_equal(held["q_ref"][ARM_ONLY], cmd["q_ref"][ARM_ONLY])
+    assert_stops_within(cmd["q_ref"], goal, held["q_ref"])  # brakes to its last goal, no further
     assert loop.details()["home_timeouts"] == 2
 
 
@@ -317,9 +358,10 @@ def test_stale_feedback_stops_homing_and_it_does_not_resume():
         cmd = loop.solve(t)
     assert loop.arms["left"].status == "homing"
     late = t + int(loop.config.joint_state_timeout_s * 1e9) + loop.period_ns  # no joint states since t
+    goal = goal_in_command_order(loop)
     stopped = loop.solve(late)
     assert stopped["status"] == "hold" and {a.status for a in loop.arms.values()} == {"stale_feedback"}
-    np.testing.assert_array_equal(stopped["q_ref"], cmd["q_ref"])
+    assert_stops_within(cmd["q_ref"], goal, stopped["q_ref"])
     assert not any(loop.homing.values())
     track(loop, late + 10 * MS, cmd, OFFSET)  # feedback is back
     assert loop.solve(late + 10 * MS)["status"] == "hold"

@@ -13,10 +13,14 @@ import numpy as np
 import pytest
 
 from teledora import models
-from teledora.operators.ik.ik_solver import BimanualIk, GripTarget, IkSettings, build_ik_model
-from teledora.operators.geometry.rotations import quat_multiply_xyzw, quat_to_matrix_xyzw
+from teledora.operators.geometry import Pose, quat_multiply, quat_to_matrix
+from teledora.operators.ik.ik_solver import BimanualIk
+from teledora.operators.ik.ik_model import build_ik_model
+from teledora.operators.ik.ik_tasks import pose_to_se3
+from teledora.operators.model.sides import SIDES
+from teledora.models.config_files import load_ik_config
 
-SETTINGS = IkSettings.from_mapping(models.load_yaml("alohamini2/ik.yaml"))
+SETTINGS = load_ik_config().settings
 MODEL = build_ik_model(models.path(SETTINGS.solver.model), SETTINGS.solver.add_floor)
 PROFILE = models.load_profile()
 H_FD = 1e-6
@@ -43,10 +47,10 @@ def se3_log(r: np.ndarray, p: np.ndarray) -> np.ndarray:
     return np.concatenate([v_inv @ p, w])
 
 
-def site_error(data: mujoco.MjData, site: int, target: GripTarget) -> np.ndarray:
+def site_error(data: mujoco.MjData, site: int, target: Pose) -> np.ndarray:
     """log(T_site^-1 T_target) from MuJoCo's site pose."""
     rb, pb = data.site_xmat[site].reshape(3, 3), data.site_xpos[site]
-    rt = quat_to_matrix_xyzw(target.orientation)
+    rt = quat_to_matrix(target.orientation)
     return se3_log(rb.T @ rt, rb.T @ (target.position - pb))
 
 
@@ -61,7 +65,7 @@ def case():
     for s in ("left", "right"):
         pose = ik.grip_pose(s)
         dq = np.array([0.0, 0.0, np.sin(0.0015), np.cos(0.0015)])
-        targets[s] = GripTarget.of(pose.position + rng.uniform(-0.001, 0.001, 3), quat_multiply_xyzw(dq, pose.orientation))
+        targets[s] = Pose.of(pose.position + rng.uniform(-0.001, 0.001, 3), quat_multiply(dq, pose.orientation))
     return ik, targets
 
 
@@ -87,7 +91,7 @@ def test_frame_task_errors_match_an_independent_se3_log(case):
     ik, targets = case
     e_ref, _ = _fd_errors(ik, targets)
     for s, t in targets.items():
-        ik.frame_tasks[s].set_target(t.se3())
+        ik.frame_tasks[s].set_target(pose_to_se3(t))
         np.testing.assert_allclose(ik.frame_tasks[s].compute_error(ik.configuration), e_ref[s], atol=ERROR_TOL)
 
 
@@ -96,7 +100,7 @@ def test_frame_task_jacobians_match_finite_differences_of_fk(case):
     _, j_ref = _fd_errors(ik, targets)
     arm_dofs = [MODEL.joint(n).dofadr[0] for n in ik.arm_joint_names]
     for s, t in targets.items():
-        ik.frame_tasks[s].set_target(t.se3())
+        ik.frame_tasks[s].set_target(pose_to_se3(t))
         j = ik.frame_tasks[s].compute_jacobian(ik.configuration)
         np.testing.assert_allclose(j[:, arm_dofs], j_ref[s][:, arm_dofs], atol=JAC_TOL)
         assert np.abs(j_ref[s][:, arm_dofs]).max() > 0.05  # the comparison is not vacuous

@@ -6,20 +6,16 @@ import numpy as np
 import pytest
 
 from teledora import models
-from teledora.operators.ik.ik_solver import (
-    BimanualIk,
-    CollisionConfig,
-    GripTarget,
-    IkConfigError,
-    IkSettings,
-    SolverConfig,
-    build_ik_model,
-)
-from teledora.operators.geometry.rotations import quat_angle_xyzw, quat_multiply_xyzw
+from teledora.models.config_files import load_ik_config
+from teledora.operators.ik.ik_solver import BimanualIk
+from teledora.operators.ik.ik_settings import CollisionConfig, IkConfigError, SolverConfig
+from teledora.operators.ik.ik_model import build_ik_model
+from teledora.operators.geometry import Pose, quat_angle, quat_multiply
 
 PROFILE = models.load_profile()
 DATA = models.load_yaml("alohamini2/ik.yaml")
-SETTINGS = IkSettings.from_mapping(DATA)
+CONFIG = load_ik_config()
+SETTINGS = CONFIG.settings
 MODEL = build_ik_model(models.path(SETTINGS.solver.model), SETTINGS.solver.add_floor)
 
 
@@ -40,10 +36,10 @@ def ready_ik(ik) -> BimanualIk:
     return ik
 
 
-def _offset(ik: BimanualIk, side: str, dp, rot_z: float = 0.0) -> GripTarget:
+def _offset(ik: BimanualIk, side: str, dp, rot_z: float = 0.0) -> Pose:
     pose = ik.grip_pose(side)
     dq = np.array([0.0, 0.0, np.sin(rot_z / 2), np.cos(rot_z / 2)])
-    return GripTarget.of(pose.position + np.asarray(dp), quat_multiply_xyzw(dq, pose.orientation))
+    return Pose.of(pose.position + np.asarray(dp), quat_multiply(dq, pose.orientation))
 
 
 def test_parameters_come_from_the_config(ik):
@@ -67,7 +63,7 @@ def test_both_arms_converge_in_position_and_orientation(ready_ik):
     for side, t in (("left", tl), ("right", tr)):
         pose = ik.grip_pose(side)
         assert np.linalg.norm(pose.position - t.position) < 1e-3
-        assert quat_angle_xyzw(pose.orientation, t.orientation) < 0.01
+        assert quat_angle(pose.orientation, t.orientation) < 0.01
 
 
 def test_speed_cap_holds_every_tick(ik):
@@ -97,18 +93,50 @@ def test_non_arm_joints_never_move(ik):
     np.testing.assert_array_equal(ik.configuration.q[non_arm], q_before[non_arm])
 
 
-def test_hold_with_no_target_keeps_reference_and_clears_feedforward(ik):
-    ik.tick({"left": _offset(ik, "left", [0.05, 0, 0]), "right": None})
-    q = ik.arm_q()
+def test_hold_at_rest_keeps_reference_and_feedforward_zero(ik):
     res = ik.tick({})
     assert res.status == "hold"
-    np.testing.assert_array_equal(res.q, q)
+    np.testing.assert_array_equal(res.q, ik.arm_q())
     np.testing.assert_array_equal(res.dq, 0.0)
 
 
-def test_failed_solve_publishes_no_partial_update(ik):
-    ik.tick({"left": _offset(ik, "left", [0.05, 0, 0]), "right": _offset(ik, "right", [0.05, 0, 0])})
-    q_ref = ik.reference.q
+def test_hold_while_moving_brakes_to_the_last_goal_within_the_caps(ik):
+    cfg = SETTINGS.joint_reference
+    far = {"left": _offset(ik, "left", [0.1, 0.0, 0.1]), "right": None}
+    for _ in range(15):
+        ik.tick(far)
+    moving = ik.reference.q
+    assert np.max(np.abs(ik.reference.dq)) > 0.5 * cfg.max_speed_rad_s
+    goal = ik.reference.goal
+    qs = [moving]
+    for _ in range(30):
+        res = ik.tick({})
+        assert res.status == "hold"
+        qs.append(res.q)
+    # the reference stops at the goal accepted before the hold (never beyond it),
+    # within one tick plus a full-speed braking distance of where the hold began
+    np.testing.assert_allclose(qs[-1], goal, atol=1e-12)
+    np.testing.assert_array_equal(res.dq, 0.0)
+    lead = cfg.max_speed_rad_s * (ik.dt + ik.lookahead_s)
+    assert np.max(np.abs(goal - moving)) <= lead + 1e-9
+    q = np.array(qs)
+    dt = ik.dt
+    assert np.max(np.abs(np.diff(q, axis=0))) / dt <= cfg.max_speed_rad_s * (1 + 1e-9)
+    assert np.max(np.abs(np.diff(q, 2, axis=0))) / dt**2 <= cfg.max_accel_rad_s2 * (1 + 1e-9)
+
+
+def _moving_twins() -> tuple[BimanualIk, BimanualIk]:
+    twins = BimanualIk(MODEL, PROFILE, SETTINGS), BimanualIk(MODEL, PROFILE, SETTINGS)
+    for ik in twins:
+        targets = {"left": _offset(ik, "left", [0.05, 0, 0]), "right": _offset(ik, "right", [0.05, 0, 0])}
+        for _ in range(3):
+            ik.tick(targets)
+    return twins
+
+
+def test_failed_solve_sets_no_new_goal_and_keeps_the_plan():
+    ik, twin = _moving_twins()
+    assert np.max(np.abs(ik.reference.dq)) > 0.1
     # put one joint of the working configuration far outside its range: the
     # configuration limit then demands more motion than the speed cap allows
     q = ik.configuration.q.copy()
@@ -117,9 +145,10 @@ def test_failed_solve_publishes_no_partial_update(ik):
     res = ik.tick({"left": _offset(ik, "left", [0.05, 0, 0]), "right": _offset(ik, "right", [0.05, 0, 0])})
     assert res.status == "failed"
     assert "QP" in res.error
-    np.testing.assert_array_equal(res.q, q_ref)
-    np.testing.assert_array_equal(res.dq, 0.0)
-    np.testing.assert_array_equal(ik.arm_q(), q_ref)  # working configuration restored
+    held = twin.tick({})  # what a hold does from the same state
+    np.testing.assert_array_equal(res.q, held.q)
+    np.testing.assert_array_equal(res.dq, held.dq)
+    np.testing.assert_array_equal(ik.arm_q(), res.q)  # working configuration follows the reference
     assert ik.failures == 1
 
 
@@ -154,7 +183,7 @@ def test_lift_moves_the_grips_with_it(ik):
     z0 = ik.grip_pose("left").position[2]
     ik.set_lift(0.1)
     z1 = ik.grip_pose("left").position[2]
-    assert z1 - z0 == pytest.approx(0.1 - PROFILE.lift_height_to_joint(PROFILE.lift_travel_mm / 2000.0), abs=1e-9)
+    assert z1 - z0 == pytest.approx(0.1 - PROFILE.lift_height_to_joint(PROFILE.lift.travel_mm / 2000.0), abs=1e-9)
 
 
 def test_config_errors_name_the_key():

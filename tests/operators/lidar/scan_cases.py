@@ -7,13 +7,12 @@ pose at that ray's own time (the base follows a constant twist).
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 
 from teledora.operators.lidar.laser_scan import LaserScan
-from teledora.operators.lidar.pose_history import PlanarPose, PoseHistory
+from teledora.operators.geometry import Pose2D
+from teledora.operators.lidar.pose_history import OdometrySample, PoseHistory
 from teledora.operators.lidar.scan_merger import LidarMount
 from teledora.fakes.rplidar_a1 import SyntheticRoom  # noqa: E402
 
@@ -35,7 +34,7 @@ def odom_history(t_end_s: float, v: float = 0.0, w: float = 0.0, rate_hz: float 
     for k in range(int(t_end_s * rate_hz) + 2):
         t = k / rate_hz
         x, y, yaw = base_pose(t, v, w, **start)
-        h.add(PlanarPose(int(round(t * 1e9)), x, y, yaw, vx=v, wz=w))
+        h.add(OdometrySample(int(round(t * 1e9)), Pose2D(x, y, yaw), vx=v, wz=w))
     return h
 
 

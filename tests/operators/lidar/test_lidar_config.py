@@ -24,9 +24,9 @@ def test_unknown_keys_and_bad_values_are_reported_with_their_section():
     with pytest.raises(LidarConfigError, match="hardware: unknown keys"):
         lidar_setup_from_dict({**base, "hardware": {"read_timeout": 1.0}})
     with pytest.raises(LidarConfigError, match="merger"):
-        lidar_setup_from_dict({**base, "merger": {"compensation": "sometimes"}})
+        lidar_setup_from_dict({**base, "merger": {**base["merger"], "compensation": "sometimes"}})
     with pytest.raises(LidarConfigError, match="stop_settle_s"):
-        lidar_setup_from_dict({**base, "hardware": {"stop_settle_s": 0.01}})
+        lidar_setup_from_dict({**base, "hardware": {**base["hardware"], "stop_settle_s": 0.01}})
 
 
 def test_mount_from_a_yawed_site_and_a_missing_site():

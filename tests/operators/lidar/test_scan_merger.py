@@ -1,6 +1,4 @@
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest

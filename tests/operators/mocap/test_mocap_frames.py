@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
+from teledora import models
+from teledora.models.config_files import load_mocap_config
 from teledora.operators.mocap.mocap_frames import (
     MocapFrameConfig,
     MocapFrameError,
@@ -12,11 +16,13 @@ from teledora.operators.mocap.mocap_frames import (
     axis_map_matrix,
     rot_z,
 )
-from teledora.operators.geometry.rotations import matrix_to_quat_xyzw, quat_angle_xyzw
+from teledora.operators.geometry import matrix_to_quat, quat_angle
+
+FRAME = load_mocap_config().frame  # Motive Y-up, no offsets
 
 
 def test_default_axis_map_is_y_up_to_z_up():
-    t = MocapFrameTransform()
+    t = MocapFrameTransform(FRAME)
     # Motive y (up) becomes world z; Motive z becomes world -y; x stays x.
     assert t.position_to_world([0, 1, 0]) == pytest.approx([0, 0, 1])
     assert t.position_to_world([0, 0, 1]) == pytest.approx([0, -1, 0])
@@ -25,17 +31,18 @@ def test_default_axis_map_is_y_up_to_z_up():
 
 def test_yaw_about_motive_up_is_yaw_about_world_z():
     """A body turned by +θ about Motive's up axis (y) has world heading +θ."""
-    t = MocapFrameTransform()
+    t = MocapFrameTransform(FRAME)
     theta = 0.7
     c, s = np.cos(theta), np.sin(theta)
     r_about_y = np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]])
-    x, y, yaw = t.base_pose_planar([1.0, 0.3, -2.0], matrix_to_quat_xyzw(r_about_y))
+    x, y, yaw = t.base_pose_planar([1.0, 0.3, -2.0], matrix_to_quat(r_about_y))
     assert (x, y) == pytest.approx((1.0, 2.0))
     assert yaw == pytest.approx(theta)
 
 
 def test_offsets_and_base_mount():
-    cfg = MocapFrameConfig(
+    cfg = replace(
+        FRAME,
         world_offset_m=(0.5, -1.0, 0.0),
         world_yaw_offset_rad=np.pi / 2,
         base_offset_in_body_m=(0.0, 0.0, -1.2),  # markers 1.2 m above base_link
@@ -45,18 +52,18 @@ def test_offsets_and_base_mount():
     p, q = t.base_pose([1.0, 1.2, 0.0], [0, 0, 0, 1])
     # Motive x=1 → world x=1 → yawed 90° → world y=1; then offset.
     assert p == pytest.approx([0.5, 0.0, 0.0])
-    assert quat_angle_xyzw(q, matrix_to_quat_xyzw(rot_z(np.pi / 2 + 0.1))) == pytest.approx(0.0, abs=1e-9)
+    assert quat_angle(q, matrix_to_quat(rot_z(np.pi / 2 + 0.1))) == pytest.approx(0.0, abs=1e-9)
 
 
 def test_inverse_round_trip():
-    cfg = MocapFrameConfig(world_offset_m=(1, 2, 0), world_yaw_offset_rad=0.3, base_offset_in_body_m=(0.1, 0, -0.9),
-                           base_yaw_in_body_rad=-0.2)
+    cfg = replace(FRAME, world_offset_m=(1, 2, 0), world_yaw_offset_rad=0.3, base_offset_in_body_m=(0.1, 0, -0.9),
+                  base_yaw_in_body_rad=-0.2)
     t = MocapFrameTransform(cfg)
-    q_base = matrix_to_quat_xyzw(rot_z(2.5))
+    q_base = matrix_to_quat(rot_z(2.5))
     pm, qm = t.motive_pose_of_base([3.0, -1.0, 0.0], q_base)
     p, q = t.base_pose(pm, qm)
     assert p == pytest.approx([3.0, -1.0, 0.0])
-    assert quat_angle_xyzw(q, q_base) == pytest.approx(0.0, abs=1e-9)
+    assert quat_angle(q, q_base) == pytest.approx(0.0, abs=1e-9)
 
 
 @pytest.mark.parametrize("bad", [("x", "y"), ("x", "x", "z"), ("x", "q", "z"), ("x", "z", "y")])
@@ -70,9 +77,12 @@ def test_z_up_identity_map():
 
 
 def test_from_mapping_validates():
-    cfg = MocapFrameConfig.from_mapping({"axis_map": ["x", "y", "z"], "world_offset_m": [1, 2, 3]})
-    assert cfg.world_offset_m == (1.0, 2.0, 3.0)
+    raw = models.load_yaml("alohamini2/mocap.yaml")["frame"]
+    cfg = MocapFrameConfig.from_mapping({**raw, "axis_map": ["x", "y", "z"], "world_offset_m": [1, 2, 3]})
+    assert cfg.world_offset_m == (1.0, 2.0, 3.0) and cfg.axis_map == ("x", "y", "z")
     with pytest.raises(MocapFrameError, match="unknown"):
-        MocapFrameConfig.from_mapping({"axis": ["x", "y", "z"]})
-    with pytest.raises(MocapFrameError, match="3 finite"):
-        MocapFrameConfig.from_mapping({"world_offset_m": [1, 2]})
+        MocapFrameConfig.from_mapping({**raw, "axis": ["x", "y", "z"]})
+    with pytest.raises(MocapFrameError, match=r"world_offset_m \(m\): expected 3 values"):
+        MocapFrameConfig.from_mapping({**raw, "world_offset_m": [1, 2]})
+    with pytest.raises(MocapFrameError, match=r"world_offset_m\[2\] \(m\): expected a finite number"):
+        MocapFrameConfig.from_mapping({**raw, "world_offset_m": [1, 2, float("nan")]})

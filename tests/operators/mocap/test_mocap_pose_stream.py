@@ -8,14 +8,17 @@ import numpy as np
 import pytest
 
 from teledora.operators.mocap import natnet_frame as nf
+from teledora.operators.mocap import natnet_model_def as md
 from teledora.operators.mocap import natnet_protocol as nn
 from teledora.operators.contract.messages import encode
+from teledora.models.config_files import load_mocap_config
 from teledora.operators.mocap.mocap_frames import MocapFrameTransform
 from teledora.operators.mocap.mocap_pose_stream import MocapPoseStream, MocapStreamError, RigidBodySelector
 
 V41 = (4, 1, 0, 0)
 FREQ = 10_000_000
 OFFSET_NS = 1_000_000_000_000
+FRAME = load_mocap_config().frame
 
 
 def server_info(version=V41) -> bytes:
@@ -32,7 +35,7 @@ def frame(number: int, valid: bool = True, body_id: int = 3, exposure_ns: int = 
 
 
 def stream(**sel) -> MocapPoseStream:
-    s = MocapPoseStream(RigidBodySelector(**(sel or {"id": 3})), MocapFrameTransform())
+    s = MocapPoseStream(RigidBodySelector(**(sel or {"id": 3})), MocapFrameTransform(FRAME))
     s.handle(server_info(), 0)
     return s
 
@@ -91,7 +94,7 @@ def test_stamp_from_transmit_when_no_echo():
 def test_select_by_name_via_model_def():
     s = stream(name="alohamini2")
     assert s.handle(frame(1, body_id=7), 0).poses == []  # unresolved: nothing published
-    notes = s.handle(nn.build_model_def([nn.RigidBodyDescription("cart", 2), nn.RigidBodyDescription("alohamini2", 7)],
+    notes = s.handle(md.build_model_def([md.RigidBodyDescription("cart", 2), md.RigidBodyDescription("alohamini2", 7)],
                                         V41), 0).notices
     assert "id 7" in notes[0]
     (pose,) = s.handle(frame(2, body_id=7), 0).poses
@@ -99,7 +102,7 @@ def test_select_by_name_via_model_def():
 
 
 def test_version_mismatch_rejects_frames_with_clear_reason():
-    s = MocapPoseStream(RigidBodySelector(id=3), MocapFrameTransform())
+    s = MocapPoseStream(RigidBodySelector(id=3), MocapFrameTransform(FRAME))
     with pytest.raises(MocapStreamError, match="SERVER_INFO"):
         s.handle(frame(1), 0)
     notes = s.handle(server_info((2, 10, 0, 0)), 0).notices

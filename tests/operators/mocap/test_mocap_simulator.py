@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import math
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from teledora.operators.contract.messages import encode
+from teledora import models
+from teledora.models.config_files import load_mocap_config
 from teledora.operators.mocap.mocap_simulator import MocapSimConfig, MocapSimError, MocapSimulator
 
 T0 = 1_700_000_000_000_000_000
+MOCAP = load_mocap_config()
+SIM = MOCAP.sim  # the shipped 120 Hz rig
 CLEAN = dict(position_noise_m=0.0, yaw_noise_rad=0.0, dropout_start_probability=0.0, packet_loss_probability=0.0)
+
+
+def rig_of(config: MocapSimConfig) -> MocapSimulator:
+    return MocapSimulator(config, MOCAP.rigid_body.name, MOCAP.frame.frame_id)
 
 
 def feed(rig: MocapSimulator, seconds: float, truth_hz: float = 100.0, vx: float = 0.5, wz: float = 0.2) -> None:
@@ -21,7 +31,7 @@ def feed(rig: MocapSimulator, seconds: float, truth_hz: float = 100.0, vx: float
 
 
 def test_clean_rig_samples_truth_on_a_120hz_grid():
-    rig = MocapSimulator(MocapSimConfig(latency_s=0.006, **CLEAN))
+    rig = rig_of(replace(SIM, latency_s=0.006, **CLEAN))
     feed(rig, 1.0)
     poses = rig.due(T0 + 2 * 10**9)
     assert len(poses) == 121  # exposures at 0, 1/120, ..., 1 s
@@ -35,7 +45,7 @@ def test_clean_rig_samples_truth_on_a_120hz_grid():
 
 
 def test_latency_holds_frames_back_exactly():
-    rig = MocapSimulator(MocapSimConfig(latency_s=0.010, **CLEAN))
+    rig = rig_of(replace(SIM, latency_s=0.010, **CLEAN))
     feed(rig, 0.1)
     exposure = T0 + round(1e9 / 120)
     first = rig.due(T0 + 10_000_000)
@@ -45,7 +55,7 @@ def test_latency_holds_frames_back_exactly():
 
 
 def test_yaw_interpolates_across_the_wrap():
-    rig = MocapSimulator(MocapSimConfig(rate_hz=200.0, latency_s=0.0, **CLEAN))
+    rig = rig_of(replace(SIM, rate_hz=200.0, latency_s=0.0, **CLEAN))
     rig.add_truth(T0, 0, 0, math.pi - 0.01)
     rig.add_truth(T0 + 10_000_000, 0, 0, -math.pi + 0.01)  # turned +0.02 rad through ±pi
     mid = rig.due(T0 + 10**9)[1]
@@ -54,7 +64,7 @@ def test_yaw_interpolates_across_the_wrap():
 
 
 def test_noise_is_sub_millimetre_with_configured_sigma():
-    rig = MocapSimulator(MocapSimConfig(position_noise_m=0.0003, yaw_noise_rad=0.001, dropout_start_probability=0.0,
+    rig = rig_of(replace(SIM, position_noise_m=0.0003, yaw_noise_rad=0.001, dropout_start_probability=0.0,
                                         packet_loss_probability=0.0, seed=3))
     feed(rig, 40.0, vx=0.0, wz=0.0)
     poses = rig.due(T0 + 100 * 10**9)
@@ -67,8 +77,8 @@ def test_noise_is_sub_millimetre_with_configured_sigma():
 
 
 def test_dropouts_are_invalid_and_lost_packets_skip_frame_numbers():
-    cfg = MocapSimConfig(dropout_start_probability=0.02, dropout_mean_frames=5, packet_loss_probability=0.02, seed=11)
-    rig = MocapSimulator(cfg)
+    cfg = replace(SIM, dropout_start_probability=0.02, dropout_mean_frames=5, packet_loss_probability=0.02, seed=11)
+    rig = rig_of(cfg)
     feed(rig, 20.0)
     poses = rig.due(T0 + 100 * 10**9)
     numbers = [p["frame_number"] for p in poses]
@@ -82,7 +92,7 @@ def test_dropouts_are_invalid_and_lost_packets_skip_frame_numbers():
 
 
 def test_same_seed_same_stream():
-    a, b = MocapSimulator(MocapSimConfig(seed=5)), MocapSimulator(MocapSimConfig(seed=5))
+    a, b = rig_of(replace(SIM, seed=5)), rig_of(replace(SIM, seed=5))
     feed(a, 2.0)
     feed(b, 2.0)
     pa_, pb = a.due(T0 + 10**10), b.due(T0 + 10**10)
@@ -91,7 +101,7 @@ def test_same_seed_same_stream():
 
 
 def test_long_truth_gap_is_skipped_and_stale_truth_ignored():
-    rig = MocapSimulator(MocapSimConfig(**CLEAN))
+    rig = rig_of(replace(SIM, **CLEAN))
     rig.add_truth(T0, 0, 0, 0)
     rig.add_truth(T0 + 10 * 10**9, 1, 0, 0)  # 10 s gap: 1200 frames, only the last 240 are made
     assert rig.skipped_frames == 1200 - 240
@@ -101,11 +111,12 @@ def test_long_truth_gap_is_skipped_and_stale_truth_ignored():
 
 def test_config_validation():
     with pytest.raises(MocapSimError):
-        MocapSimConfig(rate_hz=0)
+        replace(SIM, rate_hz=0)
     with pytest.raises(MocapSimError):
-        MocapSimConfig(packet_loss_probability=2)
+        replace(SIM, packet_loss_probability=2)
+    raw = models.load_yaml("alohamini2/mocap.yaml")["sim"]
     with pytest.raises(MocapSimError, match="unknown"):
-        MocapSimConfig.from_mapping({"rate": 100})
-    assert MocapSimConfig.from_mapping({"rate_hz": 240, "seed": 2}).rate_hz == 240.0
+        MocapSimConfig.from_mapping({**raw, "rate": 100})
+    assert MocapSimConfig.from_mapping({**raw, "rate_hz": 240, "seed": 2}).rate_hz == 240.0
     with pytest.raises(MocapSimError):
-        MocapSimulator().add_truth(T0, float("nan"), 0, 0)
+        rig_of(SIM).add_truth(T0, float("nan"), 0, 0)

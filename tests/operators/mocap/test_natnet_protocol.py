@@ -1,4 +1,4 @@
-"""NatNet packets: header, handshake, echo and model definitions."""
+"""NatNet packets: header, handshake and echo (MODEL_DEF: test_natnet_model_def.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ import pytest
 from teledora.operators.mocap import natnet_frame as nf
 from teledora.operators.mocap import natnet_protocol as nn
 V41 = (4, 1, 0, 0)
-V40 = (4, 0, 0, 0)
-V30 = (3, 0, 0, 0)
 
 
 def test_header_declares_payload_size():
@@ -51,19 +49,3 @@ def test_connect_and_echo_round_trip():
     assert nn.parse_echo_response(resp.payload) == (11, 22)
     with pytest.raises(nn.NatNetTruncatedError):
         nn.parse_echo_response(resp.payload[:12])
-
-
-@pytest.mark.parametrize("version", [V40, V41])
-def test_model_def_round_trip(version):
-    bodies = [nn.RigidBodyDescription("alohamini2", 3, -1, (0.0, 0.1, 0.0)), nn.RigidBodyDescription("cart", 4)]
-    got = nn.parse_model_def(nn.split_packet(nn.build_model_def(bodies, version)).payload, version)
-    assert [(b.name, b.id) for b in got] == [("alohamini2", 3), ("cart", 4)]
-    assert got[0].pivot_offset == pytest.approx((0.0, 0.1, 0.0))
-
-
-def test_model_def_skips_other_descriptions_in_41():
-    body = nn.split_packet(nn.build_model_def([nn.RigidBodyDescription("rb", 5)], V41)).payload
-    other = struct.pack("<ii", 0, 8) + b"set\0" + struct.pack("<i", 0)  # marker set "set", 0 markers
-    payload = struct.pack("<i", 2) + other + body[4:]
-    got = nn.parse_model_def(payload, V41)
-    assert [(b.name, b.id) for b in got] == [("rb", 5)]

@@ -3,7 +3,6 @@ vendor AlohaMini2 URDF (which lacks half its meshes)."""
 
 from __future__ import annotations
 
-import struct
 import xml.etree.ElementTree as ET
 from pathlib import Path
 

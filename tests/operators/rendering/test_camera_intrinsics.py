@@ -63,7 +63,7 @@ def test_shipped_renderer_config_loads_with_all_five_cameras():
     cfg = renderer_config_from_dict(models.load_yaml("alohamini2/renderer.yaml"))
     assert sorted(cfg.cameras) == sorted(["chest", "top_front", "top_back", "left_wrist", "right_wrist"])
     assert all(c.width == 640 and c.height == 480 and c.fovy_deg == 65.0 for c in cfg.cameras.values())
-    assert cfg.render_rate_hz == 60.0
+    assert cfg.window_rate_hz == 60.0
     assert 0 < len(cfg.enabled_cameras) <= 5
 
 
@@ -76,26 +76,36 @@ def test_shipped_renderer_config_loads_with_all_five_cameras():
         ({"cameras": {"chest": {"rate_hz": 0}}}, "rate_hz"),
         ({"cameras": {"chest": {"distortion": [0.1, 0.2]}}}, "distortion"),
         ({"cameras": {"chest": {"exposure": 3}}}, "unknown keys"),
-        ({"cameras": {"chest": {"width": 640.5}}}, "whole pixels"),
+        ({"cameras": {"chest": {"width": 640.5}}}, "cameras.chest.width: expected a whole number"),
+        ({"camera_defaults": {"fovy_deg": 180.0}}, "fovy_deg must be in"),
+        ({"sources": {"arms": None}}, "sources.arms"),
         ({"model": {"base_joints": ["x", "y"]}}, "base_joints"),
     ],
 )
 def test_bad_config_is_refused_with_a_reason(data, match):
     with pytest.raises(CameraConfigError, match=match):
-        renderer_config_from_dict(data)
+        renderer_config_from_dict(_shipped_with(data))
+
+
+def _shipped_with(change: dict, base: dict | None = None) -> dict:
+    """The shipped renderer.yaml with ``change`` merged in, nested mappings key by key."""
+    out = dict(models.load_yaml("alohamini2/renderer.yaml") if base is None else base)
+    for key, value in change.items():
+        out[key] = _shipped_with(value, out.get(key) or {}) if isinstance(value, dict) else value
+    return out
 
 
 def test_camera_defaults_fill_in_missing_keys():
     cfg = renderer_config_from_dict(
-        {"camera_defaults": {"width": 160, "height": 120}, "cameras": {"chest": {"rate_hz": 2}}}
+        _shipped_with({"camera_defaults": {"width": 160, "height": 120}, "cameras": {"chest": {"rate_hz": 2}}})
     )
     chest = cfg.cameras["chest"]
     assert (chest.width, chest.height, chest.rate_hz, chest.period_ns) == (160, 120, 2.0, 500_000_000)
 
 
 def test_a_late_camera_renders_once_and_counts_the_frames_it_missed():
-    cam = CameraSettings("chest", True, 64, 48, 10.0, 65.0, (0.0,) * 5)
-    fast = CameraSettings("left_wrist", True, 64, 48, 20.0, 65.0, (0.0,) * 5)
+    cam = CameraSettings("chest", True, 64, 48, 10.0, 65.0, (0.0,) * 5, 0.0)
+    fast = CameraSettings("left_wrist", True, 64, 48, 20.0, 65.0, (0.0,) * 5, 0.0)
     schedule = FrameSchedule([cam, fast], start_ns=0)
     assert schedule.due(0) == ["chest", "left_wrist"] or schedule.due(0) == ["left_wrist", "chest"]
     schedule.rendered("chest", 0)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from teledora.operators.teleop.anchored_mapping import AnchoredMapping, MappingScaleError
-from teledora.operators.xr.xr_frames import Pose, quat_angle, quat_from_rotvec
+from teledora.operators.geometry import Pose, quat_angle, quat_from_rotvec
 
 C0 = Pose.of([1.0, 2.0, 1.2], quat_from_rotvec([0.1, -0.2, 0.3]))
 R0 = Pose.of([0.35, 0.18, 0.75], quat_from_rotvec([0.0, 1.2, 0.0]))

@@ -11,11 +11,15 @@ from typing import Any
 import numpy as np
 import pytest
 
+from teledora import models
+from teledora.models.config_files import load_teleop_config
 from teledora.operators.contract.messages import encode
 from teledora.operators.teleop.teleop_scheme import TeleopConfig, TeleopConfigError, TeleopOutput, TeleopScheme
-from teledora.operators.xr.xr_frames import Pose, quat_angle, quat_from_rotvec
+from teledora.operators.geometry import Pose, quat_angle, quat_from_rotvec, quat_multiply
 
 MS = 1_000_000
+PROFILE = models.load_profile()
+CONFIG = load_teleop_config(profile=PROFILE)  # shipped teleop.yaml, the profile's caps
 GRIPS = {
     "left": Pose.of([0.35, 0.18, 0.75], [0.0, 0.0, 0.0, 1.0]),
     "right": Pose.of([0.35, -0.19, 0.75], [0.0, 0.0, 0.0, 1.0]),
@@ -27,7 +31,7 @@ class Harness:
     """Drives a scheme with full reports; each hand keeps its last fields unless overridden."""
 
     def __init__(self, config: TeleopConfig | None = None, grips: dict | None = None, validate: bool = True) -> None:
-        self.s = TeleopScheme(config)
+        self.s = TeleopScheme(config or CONFIG)
         self.validate = validate
         self.grips = dict(grips or GRIPS)
         self.hands: dict[str, dict[str, Any]] = {h: self._hand(h) for h in ("left", "right")}
@@ -83,21 +87,40 @@ def events(*outs: TeleopOutput) -> list[str]:
     return [e for o in outs for e in o.state["events"]]
 
 
+def release_edge(h: Harness, t_ms: float) -> TeleopOutput:
+    """One press of the release control: the level up at ``t_ms``, down 10 ms later."""
+    up = h.report(t_ms, ui_release_stop=True)
+    down = h.report(t_ms + 10, ui_release_stop=False)
+    return replace(down, state=dict(down.state, events=events(up, down)))
+
+
 # --------------------------------------------------------------- config
 @pytest.mark.parametrize(
     "values, message",
     [
-        ({"max_speed_m_s": -1.0}, "max_speed_m_s"),
         ({"slow_factor": 0.0}, "slow_factor"),
         ({"stick_deadzone": 1.0}, "stick_deadzone"),
         ({"start_paused": 1}, "start_paused"),
         ({"max_sped_m_s": 1.0}, "unknown"),
         ({"pose_timeout_s": float("nan")}, "pose_timeout_s"),
+        ({"future_stamp_tolerance_s": -0.1}, "future_stamp_tolerance_s"),
+        ({"estop_squeeze_threshold": 0.0}, "estop_squeeze_threshold"),
+        ({"estop_squeeze_threshold": 1.5}, "estop_squeeze_threshold"),
+        ({"release_confirm_window_s": 0.0}, "release_confirm_window_s"),
+        ({"max_speed_m_s": 0.3}, r"\['max_speed_m_s'\]: speed caps are set in the robot profile"),
     ],
 )
 def test_config_rejects_bad_values(values, message):
+    shipped = models.load_yaml("alohamini2/teleop.yaml")
     with pytest.raises(TeleopConfigError, match=message):
-        TeleopConfig.from_mapping(values)
+        TeleopConfig.from_mapping({**shipped, **values}, PROFILE)
+
+
+def test_caps_come_from_the_profile_and_are_checked():
+    assert (CONFIG.max_speed_m_s, CONFIG.max_yaw_rate_rad_s, CONFIG.max_lift_speed_m_s) == (
+        PROFILE.base.max_linear_m_s, PROFILE.base.max_yaw_rad_s, PROFILE.lift.max_speed_m_s)
+    with pytest.raises(TeleopConfigError, match="max_speed_m_s"):
+        replace(CONFIG, max_speed_m_s=-1.0)
 
 
 # ------------------------------------------------------- sticks -> base/lift
@@ -172,7 +195,6 @@ def test_rotation_is_applied_as_a_world_frame_delta():
     h.report(0)
     out = h.report(10, left={"orientation": list(quat_from_rotvec([0.0, 0.0, 0.3]))})
     expected = Pose.of([0, 0, 0], quat_from_rotvec([0.0, 0.0, 0.3]))
-    from teledora.operators.xr.xr_frames import quat_multiply
 
     q = quat_multiply(expected.orientation, grips["left"].orientation)
     assert quat_angle(out.arm_targets["left"]["orientation"], q) < 1e-9
@@ -252,12 +274,181 @@ def test_estop_latches_stops_everything_and_reset_cannot_clear_it(trigger):
         out = h.report(t + 50, left={"primary": False, "secondary": False}, right={"primary": False, "secondary": False})
     assert out.state["estop_latched"] and out.state["reset_count"] == 0
     assert "reset_refused_estop" in events(out)
-    # the explicit release clears it; arms stay paused until resumed
-    out = h.report(300, ui_release_stop=True)
+    # the explicit two-step release clears it; arms stay paused until resumed
+    out = release_edge(h, 300)
+    assert out.state["estop_latched"] and out.state["release_armed"]
+    out = release_edge(h, 400)
     assert not out.state["estop_latched"] and out.state["arms_paused"]
-    h.report(310, ui_release_stop=False)
-    out = h.press(320, "right", "menu")
+    out = h.press(520, "right", "menu")
     assert not out.state["arms_paused"] and out.arm_targets["left"]["enabled"]
+
+
+# ----------------------------------------------------- grip-gesture e-stop
+@pytest.mark.parametrize(
+    "left_squeeze, right_squeeze, latched",
+    [
+        (1.0, 1.0, True),
+        (0.9, 0.9, True),  # the threshold itself counts
+        (0.89, 1.0, False),
+        (1.0, 0.89, False),
+        (1.0, 0.0, False),  # one hand is not the gesture
+        (0.0, 1.0, False),
+        (0.5, 0.5, False),
+    ],
+)
+def test_both_squeezes_past_the_threshold_latch_the_stop_on_that_report(left_squeeze, right_squeeze, latched):
+    h = Harness()
+    h.report(0, left={"stick": [0.0, -1.0], "trigger": 0.4}, right={"stick": [0.0, -1.0]})
+    out = h.report(10, left={"squeeze": left_squeeze, "trigger": 1.0}, right={"squeeze": right_squeeze})
+    assert out.state["estop_latched"] is latched
+    assert ("estop_latched:grip_gesture" in events(out)) is latched
+    if latched:  # the same report's step already holds everything
+        assert (out.base_cmd["forward_m_s"], out.lift_cmd["velocity_m_s"]) == (0.0, 0.0)
+        assert not out.arm_targets["left"]["enabled"] and not out.arm_targets["right"]["enabled"]
+        assert out.arm_targets["left"]["gripper"] == pytest.approx(0.4 * 0.65)  # frozen before this report's trigger
+    else:  # the squeeze has no other function: no event at all
+        assert events(out) == [] and out.base_cmd["forward_m_s"] == pytest.approx(0.25)
+
+
+def test_grip_gesture_held_at_a_connections_first_report_latches_at_once():
+    h = Harness()
+    out = h.report(0, left={"squeeze": 1.0}, right={"squeeze": 1.0})
+    assert out.state["estop_latched"] and "estop_latched:grip_gesture" in events(out)
+
+
+def test_grip_gesture_needs_both_hands_connected():
+    h = Harness()
+    h.report(0, right={"connected": False})
+    out = h.report(10, left={"squeeze": 1.0}, right={"squeeze": 1.0})  # right still not connected
+    assert not out.state["estop_latched"]
+
+
+def test_a_disconnected_hand_forgets_its_squeeze():
+    h = Harness()
+    h.report(0, left={"squeeze": 1.0})
+    h.report(10, right={"connected": False, "squeeze": 1.0})
+    out = h.report(20, right={"connected": True, "epoch": 2, "squeeze": 0.0})
+    assert not out.state["estop_latched"]
+    out = h.report(30, right={"squeeze": 1.0})
+    assert out.state["estop_latched"]
+
+
+# ----------------------------------------------------- two-step release
+def latched_harness(config: TeleopConfig | None = None) -> Harness:
+    h = Harness(config)
+    h.report(0)
+    h.report(10, ui_estop=True)
+    out = h.report(20, ui_estop=False)
+    assert out.state["estop_latched"]
+    return h
+
+
+@pytest.mark.parametrize(
+    "confirm_after_ms, released",
+    [(300, True), (4990, True), (5000, True), (5010, False), (20000, False)],
+)
+def test_release_needs_an_arm_and_a_confirm_within_the_window(confirm_after_ms, released):
+    h = latched_harness()
+    out = release_edge(h, 100)
+    assert out.state["estop_latched"] and out.state["release_armed"]
+    assert "estop_release_armed" in events(out) and "estop_released" not in events(out)
+    out = release_edge(h, 100 + confirm_after_ms)
+    assert out.state["estop_latched"] is not released
+    if released:
+        assert "estop_released" in events(out) and out.state["arms_paused"] and not out.state["release_armed"]
+    else:  # the window ran out: this edge only armed a new release
+        assert events(out)[:2] == ["estop_release_expired", "estop_release_armed"] and out.state["release_armed"]
+
+
+def test_an_armed_release_expires_on_a_tick_without_reports():
+    h = latched_harness()
+    release_edge(h, 100)
+    assert h.step(5100).state["release_armed"]
+    out = h.step(5111)
+    assert not out.state["release_armed"] and events(out) == ["estop_release_expired"]
+    assert release_edge(h, 5200).state["estop_latched"]  # a single edge only arms again
+
+
+@pytest.mark.parametrize(
+    "held, refusal",
+    [
+        ({"left": {"menu": True}}, "left_menu"),
+        ({"ui_estop": True}, "page_stop"),
+        ({"left": {"squeeze": 0.95}}, "left_squeeze"),
+        ({"right": {"squeeze": 1.0}}, "right_squeeze"),
+        ({"left": {"squeeze": 1.0}, "right": {"squeeze": 1.0}}, "left_squeeze+right_squeeze"),
+        ({"left": {"menu": True}, "ui_estop": True}, "left_menu+page_stop"),
+    ],
+)
+@pytest.mark.parametrize("step", ["arm", "confirm"])
+def test_release_is_refused_while_any_stop_input_is_held(held, refusal, step):
+    h = latched_harness()
+    t = 100
+    if step == "confirm":
+        release_edge(h, t)
+        t += 100
+    h.report(t, **held)  # the stop input goes down and stays down
+    for k in range(3):  # every release edge while it is held is refused
+        out = release_edge(h, t + 100 + 100 * k)
+        assert out.state["estop_latched"] and not out.state["release_armed"]
+        assert f"estop_release_refused:{refusal}" in events(out)
+    let_go = {k: (False if k == "ui_estop" else {b: (False if b == "menu" else 0.0) for b in v}) for k, v in held.items()}
+    h.report(t + 500, **let_go)
+    out = release_edge(h, t + 600)  # let go: the next edge is a first step again
+    assert out.state["estop_latched"] and out.state["release_armed"]
+    out = release_edge(h, t + 700)
+    assert not out.state["estop_latched"]
+
+
+@pytest.mark.parametrize(
+    "interruption, why",
+    [
+        (dict(left={"menu": True}), "estop_release_cancelled:left_menu"),
+        (dict(ui_estop=True), "estop_release_cancelled:page_stop"),
+        (dict(right={"squeeze": 1.0}), "estop_release_cancelled:right_squeeze"),
+        (dict(left={"connected": False}), "estop_release_cancelled:left_disconnected"),
+        (dict(right={"epoch": 2}), "estop_release_cancelled:right_connected"),
+        (dict(focused=False), "estop_release_cancelled:focus_lost"),
+    ],
+)
+def test_an_armed_release_is_cancelled_by_a_stop_input_a_connection_change_or_lost_focus(interruption, why):
+    h = latched_harness()
+    release_edge(h, 100)
+    out = h.report(200, **interruption)
+    assert why in events(out) and not out.state["release_armed"] and out.state["estop_latched"]
+    # back to normal, the next edge arms again rather than confirming
+    h.report(300, left={"menu": False, "connected": True, "squeeze": 0.0}, right={"squeeze": 0.0},
+             ui_estop=False, focused=True)
+    out = release_edge(h, 400)
+    assert out.state["estop_latched"] and out.state["release_armed"]
+
+
+def test_release_steps_are_refused_while_the_page_is_unfocused():
+    h = latched_harness()
+    h.report(100, focused=False)
+    out = release_edge(h, 200)
+    assert "estop_release_refused:unfocused" in events(out) and not out.state["release_armed"]
+    h.report(300, focused=True)
+    release_edge(h, 400)
+    assert not release_edge(h, 500).state["estop_latched"]
+
+
+def test_release_edges_while_not_latched_do_nothing():
+    h = Harness()
+    h.report(0)
+    out = release_edge(h, 100)
+    assert not out.state["release_armed"] and events(out) == []
+    h.report(200, ui_estop=True)
+    out = h.report(210, ui_estop=False)
+    assert out.state["estop_latched"] and not out.state["release_armed"]  # no arming carried over
+    assert release_edge(h, 300).state["estop_latched"]
+
+
+def test_release_window_config():
+    h = latched_harness(replace(CONFIG, release_confirm_window_s=0.5))
+    release_edge(h, 100)
+    assert release_edge(h, 700).state["estop_latched"]  # 600 ms > 0.5 s: armed again, not released
+    assert not release_edge(h, 900).state["estop_latched"]
 
 
 # ---------------------------------------------------------------- pause
@@ -365,6 +556,68 @@ def test_stale_buttons_zero_base_lift_but_arms_keep_tracking(age_ms, moves):
     assert out.state["right_clutched"]  # digital level stays latched, no timeout-made release
 
 
+def sampled(h: Harness, arrive_ms: float, pose_age_ms: float, input_age_ms: float, **hands: dict) -> TeleopOutput:
+    """A report arriving at ``arrive_ms`` whose samples were taken the given ages
+    earlier (their stamps, mapped to the host clock, as the xr node sends them)."""
+    for hand in ("left", "right"):
+        h.hands[hand]["pose_stamp_ns"] = int((arrive_ms - pose_age_ms) * MS)
+        h.hands[hand]["input_stamp_ns"] = int((arrive_ms - input_age_ms) * MS)
+    return h.report(arrive_ms, pose_for=(), input_for=(), **hands)
+
+
+@pytest.mark.parametrize(
+    "link_delay_ms, arms_enabled, base_moves",
+    [(0, True, True), (250, True, True), (299, True, True), (301, False, False), (600, False, False),
+     (1000, False, False)],
+)
+def test_staleness_is_judged_by_sample_age_so_link_delay_holds_the_arms(link_delay_ms, arms_enabled, base_moves):
+    # every report arrives link_delay_ms after its samples were taken, 10 ms apart: however
+    # regular the arrivals, a delay beyond the 300 ms pose rule holds both arms and the base
+    h = Harness()
+    for t in range(1000, 1500, 10):
+        out = sampled(h, t, link_delay_ms, link_delay_ms, left={"stick": [0.0, -1.0]})
+    assert out.arm_targets["left"]["enabled"] is arms_enabled and out.arm_targets["right"]["enabled"] is arms_enabled
+    assert (out.base_cmd["forward_m_s"] == pytest.approx(0.25)) is base_moves
+    assert base_moves or out.base_cmd["forward_m_s"] == 0.0
+
+
+@pytest.mark.parametrize("input_age_ms, base_moves", [(450, True), (500, True), (510, False)])
+def test_input_rule_is_judged_by_sample_age(input_age_ms, base_moves):
+    h = Harness()
+    out = sampled(h, 1000, 0, input_age_ms, left={"stick": [0.0, -1.0]})
+    assert out.arm_targets["left"]["enabled"]  # fresh poses: the arm tracks either way
+    assert (out.base_cmd["forward_m_s"] != 0.0) is base_moves
+
+
+@pytest.mark.parametrize(
+    "ahead_ms, fresh",
+    [(0, True), (49, True), (50, True), (51, False), (1_000_000, False)],
+)
+def test_a_stamp_from_the_future_beyond_the_tolerance_is_not_fresh(ahead_ms, fresh):
+    h = Harness()
+    out = sampled(h, 1000, -ahead_ms, -ahead_ms, left={"stick": [0.0, -1.0]})
+    assert out.arm_targets["left"]["enabled"] is fresh
+    assert (out.base_cmd["forward_m_s"] == pytest.approx(0.25)) is fresh
+    assert ("left_future_stamp" in out.state["events"]) is (not fresh)
+
+
+def test_one_report_from_the_future_cannot_keep_the_base_moving_through_silence():
+    # the issue's case: one report stamped +1000 s with the stick forward, then 2 s of silence
+    h = Harness()
+    out = sampled(h, 0, -1_000_000, -1_000_000, left={"stick": [0.0, -1.0]})
+    speeds = [out.base_cmd["forward_m_s"]] + [h.step(t).base_cmd["forward_m_s"] for t in range(100, 2100, 100)]
+    assert speeds == [0.0] * len(speeds)
+
+
+def test_a_future_stamp_is_fresh_again_once_a_sound_sample_arrives():
+    h = Harness()
+    sampled(h, 0, 0, 0)
+    out = sampled(h, 10, -5_000, -5_000, left={"stick": [0.0, -1.0]})
+    assert not out.arm_targets["left"]["enabled"] and out.base_cmd["forward_m_s"] == 0.0
+    out = sampled(h, 20, 0, 0)
+    assert out.arm_targets["left"]["enabled"] and out.base_cmd["forward_m_s"] == pytest.approx(0.25)
+
+
 def test_input_timeout_generates_no_edges():
     h = Harness()
     h.report(0, right={"secondary": True})
@@ -436,7 +689,7 @@ def test_blur_pauses_arms_and_zeros_base_lift():
 
 
 def test_start_paused_config():
-    h = Harness(replace(TeleopConfig(), start_paused=True))
+    h = Harness(replace(CONFIG, start_paused=True))
     out = h.report(0)
     assert out.state["arms_paused"] and not out.arm_targets["left"]["enabled"]
 
@@ -467,8 +720,10 @@ def _random_stream(rng: np.random.Generator, h: Harness, n: int):
             o["orientation"] = list(quat_from_rotvec(rng.normal(0, 0.3, 3)))
             o["stick"] = list(rng.uniform(-1.5, 1.5, 2))
             o["trigger"] = float(rng.uniform(0, 1))
+            if rng.random() < 0.1:
+                o["squeeze"] = float(rng.choice([0.0, 0.5, 0.89, 0.9, 1.0]))
             over[hand] = o
-        ui = {k: bool(rng.random() < 0.04) for k in ("ui_estop", "ui_release_stop", "ui_pause")}
+        ui = {k: bool(rng.random() < p) for k, p in (("ui_estop", 0.03), ("ui_release_stop", 0.3), ("ui_pause", 0.04))}
         ui["focused"] = bool(rng.random() > 0.03)
         stale_pose = tuple(x for x in ("left", "right") if rng.random() > 0.1)
         stale_input = tuple(x for x in ("left", "right") if rng.random() > 0.1)
@@ -510,3 +765,68 @@ def test_property_no_motion_while_estopped_and_no_jump_across_epochs(seed):
                 pending[hand] = False
                 saw_epoch_reanchor += 1
     assert saw_estop > 0 and saw_epoch_reanchor > 0  # the stream exercised both invariants
+
+
+def _stop_held(report: dict[str, Any]) -> bool:
+    """The release rule's stop inputs, written from the report alone."""
+    left, right = report["left"], report["right"]
+    return bool(
+        (left["connected"] and left["menu"])
+        or report["ui_estop"]
+        or any(x["connected"] and x["squeeze"] >= 0.9 for x in (left, right))
+    )
+
+
+def _connection(hand: dict[str, Any]) -> int | None:
+    """A hand's connection: its epoch while connected (a disconnected hand's epoch means nothing)."""
+    return hand["epoch"] if hand["connected"] else None
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_property_release_happens_exactly_when_the_two_step_rule_allows(seed):
+    """Against the rule stated over the report history: a release edge at report k
+    clears a latched stop iff the previous release edge j came at most 5 s earlier,
+    the stop stayed latched after j, and at every report j..k no stop input was held,
+    the page was focused and neither hand's connection differed from j's."""
+    rng = np.random.default_rng(100 + seed)
+    h = Harness(validate=False)
+    history: list[dict[str, Any]] = []  # per report: t, sent levels, latched after it
+    counts = {"released": 0, "refused_or_rearmed": 0}
+    t = 0.0
+    for _ in range(600):
+        t += float(rng.choice([5, 40, 150, 900, 2600]))
+        over: dict[str, dict] = {}
+        for hand in ("left", "right"):
+            o: dict[str, Any] = {}
+            if rng.random() < 0.08:
+                o["menu"] = not h.hands[hand]["menu"]
+            if rng.random() < 0.12:
+                o["squeeze"] = float(rng.choice([0.0, 0.3, 0.89, 0.9, 1.0]))
+            if rng.random() < 0.02:
+                o["epoch"] = h.hands[hand]["epoch"] + 1
+            if rng.random() < 0.02:
+                o["connected"] = not h.hands[hand]["connected"]
+            over[hand] = o
+        ui = {"ui_estop": bool(rng.random() < 0.04), "ui_release_stop": bool(rng.random() < 0.4),
+              "focused": bool(rng.random() > 0.02)}
+        out = h.report(t, left=over["left"], right=over["right"], **ui)
+        sent = {"t": t, "left": dict(h.hands["left"]), "right": dict(h.hands["right"]), **h.ui}
+        sent["latched"] = out.state["estop_latched"]
+        history.append(sent)
+        k = len(history) - 1
+        if k < 2 or not (sent["ui_release_stop"] and not history[k - 1]["ui_release_stop"]):
+            continue
+        if not history[k - 1]["latched"]:
+            continue  # nothing to release (the same report may latch a stop)
+        edges = [j for j in range(1, k) if history[j]["ui_release_stop"] and not history[j - 1]["ui_release_stop"]]
+        j = edges[-1] if edges else None
+        allowed = j is not None and (
+            t - history[j]["t"] <= 5000
+            and all(history[i]["latched"] for i in range(j, k))
+            and not any(_stop_held(history[i]) for i in range(j, k + 1))
+            and all(_connection(history[i][x]) == _connection(history[j][x]) for i in range(j, k + 1) for x in ("left", "right"))
+            and all(history[i]["focused"] for i in range(j, k + 1))
+        )
+        assert sent["latched"] is not allowed, f"report {k} at t={t}: released={not sent['latched']}, rule says {allowed}"
+        counts["released" if allowed else "refused_or_rearmed"] += 1
+    assert counts["released"] > 5 and counts["refused_or_rearmed"] > 5, counts

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from teledora import models
 from teledora.operators.contract.messages import encode
-from teledora.operators.xr.scripted_operator import ScriptedOperator, ScriptError
+from teledora.models.config_files import load_demo_script
+from teledora.operators.xr.scripted_operator import OperatorScript, ScriptedOperator, ScriptError
 
 SCRIPT = {
     "hand_origin_m": {"left": [0.3, 0.2, 1.0], "right": [0.3, -0.2, 1.0]},
@@ -20,7 +20,7 @@ SCRIPT = {
 
 
 def test_poses_blend_with_zero_velocity_at_keyframes() -> None:
-    op = ScriptedOperator(SCRIPT)
+    op = ScriptedOperator(OperatorScript.from_mapping(SCRIPT))
     p0, _ = op.hand_pose("left", 0.0)
     p_half, _ = op.hand_pose("left", 0.5)
     p1, q1 = op.hand_pose("left", 1.0)
@@ -34,14 +34,14 @@ def test_poses_blend_with_zero_velocity_at_keyframes() -> None:
 
 
 def test_sticks_and_buttons_hold_until_the_next_keyframe() -> None:
-    op = ScriptedOperator(SCRIPT)
+    op = ScriptedOperator(OperatorScript.from_mapping(SCRIPT))
     assert op.report(0.5, 0, 0)["right"]["stick"].tolist() == [0.0, 0.0]
     assert op.report(1.5, 0, 0)["right"]["stick"].tolist() == [0.0, -1.0]
     assert op.report(3.0, 0, 0)["left"]["trigger"] == 1.0
 
 
 def test_reports_are_valid_contract_messages_and_deterministic() -> None:
-    op = ScriptedOperator(models.load_yaml("alohamini2/demo_script.yaml"))
+    op = ScriptedOperator(load_demo_script())
     for t in np.linspace(0, op.duration_s, 50):
         a, b = op.report(t, 1, 2), op.report(t, 1, 2)
         assert encode("XrControllers", a) == encode("XrControllers", b)
@@ -60,4 +60,4 @@ def test_reports_are_valid_contract_messages_and_deterministic() -> None:
 )
 def test_malformed_scripts_say_what_is_wrong(bad, match) -> None:
     with pytest.raises(ScriptError, match=match):
-        ScriptedOperator(bad)
+        ScriptedOperator(OperatorScript.from_mapping(bad))

@@ -1,20 +1,23 @@
-"""XR feed frames: parsing/validation and assembly into XrControllers."""
+"""XR feed frames: parsing, and every refusal with its reason code."""
 
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
 
-from teledora.operators.contract.messages import encode
+from teledora.operators.xr.feed_rejection import REASONS, FeedFormatError
 from teledora.operators.xr.xr_feed_format import (
     MAX_FRAME_BYTES,
-    FeedAssembler,
-    FeedFormatError,
-    StaleFrameError,
+    QUAT_NORM_TOLERANCE,
+    TRACKING_HALF_HEIGHT_M,
+    TRACKING_HALF_WIDTH_M,
     parse_frame,
 )
+
+SENT = 10_000_000_000
 
 
 def hand(**kw):
@@ -25,108 +28,158 @@ def hand(**kw):
     return d
 
 
-def frame(seq=1, frame_kind="webxr", sent_ns=10_000_000_000, **kw):
+def frame(seq=1, frame_kind="webxr", sent_ns=SENT, **kw):
     d = {"version": 1, "session": "s1", "seq": seq, "sent_ns": sent_ns, "frame": frame_kind,
-         "hands": {"left": hand(), "right": hand(connected=False)}}
+         "hands": {"left": hand(), "right": {"connected": False}}}
     d.update(kw)
     return json.dumps(d)
 
 
+def left(**kw):
+    return {"hands": {"left": hand(**kw), "right": {"connected": False}}}
+
+
 def test_webxr_frame_is_converted_to_flu():
     f = parse_frame(frame())
-    left = f.hands["left"]
-    np.testing.assert_allclose(left.pose.position, [0.3, -0.1, 1.2])
-    assert left.stick == (0.0, -1.0)  # xr-standard axes pass through (forward is negative y)
-    assert left.buttons["secondary"] and not left.buttons["primary"]
+    lh = f.hands["left"]
+    np.testing.assert_allclose(lh.pose.position, [0.3, -0.1, 1.2])
+    assert lh.stick == (0.0, -1.0)  # xr-standard axes pass through (forward is negative y)
+    assert lh.buttons["secondary"] and not lh.buttons["primary"]
     assert f.hands["right"].pose is None and not f.hands["right"].connected
     assert f.focused and f.ui == {"estop": False, "pause": False, "release_stop": False}
 
 
-def test_flu_frame_passes_through_and_ages_use_sender_clock():
-    f = parse_frame(frame(frame_kind="flu", hands={"left": hand(pose_ns=9_900_000_000), "right": hand()}))
+def test_flu_frame_passes_through_and_sample_stamps_default_to_the_send_stamp():
+    f = parse_frame(frame(frame_kind="flu", **left(pose_ns=SENT - 100_000_000)))
     np.testing.assert_allclose(f.hands["left"].pose.position, [0.1, 1.2, -0.3])
-    assert f.hands["left"].stick == (0.0, -1.0)
-    assert f.hands["left"].pose_age_ns == 100_000_000 and f.hands["left"].input_age_ns == 0
+    assert f.hands["left"].pose_ns == SENT - 100_000_000 and f.hands["left"].input_ns == SENT
+    assert f.hands["right"].pose_ns == SENT
+
+
+def _too_long_int() -> str:
+    return frame().replace(f'"seq": 1', '"seq": 12345678901234567890123')
 
 
 @pytest.mark.parametrize(
-    "data, message",
+    "data, reason, message",
     [
-        (b"\xff\xfe", "not JSON"),
-        ("[1, 2]", "object"),
-        (frame(version=2), "version"),
-        (frame(extra=1), "unknown keys"),
-        (frame(seq=-1), "seq"),
-        (frame(seq=1.5), "seq"),
-        (frame(frame_kind="enu"), "frame"),
-        (frame(hands={"left": hand()}), "hands"),
-        (frame(hands={"left": hand(position=[0, 1]), "right": hand()}), "position"),
-        (frame(hands={"left": hand(orientation=[0, 0, 0, 0]), "right": hand()}), "quaternion"),
-        (frame(hands={"left": hand(trigger=1.5), "right": hand()}), "trigger"),
-        (frame(hands={"left": hand(trigger=float("nan")), "right": hand()}), "trigger"),
-        (frame(hands={"left": hand(stick=[0, 3]), "right": hand()}), "stick"),
-        (frame(hands={"left": hand(menu=1), "right": hand()}), "menu"),
-        (frame(hands={"left": hand(laser=True), "right": hand()}), "unknown keys"),
-        (frame(ui={"estop": True, "nuke": True}), "ui"),
-        (b"{" + b" " * MAX_FRAME_BYTES + b"}", "exceeds"),
+        (b"\xff\xfe", "not_utf8", "UTF-8"),
+        ("{", "not_json", "JSON"),
+        ("[1, 2]", "schema", "object"),
+        (b"[" * 3000, "too_deep", "deeper"),
+        (b'{"a":' * 800, "too_deep", "deeper"),
+        (frame(hands={"left": hand(position=[[[0]]], ), "right": {"connected": False}}), "too_deep", "deeper"),
+        (b"{" + b" " * MAX_FRAME_BYTES + b"}", "oversize", "exceed"),
+        (frame(seq=1).replace('"seq": 1', '"seq": NaN'), "non_finite", "finite"),
+        (frame(seq=1).replace('"seq": 1', '"seq": 1e999'), "non_finite", "double"),
+        (frame(**left(trigger=float("inf"))), "non_finite", "finite"),
+        (frame(**left(stick=[float("nan"), 0.0])), "non_finite", "finite"),
+        (_too_long_int(), "number_range", "digits"),
+        (frame(seq=1).replace('"seq": 1,', '"seq": 1, "seq": 2,'), "duplicate_key", "twice"),
+        (frame(version=2), "version", "version"),
+        (frame(version=True), "version", "version"),
+        (frame(version=1.0), "version", "version"),
+        (frame(extra=1), "schema", "unknown keys"),
+        (frame(seq=-1), "number_range", "seq"),
+        (frame(seq=1.5), "schema", "seq"),
+        (frame(sent_ns=2**63), "number_range", "sent_ns"),
+        (frame(frame_kind="enu"), "schema", "frame"),
+        (frame(hands={"left": hand()}), "schema", "hands"),
+        (frame(**left(position=[0, 1])), "schema", "position"),
+        (frame(**left(position=[0, "1", 2])), "schema", "position"),
+        (frame(**left(orientation=[0, 0, 0, 0])), "quaternion_norm", "norm"),
+        (frame(**left(orientation=[0, 0, 0, 2])), "quaternion_norm", "norm"),
+        (frame(**left(position=[0.0, 1e308, 0.0])), "position_range", "tracking volume"),
+        (frame(**left(trigger=1.5)), "number_range", "trigger"),
+        (frame(**left(trigger=None)), "schema", "trigger"),
+        (frame(**left(stick=[0, 3])), "number_range", "stick"),
+        (frame(**left(stick=[None, None])), "schema", "stick"),
+        (frame(**left(menu=1)), "schema", "menu"),
+        (frame(**left(laser=True)), "schema", "unknown keys"),
+        (frame(**left(pose_ns=SENT + 1)), "stamp_order", "later than sent_ns"),
+        (frame(**left(input_ns=SENT + 1)), "stamp_order", "later than sent_ns"),
+        (frame(**left(pose_ns=-5)), "number_range", "pose_ns"),
+        (frame(ui={"estop": True, "nuke": True}), "schema", "ui"),
+        (frame(session="x" * 65), "schema", "session"),
     ],
 )
-def test_malformed_frames_are_rejected_with_a_reason(data, message):
-    with pytest.raises(FeedFormatError, match=message):
+def test_malformed_frames_are_rejected_with_a_reason(data, reason, message):
+    with pytest.raises(FeedFormatError, match=message) as info:
         parse_frame(data)
+    assert info.value.reason == reason and reason in REASONS
 
 
-def test_null_analog_values_count_as_zero():
-    f = parse_frame(frame(hands={"left": hand(stick=[None, None], trigger=None), "right": hand()}))
-    assert f.hands["left"].stick == (0.0, 0.0) and f.hands["left"].trigger == 0.0
+def test_a_frame_string_is_measured_in_utf8_bytes():
+    pad = "é" * ((MAX_FRAME_BYTES - len(frame())) // 2 + 10)  # fits in characters, not in bytes
+    data = frame(session="s").replace('"session": "s"', f'"session": "{pad}"')
+    assert len(data) <= MAX_FRAME_BYTES < len(data.encode())
+    with pytest.raises(FeedFormatError) as info:
+        parse_frame(data)
+    assert info.value.reason == "oversize"
 
 
-def test_assembler_builds_contract_messages_on_the_host_clock():
-    a = FeedAssembler("udp")
-    msg = a.assemble(parse_frame(frame(frame_kind="flu", hands={"left": hand(pose_ns=9_950_000_000), "right": hand()})), 123_000_000_000)
-    encode("XrControllers", msg)
-    assert msg["left"]["pose_stamp_ns"] == 123_000_000_000 - 50_000_000
-    assert msg["left"]["epoch"] == 1 and msg["right"]["epoch"] == 1
-    assert a.clock_offset_ns == 123_000_000_000 - 10_000_000_000
+def test_brackets_inside_strings_do_not_count_as_nesting():
+    # "[[[[[" inside a string is text, and an escaped quote does not end the string
+    data = frame(session='[[[[[{{{{"[[[[\\')
+    assert '\\"' in data  # the quote is escaped in the JSON text
+    assert parse_frame(data).session == '[[[[[{{{{"[[[[\\'
 
 
-def test_assembler_drops_duplicates_and_reordered_frames():
-    a = FeedAssembler("udp")
-    a.assemble(parse_frame(frame(seq=5)), 1)
-    with pytest.raises(StaleFrameError):
-        a.assemble(parse_frame(frame(seq=5)), 2)
-    with pytest.raises(StaleFrameError):
-        a.assemble(parse_frame(frame(seq=3)), 3)
-    a.assemble(parse_frame(frame(seq=6)), 4)
+@pytest.mark.parametrize("scale, accepted", [
+    (1.0, True),
+    (1.0 + 0.9 * QUAT_NORM_TOLERANCE, True),
+    (1.0 - 0.9 * QUAT_NORM_TOLERANCE, True),
+    (1.0 + 1.1 * QUAT_NORM_TOLERANCE, False),
+    (1.0 - 1.1 * QUAT_NORM_TOLERANCE, False),
+])
+def test_quaternion_norm_tolerance(scale, accepted):
+    q = np.array([0.1, 0.2, 0.3, 0.9])
+    q = q / np.linalg.norm(q) * scale
+    data = frame(frame_kind="flu", **left(orientation=q.tolist()))
+    if accepted:
+        got = parse_frame(data).hands["left"].pose.orientation
+        assert np.linalg.norm(got) == pytest.approx(1.0)  # within tolerance: normalised
+        np.testing.assert_allclose(got, q / np.linalg.norm(q))
+    else:
+        with pytest.raises(FeedFormatError) as info:
+            parse_frame(data)
+        assert info.value.reason == "quaternion_norm"
 
 
-@pytest.mark.parametrize(
-    "second, epochs",
-    [
-        (dict(seq=2), (1, 0)),  # same connection: right never connected
-        (dict(seq=2, hands={"left": hand(connected=False), "right": hand()}), (1, 1)),
-        (dict(seq=1, session="s2"), (2, 0)),  # new sender session: left reconnects
-        (dict(seq=0, session="s1"), None),  # small step backwards: stale
-    ],
-)
-def test_epochs_count_reconnects(second, epochs):
-    a = FeedAssembler("udp")
-    a.assemble(parse_frame(frame(seq=1)), 1)
-    if epochs is None:
-        with pytest.raises(StaleFrameError):
-            a.assemble(parse_frame(frame(**second)), 2)
-        return
-    msg = a.assemble(parse_frame(frame(**second)), 2)
-    assert (msg["left"]["epoch"], msg["right"]["epoch"]) == epochs
+W, H = TRACKING_HALF_WIDTH_M, TRACKING_HALF_HEIGHT_M
 
 
-def test_reconnect_after_disconnect_and_new_client_bump_epochs():
-    a = FeedAssembler("webxr")
-    a.assemble(parse_frame(frame(seq=1)), 1)
-    a.assemble(parse_frame(frame(seq=2, hands={"left": hand(connected=False), "right": hand(connected=False)})), 2)
-    msg = a.assemble(parse_frame(frame(seq=3)), 3)
-    assert msg["left"]["epoch"] == 2
-    a.new_client()
-    msg = a.assemble(parse_frame(frame(seq=1)), 4)  # a new client starts its own sequence
-    assert msg["left"]["epoch"] == 3
+@pytest.mark.parametrize("kind, position, accepted", [
+    ("flu", [W, -W, H], True),
+    ("flu", [-W, W, -H], True),
+    ("flu", [W + 0.01, 0, 0], False),
+    ("flu", [0, -W - 0.01, 0], False),
+    ("flu", [0, 0, H + 0.01], False),
+    # WebXR: x right, y up, -z forward -> FLU x = -z, y = -x, z = y; the bound applies in FLU
+    ("webxr", [0, H, -W], True),
+    ("webxr", [0, H + 0.01, 0], False),
+    ("webxr", [W + 0.01, 0, 0], False),
+    ("webxr", [0, 0, W + 0.01], False),
+])
+def test_positions_are_bounded_by_the_tracking_volume(kind, position, accepted):
+    data = frame(frame_kind=kind, **left(position=position))
+    if accepted:
+        parse_frame(data)
+    else:
+        with pytest.raises(FeedFormatError) as info:
+            parse_frame(data)
+        assert info.value.reason == "position_range"
 
+
+def test_a_pose_that_is_not_used_is_not_read():
+    # a disconnected hand, or one without a valid pose, may carry anything in its pose fields
+    data = frame(hands={"left": hand(pose_valid=False, orientation=[0, 0, 0, 0]),
+                        "right": hand(connected=False, position=[1e300, 0, 0])})
+    f = parse_frame(data)
+    assert f.hands["left"].pose is None and f.hands["right"].pose is None
+
+
+def test_analog_values_within_rounding_of_their_range_are_clipped():
+    f = parse_frame(frame(**left(trigger=1.0 + 1e-9, stick=[-1.0 - 1e-9, 0.5])))
+    assert f.hands["left"].trigger == 1.0 and f.hands["left"].stick == (-1.0, 0.5)
+    assert all(math.isfinite(v) for v in f.hands["left"].stick)

@@ -1,0 +1,139 @@
+"""One node's dora event stream, read in batches, with its end-of-stream state.
+
+A node never reads dora events itself: its :class:`~teledora.runtime.node_io.NodeIO`
+owns one :class:`EventStream` and hands out batches through ``io.next_batch()``.
+The stream knows which of the node's inputs have closed and when the node's
+stream has ended, so two nodes in one process (tests) never share that state.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any, Iterable, Mapping
+
+import yaml
+
+ENDS_WITH_ENV = "TELEDORA_ENDS_WITH"
+
+
+class _TaggedLoader(yaml.SafeLoader):
+    """A safe loader that reads dora's tagged values (``!Tcp`` …) as plain data."""
+
+
+_TaggedLoader.add_multi_constructor(
+    "!",
+    lambda loader, _suffix, node: (
+        loader.construct_mapping(node) if isinstance(node, yaml.MappingNode)
+        else loader.construct_sequence(node) if isinstance(node, yaml.SequenceNode)
+        else loader.construct_scalar(node)
+    ),
+)
+
+
+@functools.lru_cache(maxsize=4)
+def _data_inputs(node_config: str) -> frozenset[str]:
+    """Inputs of this node that are fed by other nodes (not dora timers).
+
+    dora's node config carries YAML tags (``daemon_communication: !Tcp``)
+    that a plain safe load refuses; they are read as plain data."""
+    if not node_config:
+        return frozenset()
+    try:
+        inputs = (yaml.load(node_config, Loader=_TaggedLoader) or {}).get("run_config", {}).get("inputs", {}) or {}
+    except yaml.YAMLError:
+        return frozenset()
+    out = set()
+    for input_id, source in inputs.items():
+        text = source.get("source", "") if isinstance(source, dict) else str(source)
+        if not text.startswith("dora/timer"):
+            out.add(input_id)
+    return frozenset(out)
+
+
+def data_inputs() -> frozenset[str]:
+    """This node's inputs that other nodes feed (empty outside a dataflow)."""
+    return _data_inputs(os.environ.get("DORA_NODE_CONFIG", ""))
+
+
+def ending_inputs() -> frozenset[str]:
+    """The inputs whose closing ends this node: ``TELEDORA_ENDS_WITH`` (comma
+    separated, set per node in the dataflow) or else every data input. Feedback
+    loops (teleop reads the arms, which read ik, which reads teleop) need the
+    former: each node ends when its command input ends, and the end ripples
+    down the graph from the source."""
+    named = os.environ.get(ENDS_WITH_ENV, "").strip()
+    if named:
+        return frozenset(n.strip() for n in named.split(",") if n.strip())
+    return data_inputs()
+
+
+def newest_per_input(events: Iterable[Mapping[str, Any]], latest_only: set[str]) -> list[Mapping[str, Any]]:
+    """Collapses a burst of events: for input ids in ``latest_only`` only the
+    newest INPUT survives (at the position of its last arrival); every other
+    event is kept in order."""
+    events = list(events)
+    last_index: dict[str, int] = {}
+    for i, ev in enumerate(events):
+        if ev.get("type") == "INPUT" and ev.get("id") in latest_only:
+            last_index[ev["id"]] = i
+    kept = []
+    for i, ev in enumerate(events):
+        if ev.get("type") == "INPUT" and ev.get("id") in latest_only and last_index[ev["id"]] != i:
+            continue
+        kept.append(ev)
+    return kept
+
+
+def _is_timeout(event: Mapping[str, Any]) -> bool:
+    """dora reports a timeout of ``next(timeout)`` as an ERROR event, which is not data."""
+    return event.get("type") == "ERROR" and "timeout" in str(event.get("error", "")).lower()
+
+
+class EventStream:
+    """Reads one node's events in batches and decides when its stream has ended.
+
+    Args:
+        node: ``dora.Node`` or ``dora.testing.MockNode``.
+        ends_with: Inputs whose closing ends this stream; None applies
+            :func:`ending_inputs` (``TELEDORA_ENDS_WITH`` or every data input),
+            an empty set means that no input's end ends it (a source node that
+            runs until STOP).
+    """
+
+    def __init__(self, node: Any, ends_with: Iterable[str] | None = None) -> None:
+        self.node = node
+        self.ends_with = None if ends_with is None else frozenset(ends_with)
+        self.closed: set[str] = set()
+        self.finished = False
+
+    def next_batch(self, timeout_s: float | None = None, ending: frozenset[str] | None = None) -> list[Mapping[str, Any]] | None:
+        """Blocks for the next event (at most ``timeout_s``; 0 only takes what
+        is queued), then takes whatever else is already queued.
+
+        Returns None at end of stream. A node whose ending inputs have closed
+        also reaches the end, even while dora timers would keep ticking:
+        upstream is gone, so a control node finishes (and its device stops)
+        instead of running on forever. ``ending`` names those inputs for this
+        call instead. A timeout yields an empty list."""
+        if self.finished:
+            return None
+        first = self.node.next(timeout_s) if timeout_s is not None else self.node.next()
+        if first is None:
+            self.finished = True
+            return None
+        try:
+            rest = list(self.node.drain() or [])
+        except RuntimeError:
+            # dora raises once the event channel has closed: nothing more will come
+            rest = []
+            self.finished = True
+        batch = [first] + rest
+        for ev in batch:
+            if ev.get("type") == "INPUT_CLOSED":
+                self.closed.add(ev.get("id"))
+        if ending is None:
+            ending = ending_inputs() if self.ends_with is None else self.ends_with
+        if ending and ending <= self.closed:
+            self.finished = True
+        return [ev for ev in batch if not _is_timeout(ev)]
