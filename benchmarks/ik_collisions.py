@@ -10,7 +10,10 @@ battery box, the base disk, the carriage, its own shoulder mount, or below the
 floor. After every published solve the commanded configuration is checked with
 ``mj_geomDistance`` on every pair MuJoCo's collision filter allows (not the
 IK's pair list). Prints the smallest distance seen, the pair, how many solves
-ended inside the configured clearance and how many penetrated.
+ended inside the configured clearance and how many penetrated; and, from the
+published arm references of each episode at their publish times, how many
+solves broke the joint speed, acceleration or jerk cap (divided differences,
+which a motion within a cap cannot exceed; relative tolerance 1e-6).
 
 ``--qp-only`` measures the QP's clearance rows alone (no post-step guard);
 ``--barrier mink`` swaps them for mink's stock ``CollisionAvoidanceLimit``
@@ -22,6 +25,7 @@ ended inside the configured clearance and how many penetrated.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from dataclasses import dataclass, field
@@ -57,6 +61,32 @@ class AdversarialResult:
     relaxed_solves: int = 0
     seconds: float = 0.0
     per_attack_min: dict = field(default_factory=dict)
+    cap_violations: dict = field(default_factory=lambda: {"speed": 0, "acceleration": 0, "jerk": 0})
+    cap_peaks: dict = field(default_factory=lambda: {"speed": 0.0, "acceleration": 0.0, "jerk": 0.0})
+
+
+CAP_REL = 1e-6  # relative tolerance of the cap check (float rounding of the divided differences)
+
+
+def divided_differences(t_s: np.ndarray, q: np.ndarray, order: int) -> np.ndarray:
+    """order! times the order-th divided differences of samples q at (uneven) times
+    t_s: for a motion whose order-th derivative stays within c, each is within c."""
+    d = q.astype(float)
+    for k in range(1, order + 1):
+        d = (d[1:] - d[:-1]) / (t_s[k:] - t_s[:-k])[:, None]
+    return d * math.factorial(order)
+
+
+def count_cap_violations(res: "AdversarialResult", t_ns: list[int], q: list[np.ndarray], caps) -> None:
+    """Adds one episode's published references to the cap counts and peaks."""
+    t_s, qa = np.array(t_ns, dtype=float) / 1e9, np.array(q)
+    for order, name, cap in ((1, "speed", caps.max_speed_rad_s), (2, "acceleration", caps.max_accel_rad_s2),
+                             (3, "jerk", caps.max_jerk_rad_s3)):
+        if len(qa) <= order:
+            continue
+        worst = np.abs(divided_differences(t_s, qa, order)).max(axis=1)
+        res.cap_violations[name] += int(np.sum(worst > cap * (1 + CAP_REL)))
+        res.cap_peaks[name] = max(res.cap_peaks[name], float(worst.max()))
 
 
 def make_adversarial_loop(qp_only: bool = False, barrier: str = "ours") -> IkLoop:
@@ -108,6 +138,7 @@ def run(loop: IkLoop, episodes: int, seed: int = 0, legs: int = 4, check: Mujoco
     travel = loop.profile.lift.travel_mm / 1000.0
     ik = loop.ik
     stats0 = (ik.failures, ik.guard_shortened, ik.relaxed_solves)
+    arm_names = set(ik.arm_joint_names)
     t0 = time.perf_counter()
     for episode in range(episodes):
         loop = restart(loop)
@@ -115,6 +146,8 @@ def run(loop: IkLoop, episodes: int, seed: int = 0, legs: int = 4, check: Mujoco
         driver = NodeDriver(loop, home, lift)
         target = {s: ik.grip_pose(s) for s in SIDES}
         penetrated = False
+        times: list[int] = []
+        refs: list[np.ndarray] = []
         for _ in range(legs):
             attacks = {s: ATTACKS[int(rng.integers(len(ATTACKS)))] for s in SIDES}
             for s in SIDES:
@@ -130,6 +163,8 @@ def run(loop: IkLoop, episodes: int, seed: int = 0, legs: int = 4, check: Mujoco
                 nonlocal penetrated
                 cmd = solve.command
                 check.set(cmd["names"], cmd["q_ref"], lift)
+                times.append(solve.t_ns)
+                refs.append(np.array([v for n, v in zip(cmd["names"], cmd["q_ref"]) if n in arm_names]))
                 d, pair = check.closest(0.05)
                 res.solves += 1
                 key = "+".join(sorted(set(attacks.values())))
@@ -146,6 +181,7 @@ def run(loop: IkLoop, episodes: int, seed: int = 0, legs: int = 4, check: Mujoco
 
             driver.run(LEG_S, lambda t, msg=msg: msg, on_solve)
         res.penetrating_episodes += penetrated
+        count_cap_violations(res, times, refs, ik.settings.joint_reference)
         if progress and (episode + 1) % 50 == 0:
             print(f"  {episode + 1}/{episodes} episodes, min {res.min_distance_m * 1000:.3f} mm, "
                   f"{time.perf_counter() - t0:.0f} s", flush=True)
@@ -175,6 +211,11 @@ def main() -> None:
     print(f"min distance         {res.min_distance_m * 1000:.3f} mm  ({res.worst_pair}; attack {res.worst_attack})")
     print(f"below clearance      {res.below_clearance} solves under {clearance * 1000:.0f} mm")
     print(f"penetrations         {res.penetrations} solves in {res.penetrating_episodes}/{res.episodes} episodes")
+    caps = loop.ik.settings.joint_reference
+    print("joint caps           " + ", ".join(
+        f"{name} {res.cap_violations[name]} solves over {cap:g} (peak {res.cap_peaks[name]:.4g})"
+        for name, cap in (("speed", caps.max_speed_rad_s), ("acceleration", caps.max_accel_rad_s2),
+                          ("jerk", caps.max_jerk_rad_s3))) + "  [rad/s, rad/s², rad/s³]")
     print(f"guard-shortened      {res.guard_shortened} steps; relaxed QPs {res.relaxed_solves}; failed {res.failed_solves}")
     worst = sorted(res.per_attack_min.items(), key=lambda kv: kv[1])[:5]
     print("closest by attack    " + ", ".join(f"{k} {v * 1000:.2f} mm" for k, v in worst))

@@ -45,6 +45,10 @@ def test_adversarial_episodes_keep_the_clearance_on_every_mujoco_pair(check):
     assert res.below_clearance == 0, f"{res.min_distance_m * 1000:.3f} mm at {res.worst_pair} ({res.worst_attack})"
     assert res.min_distance_m >= clearance
     assert res.min_distance_m < clearance + 0.005, "the episodes should press parts against each other"
+    # the published reference keeps every joint cap, braking and reversals included
+    assert res.cap_violations == {"speed": 0, "acceleration": 0, "jerk": 0}, res.cap_peaks
+    caps = loop.ik.settings.joint_reference
+    assert res.cap_peaks["speed"] > 0.9 * caps.max_speed_rad_s  # the episodes drive the arms at the caps
 
 
 def test_the_checker_covers_more_pairs_than_the_ik_and_agrees_on_shared_ones(check):
