@@ -182,9 +182,10 @@ def run(loop: IkLoop, episodes: int, seed: int = 0, legs: int = 4, check: Mujoco
             driver.run(LEG_S, lambda t, msg=msg: msg, on_solve)
         res.penetrating_episodes += penetrated
         count_cap_violations(res, times, refs, ik.settings.joint_reference)
-        if progress and (episode + 1) % 50 == 0:
-            print(f"  {episode + 1}/{episodes} episodes, min {res.min_distance_m * 1000:.3f} mm, "
-                  f"{time.perf_counter() - t0:.0f} s", flush=True)
+        if progress and (episode + 1) % 10 == 0:
+            print(f"  {episode + 1}/{episodes} episodes, {res.solves} solves, min {res.min_distance_m * 1000:.3f} mm, "
+                  f"{res.below_clearance} under the clearance, {res.penetrations} penetrating, cap violations "
+                  f"{res.cap_violations}, {time.perf_counter() - t0:.0f} s", flush=True)
     res.failed_solves = ik.failures - stats0[0]
     res.guard_shortened = ik.guard_shortened - stats0[1]
     res.relaxed_solves = ik.relaxed_solves - stats0[2]
