@@ -66,6 +66,7 @@ class GlobalSearchConfig:
     max_iterations_per_seed: int
     random_seeds: int
     max_rounds: int
+    library_size: int
     step_s: float
     position_tolerance_m: float
     orientation_tolerance_rad: float
@@ -84,6 +85,8 @@ class GlobalSearchConfig:
                 raise GlobalSearchConfigError(f"{name} must be > 0")
         if self.random_seeds < 0:
             raise GlobalSearchConfigError("random_seeds must be >= 0")
+        if self.library_size < 0:
+            raise GlobalSearchConfigError("library_size must be >= 0")
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> "GlobalSearchConfig":
@@ -98,6 +101,9 @@ class _Search:
     goal: Pose
     seeds_done: int = 0
     candidates: list = field(default_factory=list)  # (pose error, joints) of the samples drawn for the next seed
+    ranked: np.ndarray | None = None  # library entries ranked by grip pose error to the goal
+    rank: int = 0  # next entry of ``ranked`` to look at
+    chosen: list[np.ndarray] = field(default_factory=list)  # library seeds handed out
     q: np.ndarray | None = None  # the search solver's 12 arm joints for the seed being solved
     rounds: int = 0  # passes over the random seeds
     iterations: int = 0
@@ -141,6 +147,76 @@ def _pose_error(pose: Pose, goal: Pose) -> tuple[float, float]:
     return float(np.linalg.norm(pose.position - goal.position)), float(quat_angle(pose.orientation, goal.orientation))
 
 
+LIBRARY_SPREAD_RAD = 0.3  # library seeds of one search differ by more than this on some joint
+_LIBRARIES: dict[tuple, "SeedLibrary"] = {}  # built once per model, arm and settings
+
+
+class SeedLibrary:
+    """Collision-free configurations of one arm with their grip poses, drawn once.
+
+    Uniform joint samples (seeded) are kept when the arm's pairs that neither
+    the other arm nor the lift move (its own links, its mount, the carriage and
+    column) are at least ``clearance`` apart; grip poses are stored at lift
+    joint 0 (the lift only shifts them up or down). A search ranks them by grip
+    pose error to its goal and takes the best as seeds: far closer starts than
+    a few hundred fresh uniform samples give.
+    """
+
+    def __init__(self, ik: "BimanualIk", side: str, size: int, clearance: float, rng_seed: int) -> None:
+        model = ik.model
+        other = "right" if side == "left" else "left"
+        pairs = ik.collision_pairs
+        index = ik.joint_index(ik.profile.arms[side].joints)
+        lower, upper = ik.reference.lower_inner[index], ik.reference.upper_inner[index]
+        among = None
+        if pairs is not None:
+            mine = set(pairs.moved_by(ik.profile.arms[side].joints).tolist())
+            mine -= set(pairs.moved_by(ik.profile.arms[other].joints).tolist())
+            mine -= set(pairs.moved_by([ik.profile.lift_joint]).tolist())
+            among = np.array(sorted(mine), dtype=int)
+        data = mujoco.MjData(model)
+        data.qpos[:] = ik.configuration.q
+        data.qpos[ik._lift_adr] = 0.0
+        home = np.array([ik.profile.home_q()[n] for n in ik.arm_joint_names])
+        data.qpos[ik._qadr] = home
+        adr = ik._qadr[index]
+        site = model.site(ik.profile.arms[side].grip_site).id
+        rng = np.random.default_rng([rng_seed, 0 if side == "left" else 1])
+        q, pos, rot = [], [], []
+        for _ in range(size):
+            sample = rng.uniform(lower, upper)
+            data.qpos[adr] = sample
+            mujoco.mj_kinematics(model, data)
+            if among is not None and among.size and pairs.min_distance(data, clearance + 1e-3, among=among) < clearance:
+                continue
+            q.append(sample)
+            pos.append(data.site_xpos[site].copy())
+            rot.append(data.site_xmat[site].copy())
+        self.q = np.array(q).reshape(-1, len(index))
+        self.pos = np.array(pos).reshape(-1, 3)
+        self.rot = np.array(rot).reshape(-1, 9)
+
+    @classmethod
+    def shared(cls, ik: "BimanualIk", side: str, size: int, clearance: float, rng_seed: int) -> "SeedLibrary":
+        """The library for this model, arm and settings (built on first use; the
+        model object is kept in the key, so its id is not reused)."""
+        key = (id(ik.model), ik.model, side, size, round(clearance, 9), rng_seed)
+        if key not in _LIBRARIES:
+            _LIBRARIES[key] = cls(ik, side, size, clearance, rng_seed)
+        return _LIBRARIES[key]
+
+    def __len__(self) -> int:
+        return len(self.q)
+
+    def rank(self, goal: Pose, lift_joint: float) -> np.ndarray:
+        """Entry indices, best first, by grip position error + 0.1 m per rad of
+        grip rotation error to ``goal`` at this lift."""
+        target = goal.position - np.array([0.0, 0.0, lift_joint])
+        pos = np.linalg.norm(self.pos - target, axis=1)
+        cos = (self.rot @ quat_to_matrix(goal.orientation).reshape(9) - 1.0) / 2.0
+        return np.argsort(pos + 0.1 * np.arccos(np.clip(cos, -1.0, 1.0)), kind="stable")
+
+
 class GlobalFallback:
     """Multi-start search and joint-space goals for arms the local IK cannot bring
     to their targets.
@@ -171,6 +247,11 @@ class GlobalFallback:
         self._fk_data = mujoco.MjData(ik.model)
         self._grip_site = {s: ik.model.site(ik.profile.arms[s].grip_site).id for s in SIDES}
         self._quat, self._goal_r = np.zeros(4), np.zeros(9)
+        self.library: dict[str, SeedLibrary] = {}
+        if config.library_size > 0:
+            self.library = {s: SeedLibrary.shared(ik, s, config.library_size, self.seed_clearance
+                                                  if np.isfinite(self.seed_clearance) else 0.0, config.rng_seed)
+                            for s in SIDES}
         self.searches_started = 0
         self.goals_engaged = 0
         self.iterations = 0
@@ -388,6 +469,11 @@ class GlobalFallback:
             elif k == 1:
                 other = "right" if side == "left" else "left"
                 seed = self.ik.arm_q()[self.index[other]] * MIRROR
+            elif self.library:
+                seed = self._library_seed(side, search)
+                if seed is None:
+                    search.seeds_done = 2 + self.config.random_seeds
+                    break  # the library has nothing more for this goal
             else:
                 seed = self._random_seed(side, search)
                 if seed is False:
@@ -405,6 +491,21 @@ class GlobalFallback:
         clearance = self.seed_clearance if clearance is None else clearance
         d = self.pairs.min_distance(self.solver.configuration.data, clearance + 1e-3, among=self.arm_pairs[side])
         return d >= clearance
+
+    def _library_seed(self, side: str, search: _Search) -> np.ndarray | None:
+        """The next library entry by grip pose error to the goal that differs
+        from the seeds already taken by more than ``LIBRARY_SPREAD_RAD`` on some
+        joint (None: none left)."""
+        library = self.library[side]
+        if search.ranked is None:
+            search.ranked = library.rank(search.goal, self._lift())
+        while search.rank < len(search.ranked):
+            q = library.q[search.ranked[search.rank]]
+            search.rank += 1
+            if all(np.max(np.abs(q - c)) > LIBRARY_SPREAD_RAD for c in search.chosen):
+                search.chosen.append(q)
+                return q
+        return None
 
     def _random_seed(self, side: str, search: _Search) -> np.ndarray | None | bool:
         """Uniform samples, ``SAMPLES_PER_ITERATION`` per call (forward

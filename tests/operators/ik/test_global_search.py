@@ -106,3 +106,27 @@ def test_config_errors_name_the_key():
         GlobalSearchConfig.from_mapping(bad)
     with pytest.raises(GlobalSearchConfigError, match="iterations_per_tick"):
         GlobalSearchConfig.from_mapping(dict(DATA["global_search"], iterations_per_tick=0))
+
+
+def test_seed_library_holds_clear_configurations_with_their_grip_poses():
+    ik = make_ik()
+    library = ik.fallback.library["left"]
+    cfg = SETTINGS.global_search
+    assert 0 < len(library) < cfg.library_size  # samples that touch their own links are left out
+    clearance = ik.fallback.seed_clearance
+    index = ik.joint_index(PROFILE.arms["left"].joints)
+    lift = 0.1
+    for k in range(0, len(library), max(1, len(library) // 8)):
+        q = ik.arm_q()
+        q[index] = library.q[k]
+        ik.reset(q, lift_joint=lift)
+        # stored at lift joint 0: the lift only shifts the grip up
+        pose = ik.grip_pose("left")
+        np.testing.assert_allclose(pose.position, library.pos[k] + [0.0, 0.0, lift], atol=1e-9)
+        # clear of its own links, mount, carriage and column (what no other joint moves)
+        own = np.setdiff1d(ik.collision_pairs.moved_by(PROFILE.arms["left"].joints),
+                           np.union1d(ik.collision_pairs.moved_by(PROFILE.arms["right"].joints),
+                                      ik.collision_pairs.moved_by([PROFILE.lift_joint])))
+        assert ik.collision_pairs.min_distance(ik.configuration.data, 1.0, among=own) >= clearance
+        # a goal at an entry's own grip pose ranks that entry first
+        assert library.rank(pose, lift)[0] == k
