@@ -102,8 +102,11 @@ def run_trial(loop: IkLoop, trial: dict, start: str, max_s: float) -> dict:
 
 
 def run(n: int, max_s: float, starts: list[str], seed: int = 0, fallback: bool = True, clearance: float = 0.02,
+        library_size: int | None = None,
         progress: bool = False) -> dict[str, list[dict]]:
     data = ik_config(global_search__enabled=fallback)
+    if library_size is not None:
+        data["global_search"]["library_size"] = library_size
     loop = make_loop(data)
     trials = make_trials(loop, n, seed, clearance)
     out: dict[str, list[dict]] = {}
@@ -128,9 +131,12 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--target-clearance", type=float, default=0.02, help="m between every checked pair at the target")
     ap.add_argument("--no-fallback", action="store_true", help="local IK only (global_search disabled)")
+    ap.add_argument("--library-size", type=int, default=None,
+                    help="global_search.library_size (default: the shipped ik.yaml's)")
     ap.add_argument("--progress", action="store_true")
     args = ap.parse_args()
-    res = run(args.targets, args.max_s, args.starts, args.seed, not args.no_fallback, args.target_clearance, args.progress)
+    res = run(args.targets, args.max_s, args.starts, args.seed, not args.no_fallback, args.target_clearance,
+              args.library_size, args.progress)
     cap = ik_config()["solver"]["arm_max_speed_rad_s"]
     print(f"{args.targets} uniformly sampled reachable targets (proxies >= {args.target_clearance * 1000:.0f} mm apart, "
           f"grips inside the workspace), {args.max_s:.0f} s each, global fallback {'off' if args.no_fallback else 'on'}")
