@@ -1,103 +1,225 @@
-"""Adversarial collision check of the bimanual IK: random target sequences
-that drive the two grips into each other, into the chest and into the floor.
+"""Adversarial collision check of the bimanual IK against MuJoCo's own collision
+detection on every collision geom of the robot model plus the floor.
 
-Each sequence starts from home at a random lift height and chains three legs;
-each leg picks one attack (grips together, grips into the chest box, grips
-below the floor) with random orientations and runs ``--ticks`` IK ticks. After
-every tick the exact signed distance of every proxy pair is measured. Prints
-the minimum seen (must stay >= 0) and how often the post-step guard had to
-shorten a step. ``--no-guard`` measures the QP constraints alone.
+Each episode starts from home at a random lift height and drives ``IkLoop``
+with the calls the ``ik`` node makes (``benchmarks/ik_node_driver.py``): arm
+targets and joint states at 90 Hz, lift states at 50 Hz, 10 ms timer ticks.
+Every leg (0.5 s) each grip's target jumps by up to 0.3 m, with a random
+orientation, towards a point inside the other arm's grip, the column, the
+battery box, the base disk, the carriage, its own shoulder mount, or below the
+floor. After every published solve the commanded configuration is checked with
+``mj_geomDistance`` on every pair MuJoCo's collision filter allows (not the
+IK's pair list). Prints the smallest distance seen, the pair, how many solves
+ended inside the configured clearance and how many penetrated; and, from the
+published arm references of each episode at their publish times, how many
+solves broke the joint speed, acceleration or jerk cap (divided differences,
+which a motion within a cap cannot exceed; relative tolerance 1e-6).
 
-    python benchmarks/ik_collisions.py [--sequences 1000] [--ticks 40] [--no-guard]
+``--qp-only`` measures the QP's clearance rows alone (no post-step guard);
+``--barrier mink`` swaps them for mink's stock ``CollisionAvoidanceLimit``
+(bound divided by dt) on the same pairs.
+
+    python benchmarks/ik_collisions.py [--episodes 1000] [--legs 4] [--seed 0] [--qp-only] [--barrier ours|mink]
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
+from pathlib import Path
 
+import mink
 import numpy as np
 
-from teledora import models
-from teledora.operators.geometry import Pose, quat_normalize
-from teledora.operators.ik.ik_solver import BimanualIk
-from teledora.operators.ik.ik_model import build_ik_model
-from teledora.models.config_files import load_ik_config
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ik_node_driver import MujocoCollisionCheck, NodeDriver, arm_targets, ik_config, make_loop, restart  # noqa: E402
 
-ATTACKS = ("grips_together", "into_chest", "into_floor")
+from teledora.operators.geometry import Pose, quat_normalize  # noqa: E402
+from teledora.operators.ik.ik_loop import IkLoop  # noqa: E402
+from teledora.operators.model.sides import SIDES  # noqa: E402
+
+ATTACKS = ("other_arm", "column", "battery_box", "base_disk", "carriage", "own_mount", "floor")
+LEG_S = 0.5
+MAX_JUMP_M = 0.3
 
 
 @dataclass
 class AdversarialResult:
-    sequences: int
-    ticks: int
-    min_distance_m: float
-    worst_attack: str
-    guard_shortened: int
-    failures: int
-    seconds: float
+    episodes: int
+    solves: int = 0
+    min_distance_m: float = np.inf
+    worst_pair: str = ""
+    worst_attack: str = ""
+    below_clearance: int = 0
+    penetrations: int = 0
+    penetrating_episodes: int = 0
+    failed_solves: int = 0
+    guard_shortened: int = 0
+    relaxed_solves: int = 0
+    seconds: float = 0.0
+    per_attack_min: dict = field(default_factory=dict)
+    cap_violations: dict = field(default_factory=lambda: {"speed": 0, "acceleration": 0, "jerk": 0})
+    cap_peaks: dict = field(default_factory=lambda: {"speed": 0.0, "acceleration": 0.0, "jerk": 0.0})
 
 
-def make_ik(guard: bool = True) -> BimanualIk:
-    config = load_ik_config()
-    settings = config.settings
-    if not guard:
-        settings = replace(settings, collision=replace(config.collision, guard_distance_m=None))
-    model = build_ik_model(models.path(settings.solver.model), settings.solver.add_floor)
-    return BimanualIk(model, models.load_profile(), settings)
+CAP_REL = 1e-6  # relative tolerance of the cap check (float rounding of the divided differences)
 
 
-def attack_targets(ik: BimanualIk, rng: np.random.Generator, attack: str) -> dict[str, Pose]:
-    """Targets of one adversarial leg, from the current configuration."""
+def divided_differences(t_s: np.ndarray, q: np.ndarray, order: int) -> np.ndarray:
+    """order! times the order-th divided differences of samples q at (uneven) times
+    t_s: for a motion whose order-th derivative stays within c, each is within c."""
+    d = q.astype(float)
+    for k in range(1, order + 1):
+        d = (d[1:] - d[:-1]) / (t_s[k:] - t_s[:-k])[:, None]
+    return d * math.factorial(order)
+
+
+def count_cap_violations(res: "AdversarialResult", t_ns: list[int], q: list[np.ndarray], caps) -> None:
+    """Adds one episode's published references to the cap counts and peaks."""
+    t_s, qa = np.array(t_ns, dtype=float) / 1e9, np.array(q)
+    for order, name, cap in ((1, "speed", caps.max_speed_rad_s), (2, "acceleration", caps.max_accel_rad_s2),
+                             (3, "jerk", caps.max_jerk_rad_s3)):
+        if len(qa) <= order:
+            continue
+        worst = np.abs(divided_differences(t_s, qa, order)).max(axis=1)
+        res.cap_violations[name] += int(np.sum(worst > cap * (1 + CAP_REL)))
+        res.cap_peaks[name] = max(res.cap_peaks[name], float(worst.max()))
+
+
+def make_adversarial_loop(qp_only: bool = False, barrier: str = "ours") -> IkLoop:
+    loop = make_loop(ik_config(collision__guard_distance_m=None) if qp_only else None)
+    if barrier == "mink":
+        ik = loop.ik
+        c = ik.settings.collision
+        stock = mink.CollisionAvoidanceLimit(ik.model, [([a], [b]) for a, b in ik.collision_pairs.id_pairs], gain=c.gain,
+                                             minimum_distance_from_collisions=c.minimum_distance_m,
+                                             collision_detection_distance=c.detection_distance_m)
+        assert len(stock.geom_id_pairs) == len(ik.collision_pairs)
+        ik.limits[ik.limits.index(ik.collision_limit)] = stock
+    elif barrier != "ours":
+        raise ValueError(f"barrier must be 'ours' or 'mink', got {barrier!r}")
+    return loop
+
+
+def attack_point(loop: IkLoop, side: str, attack: str, rng: np.random.Generator) -> np.ndarray:
+    """A point (base_link) inside the part ``attack`` names."""
+    ik = loop.ik
     data = ik.configuration.data
-    if attack == "grips_together":
-        mid = 0.5 * (ik.grip_pose("left").position + ik.grip_pose("right").position) + rng.normal(0, 0.05, 3)
-        pl, pr = mid + rng.normal(0, 0.02, 3), mid + rng.normal(0, 0.02, 3)
-    elif attack == "into_chest":
-        chest = data.geom_xpos[ik.model.geom("chest").id]
-        pl, pr = chest + rng.normal(0, 0.05, 3), chest + rng.normal(0, 0.05, 3)
-    else:
-        pl = np.array([rng.uniform(0.05, 0.5), rng.uniform(-0.1, 0.45), rng.uniform(-0.3, 0.02)])
-        pr = np.array([rng.uniform(0.05, 0.5), rng.uniform(-0.45, 0.1), rng.uniform(-0.3, 0.02)])
-    return {
-        "left": Pose.of(pl, quat_normalize(rng.normal(size=4))),
-        "right": Pose.of(pr, quat_normalize(rng.normal(size=4))),
-    }
+    lift_z = float(data.xpos[ik.model.body("vertical_link").id][2])
+    sign = 1.0 if side == "left" else -1.0
+    if attack == "other_arm":
+        other = "right" if side == "left" else "left"
+        return ik.grip_pose(other).position + rng.normal(0, 0.02, 3)
+    if attack == "column":
+        return np.array([rng.uniform(-0.14, 0.03), rng.uniform(-0.05, 0.05), rng.uniform(0.25, 0.95)])
+    if attack == "battery_box":
+        return np.array([rng.uniform(-0.23, 0.03), rng.uniform(-0.08, 0.08), rng.uniform(0.11, 0.26)])
+    if attack == "base_disk":
+        r, a = 0.2 * np.sqrt(rng.uniform()), rng.uniform(0, 2 * np.pi)
+        return np.array([r * np.cos(a), r * np.sin(a), rng.uniform(0.03, 0.13)])
+    if attack == "carriage":
+        return np.array([rng.uniform(0.0, 0.09), rng.uniform(-0.24, 0.24), lift_z + rng.uniform(0.41, 0.48)])
+    if attack == "own_mount":
+        mount = data.xpos[ik.model.body(f"{side}_Base").id]
+        return mount + np.array([rng.uniform(-0.03, 0.08), rng.uniform(-0.03, 0.03), rng.uniform(0.0, 0.12)])
+    return np.array([rng.uniform(0.1, 0.55), sign * rng.uniform(-0.1, 0.45), rng.uniform(-0.15, 0.02)])
 
 
-def run(ik: BimanualIk, sequences: int, ticks: int, seed: int = 0, legs: int = 3) -> AdversarialResult:
+def run(loop: IkLoop, episodes: int, seed: int = 0, legs: int = 4, check: MujocoCollisionCheck | None = None,
+        progress: bool = False) -> AdversarialResult:
     rng = np.random.default_rng(seed)
-    home = np.array([ik.profile.home_q()[n] for n in ik.arm_joint_names])
-    lift_lo, lift_hi = ik.model.jnt_range[ik.model.joint(ik.profile.lift_joint).id]
-    worst, worst_attack = np.inf, ""
+    check = check or MujocoCollisionCheck()
+    res = AdversarialResult(episodes)
+    clearance = loop.ik.settings.collision.minimum_distance_m
+    home = loop.profile.home_q()
+    travel = loop.profile.lift.travel_mm / 1000.0
+    ik = loop.ik
+    stats0 = (ik.failures, ik.guard_shortened, ik.relaxed_solves)
+    arm_names = set(ik.arm_joint_names)
     t0 = time.perf_counter()
-    for _ in range(sequences):
-        ik.reset(home, lift_joint=float(rng.uniform(lift_lo, lift_hi)))
+    for episode in range(episodes):
+        loop = restart(loop)
+        lift = float(rng.uniform(0.0, travel))
+        driver = NodeDriver(loop, home, lift)
+        target = {s: ik.grip_pose(s) for s in SIDES}
+        penetrated = False
+        times: list[int] = []
+        refs: list[np.ndarray] = []
         for _ in range(legs):
-            attack = ATTACKS[int(rng.integers(len(ATTACKS)))]
-            targets = attack_targets(ik, rng, attack)
-            for _ in range(ticks):
-                ik.tick(targets)
-                d = ik.min_proxy_distance(distmax=0.05)
-                if d < worst:
-                    worst, worst_attack = d, attack
-    return AdversarialResult(sequences, ticks, float(worst), worst_attack, ik.guard_shortened, ik.failures,
-                             time.perf_counter() - t0)
+            attacks = {s: ATTACKS[int(rng.integers(len(ATTACKS)))] for s in SIDES}
+            for s in SIDES:
+                goal = attack_point(loop, s, attacks[s], rng)
+                jump = goal - target[s].position
+                n = np.linalg.norm(jump)
+                if n > MAX_JUMP_M:
+                    jump *= MAX_JUMP_M / n
+                target[s] = Pose.of(target[s].position + jump, quat_normalize(rng.normal(size=4)))
+            msg = arm_targets(loop.profile, target)
+
+            def on_solve(solve, attacks=attacks) -> None:
+                nonlocal penetrated
+                cmd = solve.command
+                check.set(cmd["names"], cmd["q_ref"], lift)
+                times.append(solve.t_ns)
+                refs.append(np.array([v for n, v in zip(cmd["names"], cmd["q_ref"]) if n in arm_names]))
+                d, pair = check.closest(0.05)
+                res.solves += 1
+                key = "+".join(sorted(set(attacks.values())))
+                res.per_attack_min[key] = min(res.per_attack_min.get(key, np.inf), d)
+                if d < clearance - 1e-9:
+                    res.below_clearance += 1
+                if d < 0:
+                    res.penetrations += 1
+                    penetrated = True
+                if d < res.min_distance_m:
+                    res.min_distance_m = d
+                    res.worst_pair = f"{check.name(pair[0])} x {check.name(pair[1])}"
+                    res.worst_attack = key
+
+            driver.run(LEG_S, lambda t, msg=msg: msg, on_solve)
+        res.penetrating_episodes += penetrated
+        count_cap_violations(res, times, refs, ik.settings.joint_reference)
+        if progress and (episode + 1) % 10 == 0:
+            print(f"  {episode + 1}/{episodes} episodes, {res.solves} solves, min {res.min_distance_m * 1000:.3f} mm, "
+                  f"{res.below_clearance} under the clearance, {res.penetrations} penetrating, cap violations "
+                  f"{res.cap_violations}, {time.perf_counter() - t0:.0f} s", flush=True)
+    res.failed_solves = ik.failures - stats0[0]
+    res.guard_shortened = ik.guard_shortened - stats0[1]
+    res.relaxed_solves = ik.relaxed_solves - stats0[2]
+    res.seconds = time.perf_counter() - t0
+    return res
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sequences", type=int, default=1000)
-    ap.add_argument("--ticks", type=int, default=40, help="IK ticks per leg (10 ms each)")
+    ap.add_argument("--episodes", type=int, default=1000)
+    ap.add_argument("--legs", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--no-guard", action="store_true", help="QP collision constraints only")
+    ap.add_argument("--qp-only", action="store_true", help="no post-step guard: the QP's rows alone")
+    ap.add_argument("--barrier", choices=("ours", "mink"), default="ours")
+    ap.add_argument("--progress", action="store_true")
     args = ap.parse_args()
-    res = run(make_ik(guard=not args.no_guard), args.sequences, args.ticks, args.seed)
-    print(f"sequences            {res.sequences} x 3 legs x {res.ticks} ticks ({'QP only' if args.no_guard else 'QP + guard'})")
-    print(f"min proxy distance   {res.min_distance_m * 1000:.3f} mm  (worst attack: {res.worst_attack})")
-    print(f"guard-shortened      {res.guard_shortened} steps")
-    print(f"failed solves        {res.failures}")
+    loop = make_adversarial_loop(args.qp_only, args.barrier)
+    check = MujocoCollisionCheck()
+    res = run(loop, args.episodes, args.seed, args.legs, check, args.progress)
+    clearance = loop.ik.settings.collision.minimum_distance_m
+    mode = f"{args.barrier} barrier, " + ("QP rows only" if args.qp_only else "QP rows + exact guard")
+    print(f"episodes             {res.episodes} x {args.legs} legs x {LEG_S} s, targets jump <= {MAX_JUMP_M} m ({mode})")
+    print(f"checked              {res.solves} solves x {len(check.pairs)} geom pairs (MuJoCo's filter, robot + floor)")
+    print(f"min distance         {res.min_distance_m * 1000:.3f} mm  ({res.worst_pair}; attack {res.worst_attack})")
+    print(f"below clearance      {res.below_clearance} solves under {clearance * 1000:.0f} mm")
+    print(f"penetrations         {res.penetrations} solves in {res.penetrating_episodes}/{res.episodes} episodes")
+    caps = loop.ik.settings.joint_reference
+    print("joint caps           " + ", ".join(
+        f"{name} {res.cap_violations[name]} solves over {cap:g} (peak {res.cap_peaks[name]:.4g})"
+        for name, cap in (("speed", caps.max_speed_rad_s), ("acceleration", caps.max_accel_rad_s2),
+                          ("jerk", caps.max_jerk_rad_s3))) + "  [rad/s, rad/s², rad/s³]")
+    print(f"guard-shortened      {res.guard_shortened} steps; relaxed QPs {res.relaxed_solves}; failed {res.failed_solves}")
+    worst = sorted(res.per_attack_min.items(), key=lambda kv: kv[1])[:5]
+    print("closest by attack    " + ", ".join(f"{k} {v * 1000:.2f} mm" for k, v in worst))
     print(f"time                 {res.seconds:.1f} s")
 
 

@@ -1,86 +1,160 @@
-"""IK convergence on random reachable targets.
+"""IK convergence on uniformly sampled reachable, collision-free targets, from
+home and from random starts, driven through ``IkLoop`` as the ``ik`` node
+drives it.
 
-Targets are forward kinematics of random arm configurations (home ± a random
-offset per joint) that keep every proxy pair at least 2 cm apart, so each is
-reachable and collision-free. From home, both arms track their targets with
-the full tick (QP, caps, collision constraints and guard) at 100 Hz; a target
-counts as reached when the grip is within 1 mm and 0.01 rad. Prints the
-fraction reached and the ticks it took (median, p90, max).
+Targets: both arms' joints drawn uniformly over their ranges at a random lift
+height, kept when every proxy pair the IK checks is at least
+``--target-clearance`` apart and both grips lie inside the workspace limits
+(so the node does not move them); the grip poses of that configuration are the
+targets, reachable by construction. Starts: home, or another such random
+configuration. Targets are sent at 90 Hz for ``--max-s`` seconds (the node's
+Cartesian speed caps apply); a trial converges when both grips are within
+1 mm and 0.01 rad. Motion continuity is checked on every solve: no joint may
+move faster than the joint speed cap over the solve's step. Prints the
+fraction converged, the time it took (percentiles), how many trials used the
+global fallback, and the largest joint speed seen.
 
-    python benchmarks/ik_convergence.py [--targets 200] [--max-ticks 600] [--spread 0.6]
+    python benchmarks/ik_convergence.py [--targets 200] [--max-s 6] [--starts home random] [--no-fallback]
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from teledora import models
-from teledora.operators.geometry import Pose, quat_angle
-from teledora.operators.ik.ik_solver import BimanualIk
-from teledora.operators.ik.ik_model import build_ik_model
-from teledora.operators.model.sides import SIDES
-from teledora.models.config_files import load_ik_config
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ik_node_driver import NodeDriver, arm_targets, ik_config, make_loop, restart  # noqa: E402
+
+from teledora.operators.geometry import quat_angle  # noqa: E402
+from teledora.operators.ik.ik_loop import IkLoop  # noqa: E402
+from teledora.operators.model.sides import SIDES  # noqa: E402
 
 POS_TOL_M = 1e-3
 ORI_TOL_RAD = 0.01
 
 
-def random_targets(ik: BimanualIk, n: int, spread: float, rng: np.random.Generator) -> list[dict[str, Pose]]:
-    home = ik.arm_q()
-    out = []
-    while len(out) < n:
-        q = home + rng.uniform(-spread, spread, home.shape)
-        ik.reset(q)
-        if ik.min_proxy_distance() < 0.02:
+def random_configuration(loop: IkLoop, rng: np.random.Generator, clearance: float, lift_height_m: float) -> np.ndarray:
+    """Uniform arm joints (IK order) that are clear of every checked pair by
+    ``clearance`` and put both grips inside the workspace limits."""
+    ik = loop.ik
+    lo, hi = ik.reference.lower_inner, ik.reference.upper_inner
+    lift = loop.profile.lift_height_to_joint(lift_height_m)
+    while True:
+        q = rng.uniform(lo, hi)
+        ik.reset(q, lift_joint=lift)
+        if ik.min_proxy_distance(distmax=clearance) < clearance:
             continue
-        out.append({s: ik.grip_pose(s) for s in SIDES})
-    ik.reset(home)
-    return out
+        if all(loop.limits.contains(s, ik.grip_pose(s).position) for s in SIDES):
+            return q
 
 
-def run(n: int, max_ticks: int, spread: float, seed: int = 0) -> dict[str, float | np.ndarray]:
-    settings = load_ik_config().settings
-    ik = BimanualIk(build_ik_model(models.path(settings.solver.model), True), models.load_profile(), settings)
+def make_trials(loop: IkLoop, n: int, seed: int, clearance: float) -> list[dict]:
     rng = np.random.default_rng(seed)
-    home = ik.arm_q()
-    targets = random_targets(ik, n, spread, rng)
-    ticks = np.full(n, -1)
-    final_pos, final_ori = np.zeros(n), np.zeros(n)
-    t0 = time.perf_counter()
-    for i, tg in enumerate(targets):
-        ik.reset(home)
-        for k in range(1, max_ticks + 1):
-            ik.tick(tg)
-            pos = max(float(np.linalg.norm(ik.grip_pose(s).position - tg[s].position)) for s in SIDES)
-            ori = max(quat_angle(ik.grip_pose(s).orientation, tg[s].orientation) for s in SIDES)
-            if pos <= POS_TOL_M and ori <= ORI_TOL_RAD:
-                ticks[i] = k
-                break
-        final_pos[i], final_ori[i] = pos, ori
-    return {"ticks": ticks, "final_pos": final_pos, "final_ori": final_ori, "seconds": time.perf_counter() - t0}
+    travel = loop.profile.lift.travel_mm / 1000.0
+    ik = loop.ik
+    trials = []
+    for _ in range(n):
+        lift = float(rng.uniform(0.0, travel))
+        q_target = random_configuration(loop, rng, clearance, lift)
+        ik.reset(q_target, lift_joint=loop.profile.lift_height_to_joint(lift))
+        goal = {s: ik.grip_pose(s) for s in SIDES}
+        q_start = random_configuration(loop, rng, clearance, lift)
+        trials.append({"lift": lift, "goal": goal, "q_start": q_start})
+    return trials
+
+
+def run_trial(loop: IkLoop, trial: dict, start: str, max_s: float) -> dict:
+    ik = loop.ik
+    names = ik.arm_joint_names
+    q0 = loop.profile.home_q() if start == "home" else dict(zip(names, trial["q_start"]))
+    driver = NodeDriver(loop, q0, trial["lift"])
+    msg = arm_targets(loop.profile, trial["goal"])
+    engaged0 = ik.fallback.goals_engaged if ik.fallback else 0
+    state = {"t": None, "max_speed": 0.0, "last": None}
+
+    class Done(Exception):
+        pass
+
+    def on_solve(solve) -> None:
+        cmd = solve.command
+        q = np.array(cmd["q_ref"], dtype=float)
+        if state["last"] is not None:
+            t_prev, q_prev = state["last"]
+            state["max_speed"] = max(state["max_speed"], float(np.max(np.abs(q - q_prev))) / ((solve.t_ns - t_prev) / 1e9))
+        state["last"] = (solve.t_ns, q)
+        pos = max(float(np.linalg.norm(ik.grip_pose(s).position - trial["goal"][s].position)) for s in SIDES)
+        ori = max(quat_angle(ik.grip_pose(s).orientation, trial["goal"][s].orientation) for s in SIDES)
+        if pos <= POS_TOL_M and ori <= ORI_TOL_RAD:
+            state["t"] = solve.t_ns / 1e9
+            raise Done
+
+    try:
+        driver.run(max_s, lambda t: msg, on_solve)
+    except Done:
+        pass
+    pos = max(float(np.linalg.norm(ik.grip_pose(s).position - trial["goal"][s].position)) for s in SIDES)
+    return {"t": state["t"], "max_speed": state["max_speed"], "final_pos": pos,
+            "fallback": (ik.fallback.goals_engaged - engaged0) if ik.fallback else 0}
+
+
+def run(n: int, max_s: float, starts: list[str], seed: int = 0, fallback: bool = True, clearance: float = 0.02,
+        library_size: int | None = None,
+        progress: bool = False) -> dict[str, list[dict]]:
+    data = ik_config(global_search__enabled=fallback)
+    if library_size is not None:
+        data["global_search"]["library_size"] = library_size
+    loop = make_loop(data)
+    trials = make_trials(loop, n, seed, clearance)
+    out: dict[str, list[dict]] = {}
+    for start in starts:
+        results = []
+        t0 = time.perf_counter()
+        for k, trial in enumerate(trials):
+            loop = restart(loop)
+            results.append(run_trial(loop, trial, start, max_s))
+            if progress and (k + 1) % 20 == 0:
+                ok = sum(r["t"] is not None for r in results)
+                print(f"  from {start}: {k + 1}/{n}, {ok} converged, {time.perf_counter() - t0:.0f} s", flush=True)
+        out[start] = results
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--targets", type=int, default=200)
-    ap.add_argument("--max-ticks", type=int, default=600)
-    ap.add_argument("--spread", type=float, default=0.6, help="rad, per joint around home")
+    ap.add_argument("--max-s", type=float, default=6.0, help="time allowed per trial (600 ticks of 10 ms)")
+    ap.add_argument("--starts", nargs="+", default=["home", "random"], choices=["home", "random"])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--target-clearance", type=float, default=0.02, help="m between every checked pair at the target")
+    ap.add_argument("--no-fallback", action="store_true", help="local IK only (global_search disabled)")
+    ap.add_argument("--library-size", type=int, default=None,
+                    help="global_search.library_size (default: the shipped ik.yaml's)")
+    ap.add_argument("--progress", action="store_true")
     args = ap.parse_args()
-    res = run(args.targets, args.max_ticks, args.spread)
-    ticks = res["ticks"]
-    ok = ticks > 0
-    print(f"{args.targets} random reachable bimanual targets (home ± {args.spread} rad per joint), 10 ms ticks")
-    print(f"reached within {POS_TOL_M * 1000:.0f} mm / {ORI_TOL_RAD} rad: {ok.sum()}/{len(ticks)} ({100 * ok.mean():.1f} %)")
-    if ok.any():
-        t = ticks[ok]
-        print(f"ticks to converge: median {np.median(t):.0f}, p90 {np.percentile(t, 90):.0f}, max {t.max()}")
-    if (~ok).any():
-        print(f"not reached: final position error median {np.median(res['final_pos'][~ok]) * 1000:.2f} mm, "
-              f"orientation {np.median(res['final_ori'][~ok]):.4f} rad")
-    print(f"time {res['seconds']:.1f} s")
+    res = run(args.targets, args.max_s, args.starts, args.seed, not args.no_fallback, args.target_clearance,
+              args.library_size, args.progress)
+    cap = ik_config()["solver"]["arm_max_speed_rad_s"]
+    print(f"{args.targets} uniformly sampled reachable targets (proxies >= {args.target_clearance * 1000:.0f} mm apart, "
+          f"grips inside the workspace), {args.max_s:.0f} s each, global fallback {'off' if args.no_fallback else 'on'}")
+    for start, results in res.items():
+        t = np.array([r["t"] for r in results if r["t"] is not None])
+        ok = len(t)
+        print(f"from {start:<6}: converged {ok}/{len(results)} ({100 * ok / len(results):.1f} %) within "
+              f"{POS_TOL_M * 1000:.0f} mm / {ORI_TOL_RAD} rad")
+        if ok:
+            print(f"              time to converge median {np.median(t):.2f} s, p90 {np.percentile(t, 90):.2f} s, "
+                  f"max {t.max():.2f} s")
+        failed = [r["final_pos"] for r in results if r["t"] is None]
+        if failed:
+            print(f"              not converged: final position error median {np.median(failed) * 1000:.1f} mm")
+        used = sum(r["fallback"] > 0 for r in results)
+        speed = max(r["max_speed"] for r in results)
+        print(f"              fallback goals used in {used} trials; largest joint speed {speed:.3f} rad/s "
+              f"(cap {cap} rad/s)")
 
 
 if __name__ == "__main__":

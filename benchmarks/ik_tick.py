@@ -1,47 +1,69 @@
-"""IK tick cost: our full tick side by side with a bare mink loop.
+"""IK tick cost: our full tick side by side with a bare mink + DAQP solve of the
+same tasks, and our tick term by term.
 
-Both run the same QP (frame tasks, posture, configuration/velocity/collision
-limits, frozen non-arm joints, DAQP) on the same target sequence — a smooth
-random walk of both grips around the home pose, new targets every tick. "ours" is
-``BimanualIk.tick`` (QP, integrate, joint-reference guard, collision guard,
-backtracking, commit); "ours QP" is only our solve + integrate
-(mink's assembly, DAQP called directly), "bare mink" is ``mink.solve_ik`` +
-``integrate_inplace``.
-Blocks of ticks alternate between the two so machine load hits both alike,
-and each tick is timed in thread CPU time (what the tick itself costs, not
-time spent descheduled on a busy machine) next to wall time. Prints median
-and p99 per tick (ms) and our overhead as a ratio.
+All variants solve the same tasks (both grip frame tasks, the posture task,
+frozen non-arm joints) with the same limits (joint range, speed caps, and
+collision rows on the same geom pairs — every pair the model's collision
+filter allows that an arm joint moves) on the same target sequence: a smooth
+random walk of both grips (<= 0.3 m/s, +-6 cm) around an unfolded working
+posture (``--center home``: around the folded home posture), new targets
+every tick.
 
-    python benchmarks/ik_tick.py [--ticks 4000] [--block 200] [--no-collisions]
+* "ours": ``BimanualIk.tick`` — QP, integrate, joint-reference guard, exact
+  collision guard, backtracking, commit, global fallback bookkeeping.
+* "ours QP": our solve (mink assembly with our clearance rows, DAQP called
+  directly) + integrate only.
+* "bare mink": ``mink.solve_ik`` (DAQP) with mink's stock
+  ``CollisionAvoidanceLimit`` on the same pairs + ``integrate_inplace``.
+
+Blocks of ticks alternate between the variants so machine load hits all
+alike; each tick is timed in thread CPU time. Prints median and p99 per tick,
+the ratios to bare mink, and our tick's cost by phase (mean per tick).
+
+    python benchmarks/ik_tick.py [--ticks 4000] [--block 200] [--no-collisions] [--center ready|home] [--far]
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
-from dataclasses import replace
+from pathlib import Path
 
 import mink
 import numpy as np
 
-from teledora import models
-from teledora.operators.geometry import Pose
-from teledora.operators.ik.ik_solver import BimanualIk
-from teledora.operators.ik.ik_model import build_ik_model
-from teledora.operators.ik.ik_tasks import pose_to_se3
-from teledora.operators.model.sides import SIDES
-from teledora.models.config_files import load_ik_config
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ik_node_driver import ik_config  # noqa: E402
+
+from teledora import models  # noqa: E402
+from teledora.operators.geometry import Pose  # noqa: E402
+from teledora.operators.ik.ik_config import IkConfig  # noqa: E402
+from teledora.operators.ik.ik_model import build_ik_model  # noqa: E402
+from teledora.operators.ik.ik_solver import BimanualIk  # noqa: E402
+from teledora.operators.ik.ik_tasks import pose_to_se3  # noqa: E402
+from teledora.operators.model.sides import SIDES  # noqa: E402
 
 
-def make(collisions: bool) -> BimanualIk:
-    config = load_ik_config()
-    settings = replace(config.settings, collision=replace(config.collision, enabled=collisions))
-    return BimanualIk(build_ik_model(models.path(settings.solver.model), True), models.load_profile(), settings)
+# an unfolded working posture; at the folded home posture the arms' own links
+# block most small moves (the walk then presses them against their mounts and
+# the global fallback keeps searching)
+READY = {"shoulder_pan": 0.0, "shoulder_lift": -0.6, "elbow_flex": 0.3, "wrist_flex": 0.6, "wrist_yaw_joint": 0.0,
+         "wrist_roll": 0.0}
+
+
+def make(collisions: bool, center: str = "ready") -> BimanualIk:
+    settings = IkConfig.from_mapping(ik_config(collision__enabled=collisions)).settings
+    ik = BimanualIk(build_ik_model(models.path(settings.solver.model), True), models.load_profile(), settings)
+    if center == "ready":
+        ik.reset(np.array([READY[n.split("_", 1)[1]] for n in ik.arm_joint_names]))
+        ik.posture_task.set_target(ik.configuration.q)
+    return ik
 
 
 def target_walk(ik: BimanualIk, n: int, seed: int = 0) -> list[dict[str, Pose]]:
-    """Hand-like targets: each grip's velocity does a random walk (≤ 0.3 m/s),
-    its position stays within ±6 cm of home; orientation is kept."""
+    """Hand-like targets: each grip's velocity does a random walk (<= 0.3 m/s),
+    its position stays within +-6 cm of where it starts; orientation is kept."""
     rng = np.random.default_rng(seed)
     home = {s: ik.grip_pose(s) for s in SIDES}
     offset = {s: np.zeros(3) for s in SIDES}
@@ -60,13 +82,36 @@ def target_walk(ik: BimanualIk, n: int, seed: int = 0) -> list[dict[str, Pose]]:
     return out
 
 
+def far_targets(ik: BimanualIk, n: int, seed: int = 0, hold: int = 300) -> list[dict[str, Pose]]:
+    """Far targets: the grips of uniformly drawn collision-free arm
+    configurations, each held for ``hold`` ticks (the global fallback searches)."""
+    rng = np.random.default_rng(seed)
+    q0 = ik.arm_q()
+    lo, hi = ik.reference.lower_inner, ik.reference.upper_inner
+    out: list[dict[str, Pose]] = []
+    while len(out) < n:
+        ik.reset(rng.uniform(lo, hi))
+        if ik.min_proxy_distance(distmax=0.02) < 0.02:
+            continue
+        out += [{s: ik.grip_pose(s) for s in SIDES}] * hold
+    ik.reset(q0)
+    return out[:n]
+
+
 class BareMink:
-    """The same QP assembled straight from mink, integrated in place."""
+    """The same tasks and limits assembled and solved by mink, integrated in place."""
 
     def __init__(self, ik: BimanualIk) -> None:
         self.ik = ik
         self.cfg = ik.configuration
         self.freeze = ik._freezer((True, True))
+        self.limits = [lim for lim in ik.limits if not hasattr(lim, "pairs")]
+        if ik.collision_pairs is not None:
+            c = ik.settings.collision
+            self.limits.append(mink.CollisionAvoidanceLimit(
+                ik.model, [([a], [b]) for a, b in ik.collision_pairs.id_pairs], gain=c.gain,
+                minimum_distance_from_collisions=c.minimum_distance_m,
+                collision_detection_distance=c.detection_distance_m))
 
     def tick(self, targets: dict[str, Pose]) -> None:
         ik = self.ik
@@ -74,14 +119,13 @@ class BareMink:
         for s in SIDES:
             ik.frame_tasks[s].set_target(pose_to_se3(targets[s]))
             tasks.append(ik.frame_tasks[s])
-        v = mink.solve_ik(self.cfg, tasks, ik.dt, ik.settings.solver.qp_solver, damping=ik.settings.solver.regularization,
-                          limits=ik.limits, constraints=[self.freeze])
+        v = mink.solve_ik(self.cfg, tasks, ik.dt, "daqp", damping=ik.settings.solver.regularization,
+                          limits=self.limits, constraints=[self.freeze])
         self.cfg.integrate_inplace(v, ik.dt)
 
 
 class OurSolveIntegrate:
-    """Our QP path only (mink assembly + direct DAQP call) and the integration,
-    without the reference guard, collision guard and backtracking."""
+    """Our QP path only (mink assembly + direct DAQP call) and the integration."""
 
     def __init__(self, ik: BimanualIk) -> None:
         self.ik = ik
@@ -92,16 +136,18 @@ class OurSolveIntegrate:
         ik.configuration.integrate_inplace(v, ik.dt)
 
 
-def measure(ticks: int, block: int, collisions: bool) -> dict[str, np.ndarray]:
-    ours, bare_ik, qp_ik = make(collisions), make(collisions), make(collisions)
+def measure(ticks: int, block: int, collisions: bool, center: str = "ready", far: bool = False):
+    ours, bare_ik, qp_ik = make(collisions, center), make(collisions, center), make(collisions, center)
     bare, qp_only = BareMink(bare_ik), OurSolveIntegrate(qp_ik)
-    walk = target_walk(ours, ticks)
+    walk = far_targets(ours, ticks) if far else target_walk(ours, ticks)
     variants = (("ours", ours.tick), ("ours QP", qp_only.tick), ("bare mink", bare.tick))
     times: dict[str, list[float]] = {name: [] for name, _ in variants}
     wall: dict[str, list[float]] = {name: [] for name, _ in variants}
     for _ in range(50):  # warm-up
         for _, fn in variants:
             fn(walk[0])
+    ours.phase_clock = time.thread_time
+    ours.phase_times = {}
     for start in range(0, ticks, block):
         for name, fn in variants:
             for targets in walk[start:start + block]:
@@ -109,7 +155,11 @@ def measure(ticks: int, block: int, collisions: bool) -> dict[str, np.ndarray]:
                 fn(targets)
                 times[name].append(time.thread_time() - c0)
                 wall[name].append(time.perf_counter() - w0)
-    return {k: np.array(v) * 1e3 for k, v in times.items()}, {k: np.array(v) * 1e3 for k, v in wall.items()}
+    phases = {k: v / ticks * 1e3 for k, v in ours.phase_times.items()}
+    stats = {"guard_shortened": ours.guard_shortened, "pairs": len(ours.collision_pairs or []),
+             "searches": ours.fallback.searches_started if ours.fallback else 0}
+    return ({k: np.array(v) * 1e3 for k, v in times.items()}, {k: np.array(v) * 1e3 for k, v in wall.items()},
+            phases, stats)
 
 
 def main() -> None:
@@ -117,9 +167,15 @@ def main() -> None:
     ap.add_argument("--ticks", type=int, default=4000)
     ap.add_argument("--block", type=int, default=200)
     ap.add_argument("--no-collisions", action="store_true")
+    ap.add_argument("--center", choices=("ready", "home"), default="ready",
+                    help="posture the walk (and the posture task) is centred on")
+    ap.add_argument("--far", action="store_true",
+                    help="instead of the walk, far targets (uniform reachable poses, 3 s each): the fallback searches")
     args = ap.parse_args()
-    res, wall = measure(args.ticks, args.block, not args.no_collisions)
-    print(f"IK tick, AlohaMini2, collisions {'off' if args.no_collisions else 'on'}, {args.ticks} ticks each")
+    res, wall, phases, stats = measure(args.ticks, args.block, not args.no_collisions, args.center, args.far)
+    what = "far targets held 3 s" if args.far else f"walk around {args.center}"
+    print(f"IK tick, AlohaMini2, collisions {'off' if args.no_collisions else 'on'} ({stats['pairs']} geom pairs), "
+          f"{what}, {args.ticks} ticks each, {stats['searches']} global searches")
     print(f"{'':<10} {'cpu median ms':>14} {'cpu p99 ms':>10} {'wall median ms':>15} {'wall p99 ms':>11}")
     for name, t in res.items():
         w = wall[name]
@@ -128,7 +184,12 @@ def main() -> None:
     for name in ("ours", "ours QP"):
         o = res[name]
         print(f"ratio {name}/bare (cpu): median {np.median(o) / np.median(b):.2f}x, "
-              f"p99 {np.percentile(o, 99) / np.percentile(b, 99):.2f}x")
+              f"p99 {np.percentile(o, 99) / np.percentile(b, 99):.2f}x, mean {np.mean(o) / np.mean(b):.2f}x")
+    print("our tick by phase (cpu, mean per tick):")
+    for name, ms in phases.items():
+        print(f"  {name:<24} {ms:7.3f} ms  ({ms / np.mean(b):.2f}x of a bare mink tick)")
+    print(f"  {'total':<24} {sum(phases.values()):7.3f} ms; bare mink mean {np.mean(b):.3f} ms; "
+          f"guard shortened {stats['guard_shortened']} steps")
 
 
 if __name__ == "__main__":

@@ -1,20 +1,28 @@
-"""Collision proxy pairs: which capsule/box/plane proxies must stay apart, how
-far apart they are, and the exact post-step guard built on them.
+"""Collision proxy pairs: which geoms must stay apart, read from the compiled
+model, and how far apart they are.
 
-The IK's collision constraints and its post-step guard both work on the same
-list of geom id pairs, built here from named geom groups (``left_arm``,
-``body``, ...) and a list of group pairs. Pairs whose bodies are welded
-together or are parent and child are dropped (they touch by construction),
-the same filtering rule mink's collision limit applies.
+The pair list is not written by hand. It is every geom pair that MuJoCo's own
+collision filter lets through, computed from the compiled model with the
+filter's rules:
+
+* the two geoms' ``contype`` / ``conaffinity`` bitmasks must match;
+* geoms on the same rigid body, or on bodies welded together, never collide;
+* geoms on a parent and a child body (after welding) never collide, unless
+  one of them is the world;
+* body pairs named in an ``<exclude>`` element never collide;
+* geom pairs named in a ``<pair>`` element always do.
+
+From that list the IK drops the pairs whose relative pose none of its joints
+changes (the base against the floor, the lift carriage against the column):
+the IK cannot move them, and they are the model's business.
 """
 
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Sequence
 
-import mink
 import mujoco
 import numpy as np
 
@@ -22,7 +30,7 @@ from teledora.operators.errors import ConfigError
 
 
 class CollisionPairError(ConfigError):
-    """A collision group or pair names something the model does not have."""
+    """A collision set-up names something the model does not have, or leaves no pair."""
 
 
 @dataclass(frozen=True)
@@ -34,30 +42,71 @@ class ProxyDistance:
     distance_m: float
 
 
-def _geom_id(model: mujoco.MjModel, name: str) -> int:
-    gid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, name)
-    if gid < 0:
-        raise CollisionPairError(f"collision proxy geom {name!r} is not in the model")
-    return int(gid)
+def filter_allowed_pairs(model: mujoco.MjModel) -> list[tuple[int, int]]:
+    """Every geom id pair (g1 < g2) that MuJoCo's collision filter lets through.
+
+    Mirrors the rules of MuJoCo's broadphase filter (see the module docstring);
+    ``tests/operators/ik/test_collision_pairs.py`` checks it against
+    ``mj_collision`` itself.
+    """
+    filter_parent = not (model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_FILTERPARENT)
+    excluded = {int(s) for s in model.exclude_signature}
+    contype, conaffinity = model.geom_contype, model.geom_conaffinity
+    weld = model.body_weldid
+    pairs: set[tuple[int, int]] = set()
+    colliding = [g for g in range(model.ngeom) if contype[g] or conaffinity[g]]
+    for g1, g2 in itertools.combinations(colliding, 2):
+        if not (contype[g1] & conaffinity[g2] or contype[g2] & conaffinity[g1]):
+            continue
+        b1, b2 = int(model.geom_bodyid[g1]), int(model.geom_bodyid[g2])
+        w1, w2 = int(weld[b1]), int(weld[b2])
+        if w1 == w2:
+            continue
+        if filter_parent and w1 != 0 and w2 != 0:
+            if w1 == weld[model.body_parentid[w2]] or w2 == weld[model.body_parentid[w1]]:
+                continue
+        lo, hi = min(b1, b2), max(b1, b2)
+        if (lo << 16) + hi in excluded:
+            continue
+        pairs.add((g1, g2))
+    for g1, g2 in zip(model.pair_geom1, model.pair_geom2):
+        pairs.add((int(min(g1, g2)), int(max(g1, g2))))
+    return sorted(pairs)
 
 
-def _touching_by_construction(model: mujoco.MjModel, g1: int, g2: int) -> bool:
-    """Same or parent/child welded bodies, or geoms that never collide (contype/conaffinity)."""
-    if not (model.geom_contype[g1] & model.geom_conaffinity[g2] or model.geom_contype[g2] & model.geom_conaffinity[g1]):
-        return True
-    w1 = model.body_weldid[model.geom_bodyid[g1]]
-    w2 = model.body_weldid[model.geom_bodyid[g2]]
-    if w1 == w2:
-        return True
-    p1 = model.body_weldid[model.body_parentid[w1]]
-    p2 = model.body_weldid[model.body_parentid[w2]]
-    return bool(w1 == p2 or w2 == p1)
+def moving_dofs(model: mujoco.MjModel, body: int) -> set[int]:
+    """The dofs whose motion moves ``body`` (every joint on its path to the world)."""
+    dofs: set[int] = set()
+    while body != 0:
+        start, count = int(model.body_dofadr[body]), int(model.body_dofnum[body])
+        dofs.update(range(start, start + count))
+        body = int(model.body_parentid[body])
+    return dofs
 
 
-def joint_levers_m(model: mujoco.MjModel, geoms: Sequence[str], joints: Sequence[str]) -> np.ndarray:
+def pairs_moved_by(model: mujoco.MjModel, pairs: Sequence[tuple[int, int]], joints: Sequence[str]) -> list[tuple[int, int]]:
+    """The pairs whose relative pose at least one of ``joints`` changes."""
+    dofs = set()
+    for name in joints:
+        jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
+        if jid < 0:
+            raise CollisionPairError(f"joint {name!r} is not in the model")
+        dofs.add(int(model.jnt_dofadr[jid]))
+    per_body: dict[int, set[int]] = {}
+
+    def of(geom: int) -> set[int]:
+        body = int(model.geom_bodyid[geom])
+        if body not in per_body:
+            per_body[body] = moving_dofs(model, body) & dofs
+        return per_body[body]
+
+    return [(g1, g2) for g1, g2 in pairs if of(g1) ^ of(g2)]
+
+
+def joint_levers_m(model: mujoco.MjModel, geoms: Sequence[int], joints: Sequence[str]) -> np.ndarray:
     """Per joint, an upper bound on how far any point of ``geoms`` below it lies
-    from its anchor (path length through the body tree plus the geom's bounding
-    radius). A step ``dq`` then moves no point of these proxies by more than
+    from its axis (path length through the body tree plus the geom's bounding
+    radius). A step ``dq`` then moves no point of these geoms by more than
     ``sum(lever * |dq|)``."""
     levers = np.zeros(len(joints))
     for j, joint in enumerate(joints):
@@ -65,8 +114,7 @@ def joint_levers_m(model: mujoco.MjModel, geoms: Sequence[str], joints: Sequence
         if jid < 0:
             raise CollisionPairError(f"joint {joint!r} is not in the model")
         jbody = int(model.jnt_bodyid[jid])
-        for name in geoms:
-            g = _geom_id(model, name)
+        for g in geoms:
             length = float(np.linalg.norm(model.geom_pos[g])) + float(model.geom_rbound[g]) + float(np.linalg.norm(model.jnt_pos[jid]))
             body = int(model.geom_bodyid[g])
             while body not in (jbody, 0):
@@ -78,39 +126,27 @@ def joint_levers_m(model: mujoco.MjModel, geoms: Sequence[str], joints: Sequence
 
 
 class CollisionPairs:
-    """Geom id pairs between named groups of proxies.
+    """Geom id pairs that must stay apart, with a bounding-sphere broadphase and
+    exact signed distances (``mj_geomDistance``).
 
     Args:
         model: MuJoCo model holding the proxy geoms.
-        groups: Group name -> proxy geom names.
-        pairs: Group-name pairs whose members must stay apart.
+        id_pairs: Geom id pairs.
 
     Raises:
-        CollisionPairError: unknown group or geom name, or no pair left.
+        CollisionPairError: no pair, or a geom id the model does not have.
     """
 
-    def __init__(self, model: mujoco.MjModel, groups: Mapping[str, Sequence[str]], pairs: Sequence[Sequence[str]]) -> None:
+    def __init__(self, model: mujoco.MjModel, id_pairs: Sequence[tuple[int, int]]) -> None:
+        if not id_pairs:
+            raise CollisionPairError("no collision pair")
+        ids = np.array(sorted({(min(a, b), max(a, b)) for a, b in id_pairs}), dtype=int)
+        if ids.min() < 0 or ids.max() >= model.ngeom or np.any(ids[:, 0] == ids[:, 1]):
+            raise CollisionPairError(f"collision pairs must name two different geoms of the model (0..{model.ngeom - 1})")
         self.model = model
-        ids: dict[str, list[int]] = {g: [_geom_id(model, n) for n in names] for g, names in groups.items()}
-        found: set[tuple[int, int]] = set()
-        self.group_pairs: list[tuple[list[str], list[str]]] = []
-        for pair in pairs:
-            if len(pair) != 2:
-                raise CollisionPairError(f"a collision pair names two groups, got {list(pair)}")
-            a, b = pair
-            for g in (a, b):
-                if g not in ids:
-                    raise CollisionPairError(f"collision pair names unknown group {g!r}; known: {sorted(ids)}")
-            self.group_pairs.append((list(groups[a]), list(groups[b])))
-            for g1, g2 in itertools.product(ids[a], ids[b]):
-                if g1 != g2 and not _touching_by_construction(model, g1, g2):
-                    found.add((min(g1, g2), max(g1, g2)))
-        if not found:
-            raise CollisionPairError("no collision pair left after removing proxies that touch by construction")
-        self.id_pairs: list[tuple[int, int]] = sorted(found)
+        self.id_pairs: list[tuple[int, int]] = [(int(a), int(b)) for a, b in ids]
         self._fromto = np.empty(6)
-        ids_arr = np.array(self.id_pairs, dtype=int)
-        self._g1, self._g2 = ids_arr[:, 0], ids_arr[:, 1]
+        self._g1, self._g2 = ids[:, 0], ids[:, 1]
         is_plane = model.geom_type == mujoco.mjtGeom.mjGEOM_PLANE
         plane1, plane2 = is_plane[self._g1], is_plane[self._g2]
         rbound = model.geom_rbound
@@ -124,23 +160,40 @@ class CollisionPairs:
         self._plane_rother = rbound[self._plane_other]
         self._always_idx = np.flatnonzero(~bounded & ~(plane1 | plane2))
 
+    @classmethod
+    def from_model(cls, model: mujoco.MjModel, joints: Sequence[str]) -> "CollisionPairs":
+        """The pairs MuJoCo's filter allows that ``joints`` can move (see module docstring)."""
+        pairs = pairs_moved_by(model, filter_allowed_pairs(model), joints)
+        if not pairs:
+            raise CollisionPairError("the model's collision filter leaves no pair that these joints move")
+        return cls(model, pairs)
+
     def __len__(self) -> int:
         return len(self.id_pairs)
 
+    @property
+    def geoms(self) -> list[int]:
+        """Every geom id that appears in a pair."""
+        return sorted({g for pair in self.id_pairs for g in pair})
+
+    def name(self, geom: int) -> str:
+        return mujoco.mj_id2name(self.model, mujoco.mjtObj.mjOBJ_GEOM, geom) or f"geom{geom}"
+
+    def distance(self, data: mujoco.MjData, k: int, distmax: float) -> float:
+        """Signed distance of pair ``k`` (capped at ``distmax``), kinematics already computed."""
+        g1, g2 = self.id_pairs[k]
+        return float(mujoco.mj_geomDistance(self.model, data, g1, g2, distmax, self._fromto))
+
     def distances(self, data: mujoco.MjData, distmax: float = 1.0) -> np.ndarray:
         """Signed distance of every pair (capped at ``distmax``), kinematics already computed."""
-        out = np.empty(len(self.id_pairs))
-        for k, (g1, g2) in enumerate(self.id_pairs):
-            out[k] = mujoco.mj_geomDistance(self.model, data, g1, g2, distmax, self._fromto)
-        return out
+        return np.array([self.distance(data, k, distmax) for k in range(len(self.id_pairs))])
 
     def closest(self, data: mujoco.MjData, distmax: float = 1.0) -> ProxyDistance:
         """The pair with the smallest signed distance."""
         d = self.distances(data, distmax)
         k = int(np.argmin(d))
         g1, g2 = self.id_pairs[k]
-        name = lambda g: mujoco.mj_id2name(self.model, mujoco.mjtObj.mjOBJ_GEOM, g)  # noqa: E731
-        return ProxyDistance(name(g1), name(g2), float(d[k]))
+        return ProxyDistance(self.name(g1), self.name(g2), float(d[k]))
 
     def near(self, data: mujoco.MjData, distmax: float) -> np.ndarray:
         """Indices of pairs that may be closer than ``distmax`` (bounding-sphere
@@ -159,112 +212,29 @@ class CollisionPairs:
 
     def distances_of(self, data: mujoco.MjData, indices: np.ndarray, distmax: float) -> np.ndarray:
         """Signed distances of the pairs at ``indices`` (capped at ``distmax``)."""
-        out = np.empty(len(indices))
-        for j, k in enumerate(indices):
-            g1, g2 = self.id_pairs[k]
-            out[j] = mujoco.mj_geomDistance(self.model, data, g1, g2, distmax, self._fromto)
-        return out
+        return np.array([self.distance(data, int(k), distmax) for k in indices], dtype=float)
 
     def distances_near(self, data: mujoco.MjData, distmax: float) -> np.ndarray:
         """Like :meth:`distances` but pairs outside the broadphase read ``distmax``."""
         out = np.full(len(self.id_pairs), distmax)
         for k in self.near(data, distmax):
-            g1, g2 = self.id_pairs[k]
-            out[k] = mujoco.mj_geomDistance(self.model, data, g1, g2, distmax, self._fromto)
+            out[k] = self.distance(data, int(k), distmax)
         return out
 
-    def min_distance(self, data: mujoco.MjData, distmax: float = 1.0) -> float:
-        """Smallest signed distance over all pairs, capped at ``distmax``
-        (kinematics already computed)."""
+    def moved_by(self, joints: Sequence[str]) -> np.ndarray:
+        """Indices of the pairs whose relative pose one of ``joints`` changes."""
+        moved = set(pairs_moved_by(self.model, self.id_pairs, joints))
+        return np.array([k for k, p in enumerate(self.id_pairs) if p in moved], dtype=int)
+
+    def min_distance(self, data: mujoco.MjData, distmax: float = 1.0, among: np.ndarray | None = None) -> float:
+        """Smallest signed distance over all pairs (or the pairs at indices
+        ``among``), capped at ``distmax`` (kinematics already computed)."""
         best = distmax
-        for k in self.near(data, distmax):
-            g1, g2 = self.id_pairs[k]
-            d = mujoco.mj_geomDistance(self.model, data, g1, g2, best, self._fromto)
+        near = self.near(data, distmax)
+        if among is not None:
+            near = np.intersect1d(near, among, assume_unique=False)
+        for k in near:
+            d = self.distance(data, int(k), best)
             if d < best:
                 best = d
         return float(best)
-
-
-class RecordingLimit(mink.Limit):
-    """Delegates to a limit and keeps its last constraint (the collision rows
-    tell the guard which pairs were inside the detection range)."""
-
-    def __init__(self, inner: mink.Limit) -> None:
-        self.inner = inner
-        self.last: mink.limits.Constraint | None = None
-
-    def compute_qp_inequalities(self, configuration: mink.Configuration, dt: float) -> mink.limits.Constraint:
-        self.last = self.inner.compute_qp_inequalities(configuration, dt)
-        return self.last
-
-
-class CollisionGuard:
-    """Exact check of a joint step: no proxy pair may end closer than the guard
-    distance unless it is moving apart; an unsafe step is shortened by bisection.
-
-    Args:
-        pairs: The proxy pairs (must list the same pairs as ``limit``).
-        limit: The QP's collision limit; wrapped so its rows can be read back.
-        guard_distance_m: Guard distance, or None to accept every step.
-        detection_distance_m: The limit's detection range.
-        levers: Per joint of the joint vector, a bound on proxy motion per rad
-            (see :func:`joint_levers_m`), or None to always measure every pair.
-    """
-
-    def __init__(self, pairs: CollisionPairs, limit: mink.CollisionAvoidanceLimit, guard_distance_m: float | None,
-                 detection_distance_m: float, levers: np.ndarray | None) -> None:
-        self.pairs = pairs
-        self.rows = RecordingLimit(limit)
-        self.guard = guard_distance_m
-        self.detection = detection_distance_m
-        self.levers = levers
-        ours = {p: k for k, p in enumerate(pairs.id_pairs)}
-        theirs = [tuple(p) for p in limit.geom_id_pairs]
-        # the QP's rows can stand in for a broadphase only when both list the same pairs
-        self.row_to_pair = np.array([ours[p] for p in theirs]) if set(theirs) == set(ours) else None
-
-    def _fast_accept(self, q_from: np.ndarray, q_to: np.ndarray, data: mujoco.MjData) -> float | None:
-        """Min distance when the step is provably fine from the QP's rows alone, else None."""
-        rows = self.rows.last
-        if self.levers is None or self.row_to_pair is None or rows is None or rows.h is None or self.guard is None:
-            return None
-        motion = float(self.levers @ np.abs(q_to - q_from))
-        if motion >= self.detection - self.guard:
-            return None  # something outside the detection range could get close
-        d_near = self.pairs.distances_of(data, self.row_to_pair[np.isfinite(rows.h)], self.guard + 1e-6)
-        if d_near.size == 0:
-            return self.detection
-        return float(d_near.min()) if d_near.min() >= self.guard else None
-
-    def check(self, q_from: np.ndarray, q_to: np.ndarray,
-              move: Callable[[np.ndarray], mujoco.MjData]) -> tuple[np.ndarray, float, float]:
-        """Returns (q, fraction of the step kept, min distance seen near the guard
-        distance); ``move(q)`` sets the kinematics to q and returns the data. The
-        kinematics are left at the returned q."""
-        data = move(q_to)
-        if self.guard is None:
-            return q_to, 1.0, float("nan")
-        fast = self._fast_accept(q_from, q_to, data)
-        if fast is not None:
-            return q_to, 1.0, fast
-        guard, distmax = self.guard, self.guard + 1e-6
-        d_to = self.pairs.distances_near(data, distmax)
-        if d_to.min() >= guard:
-            return q_to, 1.0, float(d_to.min())
-        d_from = self.pairs.distances_near(move(q_from), distmax)
-
-        def safe(d: np.ndarray) -> bool:
-            return bool(np.all((d >= guard) | (d >= d_from)))
-
-        if safe(d_to):
-            move(q_to)
-            return q_to, 1.0, float(d_to.min())
-        lo, hi = 0.0, 1.0
-        for _ in range(12):
-            mid = 0.5 * (lo + hi)
-            if safe(self.pairs.distances_near(move(q_from + mid * (q_to - q_from)), distmax)):
-                lo = mid
-            else:
-                hi = mid
-        q = q_from + lo * (q_to - q_from)
-        return q, lo, float(self.pairs.distances_near(move(q), distmax).min())

@@ -1,5 +1,5 @@
-"""ik.yaml as one checked dataclass: the solver, collision avoidance and joint
-reference (what :class:`~teledora.operators.ik.ik_solver.BimanualIk` needs),
+"""ik.yaml as one checked dataclass: the solver, collision avoidance, joint
+reference and global fallback (what :class:`~teledora.operators.ik.ik_solver.BimanualIk` needs),
 the workspace limits and node timing (the ik node's loop) and the path planner."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from typing import Any, Mapping
 
 from teledora.operators.config import config_from_mapping
 from teledora.operators.ik.cartesian_path import PathConfig
+from teledora.operators.ik.global_search import GlobalSearchConfig
 from teledora.operators.ik.ik_loop import IkNodeConfig
 from teledora.operators.ik.ik_settings import CollisionConfig, IkConfigError, IkSettings, SolverConfig
 from teledora.operators.ik.joint_reference import JointReferenceConfig
@@ -22,6 +23,7 @@ class IkConfig:
     solver: SolverConfig
     collision: CollisionConfig
     joint_reference: JointReferenceConfig
+    global_search: GlobalSearchConfig
     workspace: WorkspaceConfig
     node: IkNodeConfig
     path: PathConfig
@@ -29,7 +31,7 @@ class IkConfig:
     @property
     def settings(self) -> IkSettings:
         """The solver-side sections, as the IK takes them."""
-        return IkSettings(self.solver, self.collision, self.joint_reference)
+        return IkSettings(self.solver, self.collision, self.joint_reference, self.global_search)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> "IkConfig":

@@ -122,6 +122,7 @@ class IkLoop:
         self.home_limiters = {s: CartesianSpeedLimiter(home_caps) for s in SIDES}
         self.home_kinematics = GripKinematics(self.ik.model, self.profile)
         self.home_q = self.profile.home_q()
+        self.goals: dict[str, Pose | None] = {s: None for s in SIDES}
         self._lift_adr = int(self.ik.model.joint(self.profile.lift_joint).qposadr[0])
 
     # -- inputs ---------------------------------------------------------------
@@ -212,6 +213,15 @@ class IkLoop:
     # -- one solve ------------------------------------------------------------
 
     def _arm_target(self, side: str, now_ns: int, dt: float) -> Pose | None:
+        """This step's target for one arm (None: it holds); its unshaped goal
+        is left in ``self.goals``."""
+        self.goals[side] = None
+        target = self._shaped_target(side, now_ns, dt)
+        if target is not None and self.goals[side] is None:
+            self.goals[side] = target
+        return target
+
+    def _shaped_target(self, side: str, now_ns: int, dt: float) -> Pose | None:
         arm = self.arms[side]
         if self.joint_stamp_ns is None or now_ns - self.joint_stamp_ns > self.config.joint_state_timeout_s * 1e9:
             arm.status = "stale_feedback"
@@ -257,6 +267,7 @@ class IkLoop:
         if not arm.was_active or not self.limiters[side].initialized:
             pose = self.ik.grip_pose(side)
             self.limiters[side].reset(pose.position, pose.orientation)
+        self.goals[side] = Pose.of(projected.position, t["orientation"])
         shaped = self.limiters[side].step(projected.position, t["orientation"], dt, bool(t["slow"]))
         arm.rate_limited = shaped.rate_limited
         lo, hi = self.ik.gripper_range(side)
@@ -273,6 +284,7 @@ class IkLoop:
         if not limiter.initialized:
             pose = self.ik.grip_pose(side)
             limiter.reset(pose.position, pose.orientation)
+        self.goals[side] = home
         shaped = limiter.step(home.position, home.orientation, dt, False)
         arm.rate_limited = shaped.rate_limited
         arm.projection_m = 0.0
@@ -290,9 +302,14 @@ class IkLoop:
         dt = min(2.0 * self.ik.dt, max(elapsed, self.config.min_solve_spacing_s))
         targets = {s: self._arm_target(s, now_ns, dt) for s in SIDES}
         self._resync_holding_arms(targets, now_ns)
-        result = self.ik.tick(targets, dt)
+        result = self.ik.tick(targets, dt, goals=dict(self.goals))
         for s in SIDES:
             self.arms[s].was_active = targets[s] is not None and result.status == "ok"
+            if result.arrived.get(s):
+                # the global fallback brought the arm to its goal in joint space:
+                # the speed-shaped target continues from where the grip is
+                pose = self.ik.grip_pose(s)
+                (self.home_limiters if self.homing[s] else self.limiters)[s].reset(pose.position, pose.orientation)
             if result.status == "failed" and targets[s] is not None:
                 self.arms[s].status = "failed"
         self.last_solve_ns = now_ns
@@ -338,6 +355,7 @@ class IkLoop:
             "plans_refused": self.ik.plans_refused,
             "resyncs": self.resyncs,
             "resets": self.resets,
+            "global_search": self.ik.fallback.details() if self.ik.fallback is not None else {},
             "homing": dict(self.homing),
             "home_timeouts": self.home_timeouts,
             "last_status": r.status if r else "",

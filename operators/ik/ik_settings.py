@@ -10,6 +10,7 @@ from typing import Any, Mapping
 
 from teledora.operators.errors import ConfigError
 from teledora.operators.config import config_from_mapping
+from teledora.operators.ik.global_search import GlobalSearchConfig
 from teledora.operators.ik.joint_reference import JointReferenceConfig
 
 
@@ -51,21 +52,29 @@ class SolverConfig:
 
 @dataclass(frozen=True)
 class CollisionConfig:
-    """The ``collision`` section: proxy groups and pairs, the QP rows' gain and distances, the guard distance."""
+    """The ``collision`` section: the clearance barrier's gain, distances and margin,
+    and the guard distance. Which geom pairs are checked is not configured here: it is
+    every pair the model's collision filter allows that an arm joint moves
+    (``collision_pairs.CollisionPairs.from_model``)."""
 
     enabled: bool
     gain: float
     minimum_distance_m: float
     detection_distance_m: float
     guard_distance_m: float | None
-    groups: dict[str, tuple[str, ...]]
-    pairs: tuple[tuple[str, str], ...]
+    barrier_margin_m: float
 
     def __post_init__(self) -> None:
         if not 0 < self.gain <= 1:
             raise IkConfigError("gain must be in (0, 1]")
-        if self.detection_distance_m <= self.minimum_distance_m:
-            raise IkConfigError("detection_distance_m must exceed minimum_distance_m")
+        if self.minimum_distance_m < 0:
+            raise IkConfigError("minimum_distance_m must be >= 0")
+        if self.barrier_margin_m < 0:
+            raise IkConfigError("barrier_margin_m must be >= 0")
+        if self.detection_distance_m <= self.minimum_distance_m + self.barrier_margin_m:
+            raise IkConfigError("detection_distance_m must exceed minimum_distance_m + barrier_margin_m")
+        if self.guard_distance_m is not None and not 0 <= self.guard_distance_m <= self.minimum_distance_m:
+            raise IkConfigError("guard_distance_m must be in [0, minimum_distance_m] (or null: no guard)")
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> "CollisionConfig":
@@ -80,3 +89,4 @@ class IkSettings:
     solver: SolverConfig
     collision: CollisionConfig
     joint_reference: JointReferenceConfig
+    global_search: GlobalSearchConfig | None  # None: no global fallback (the search's own solver)

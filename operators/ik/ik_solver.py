@@ -5,26 +5,34 @@ cost 12, orientation cost 2, Levenberg–Marquardt damping 0.1), a posture task
 pulls towards the home posture, a Tikhonov term regularises the Hessian. The
 QP runs over the full model tangent space; base, lift and grippers (and any
 held arm) are frozen with equality constraints. Inequalities: joint range
-(configuration limit), arm speed caps, and collision-avoidance rows between
-the capsule/box/plane proxies — mink's formulation, whose bound on the
-displacement is ``gain * (d - d_min) / dt``. The QP looks ahead by one tick
-plus a braking distance, so its step is a *goal* the reference can cruise
-towards at full speed and still stop at. The goal is
+(configuration limit), arm speed caps, and clearance rows for every proxy pair
+the model's collision filter allows (:class:`ClearanceLimit`: a pair may close
+at most ``gain * (d - d_min)`` in one step — a distance on the displacement
+QP, where mink's stock limit puts ``gain * (d - d_min) / dt``). The QP looks
+ahead by one tick plus a braking distance, so its step is a *goal* the
+reference can cruise towards at full speed and still stop at. The goal is
 passed through an exact collision guard (shortened until every proxy pair
-stays above ``guard_distance_m``) and the merit backtracking, then handed to
+stays above ``guard_distance_m`` or stops closing) and the merit
+backtracking, then handed to
 the jerk-limited :class:`JointReference`, which moves towards it under the
 speed, acceleration and jerk caps. The path of the new plans passes the same
 guard every control period until it stops, or the arm brakes or keeps the plan
 it had; where the reference is after the tick becomes the solver's own
 reference configuration.
 
+When an arm's target is far, or its tracking stalls, a global multi-start
+search (:class:`GlobalFallback`) looks for joint configurations that reach
+it; the one it picks becomes that arm's joint-space goal for the QP (a
+posture term on that arm in place of its grip task), approached through the
+same caps, rows, guard and reference — never jumped to.
+
 The numbers come from ``models/alohamini2/ik.yaml``; nothing is hard-coded.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Callable, Mapping, Sequence
 
 import daqp
 import mink
@@ -33,13 +41,18 @@ import numpy as np
 import numpy.typing as npt
 
 from teledora.operators.errors import TeledoraError
-from teledora.operators.ik.collision_pairs import CollisionGuard, CollisionPairs, joint_levers_m
+from teledora.operators.ik.clearance_limit import ClearanceLimit
+from teledora.operators.ik.collision_guard import CollisionGuard
+from teledora.operators.ik.collision_pairs import CollisionPairs, joint_levers_m
+from teledora.operators.ik.global_search import GlobalFallback
 from teledora.operators.ik.ik_settings import IkConfigError, IkSettings
 from teledora.operators.ik.ik_tasks import MeritFrameTask, MeritPostureTask, pose_to_se3
 from teledora.operators.ik.joint_reference import SAFER, JointReference
 from teledora.operators.geometry import Pose, matrix_to_quat
 from teledora.operators.model.robot_profile import RobotProfile
 from teledora.operators.model.sides import SIDES
+
+GOAL_COST = 2.0  # posture cost (1/rad) pulling an arm to its global-search joint goal
 
 
 class IkSolveError(TeledoraError, RuntimeError):
@@ -57,6 +70,8 @@ class TickResult:
     step_fraction: float = 1.0  # < 1 when the collision guard shortened the step
     min_distance_m: float = float("inf")  # smallest proxy distance seen by the guard (capped near the guard distance)
     error: str = ""
+    goal_mode: dict[str, bool] = field(default_factory=dict)  # arms moving to a global-search joint goal
+    arrived: dict[str, bool] = field(default_factory=dict)  # arms that reached it this tick
 
 
 class BimanualIk:
@@ -65,10 +80,13 @@ class BimanualIk:
     Args:
         model: MuJoCo model (use :func:`build_ik_model`).
         profile: Robot profile (joint names, grip sites, home posture).
-        settings: Solver, collision and joint-reference settings.
+        settings: Solver, collision, joint-reference and global-search settings.
+        with_fallback: Build the global fallback when the settings enable it
+            (False for the fallback's own search solver).
     """
 
-    def __init__(self, model: mujoco.MjModel, profile: RobotProfile, settings: IkSettings) -> None:
+    def __init__(self, model: mujoco.MjModel, profile: RobotProfile, settings: IkSettings,
+                 with_fallback: bool = True) -> None:
         self.model = model
         self.profile = profile
         self.settings = settings
@@ -106,19 +124,12 @@ class BimanualIk:
         ]
         self.collision_pairs: CollisionPairs | None = None
         if c.enabled:
-            self.collision_pairs = CollisionPairs(model, c.groups, c.pairs)
-            self.collision_limit = mink.CollisionAvoidanceLimit(
-                model,
-                [(list(a), list(b)) for a, b in self.collision_pairs.group_pairs],
-                gain=c.gain,
-                minimum_distance_from_collisions=c.minimum_distance_m,
-                collision_detection_distance=c.detection_distance_m,
-            )
-            proxies = [g for group in c.groups.values() for g in group]
-            levers = joint_levers_m(model, proxies, self.arm_joint_names)
-            self.guard = CollisionGuard(self.collision_pairs, self.collision_limit, c.guard_distance_m,
-                                        c.detection_distance_m, levers)
-            self.limits.append(self.guard.rows)
+            self.collision_pairs = CollisionPairs.from_model(model, self.arm_joint_names)
+            self.collision_limit = ClearanceLimit(self.collision_pairs, c.gain, c.minimum_distance_m,
+                                                  c.detection_distance_m, c.barrier_margin_m)
+            levers = joint_levers_m(model, self.collision_pairs.geoms, self.arm_joint_names)
+            self.guard = CollisionGuard(self.collision_pairs, self.collision_limit, c.guard_distance_m, levers)
+            self.limits.append(self.collision_limit)
         self._freezers: dict[tuple[bool, bool], mink.DofFreezingTask] = {}
 
         lower = np.array([model.jnt_range[self._jid[n]][0] for n in self.arm_joint_names])
@@ -135,7 +146,26 @@ class BimanualIk:
         self.guard_shortened = 0
         self.backtracked = 0
         self.plans_refused = 0  # reference plans whose path failed the collision guard
+        self.relaxed_solves = 0  # QPs solved again with approach-only clearance rows
         self._scratch = mujoco.MjData(model)  # kinematics for checking plan paths
+        # optional per-phase timing of tick(): a clock passed in by the caller (benchmarks)
+        self.phase_clock: Callable[[], float] | None = None
+        self.phase_times: dict[str, float] = {}
+
+        # joint-space goal terms for arms the global fallback moves (cost on that arm only)
+        self.goal_tasks: dict[str, MeritPostureTask] = {}
+        for side in SIDES:
+            cost = np.zeros(model.nv)
+            cost[self._side_dofs[side]] = GOAL_COST
+            self.goal_tasks[side] = MeritPostureTask(model, cost=cost)
+        self.fallback: GlobalFallback | None = None
+        g = settings.global_search
+        if with_fallback and g is not None and g.enabled:
+            # the search wants the target exactly: longer steps, no pull towards home,
+            # no collision rows (a solution is checked for clearance once found)
+            search_settings = replace(settings, solver=replace(s, control_period_s=g.step_s, posture_cost=0.0),
+                                      collision=replace(c, enabled=False), global_search=None)
+            self.fallback = GlobalFallback(self, BimanualIk(model, profile, search_settings, with_fallback=False), g)
 
     # -- model access ---------------------------------------------------------
 
@@ -168,6 +198,8 @@ class BimanualIk:
         q[self._qadr] = self.reference.clamp(values)
         self.configuration.update(q)
         self.reference.reset(self.arm_q())
+        if getattr(self, "fallback", None) is not None:
+            self.fallback.clear()
 
     def resync_arm(self, side: str, joint_q: Mapping[str, float]) -> None:
         """Moves one arm's reference to measured values, at rest (the other arm
@@ -178,6 +210,8 @@ class BimanualIk:
         q[index] = [float(joint_q[j]) for j in self.profile.arms[side].joints]
         self.reference.reset_joints(index, q)
         self._set_q(self.reference.q)
+        if self.fallback is not None:
+            self.fallback.clear(side)
 
     def set_lift(self, lift_joint: float) -> None:
         """Moves the (frozen) lift joint of the reference configuration."""
@@ -216,11 +250,19 @@ class BimanualIk:
             self._freezers[active] = mink.DofFreezingTask(self.model, dof_indices=sorted(set(dofs)))
         return self._freezers[active]
 
-    def _set_targets(self, targets: Mapping[str, Pose | None]) -> list[mink.Task]:
+    def _set_targets(self, targets: Mapping[str, Pose | None],
+                     joint_goals: Mapping[str, np.ndarray] | None = None) -> list[mink.Task]:
         tasks: list[mink.Task] = [self.posture_task]
         for side in SIDES:
             target = targets.get(side)
-            if target is not None:
+            if target is None:
+                continue
+            if joint_goals and side in joint_goals:
+                q = self.configuration.q.copy()
+                q[self._qadr[self.joint_index(self.profile.arms[side].joints)]] = joint_goals[side]
+                self.goal_tasks[side].set_target(q)
+                tasks.append(self.goal_tasks[side])
+            else:
                 self.frame_tasks[side].set_target(pose_to_se3(target))
                 tasks.append(self.frame_tasks[side])
         return tasks
@@ -260,6 +302,24 @@ class BimanualIk:
         return self._solve(self._set_targets(targets), tuple(targets.get(side) is not None for side in SIDES))
 
     def _solve(self, tasks: Sequence[mink.Task], active: tuple[bool, bool], dt: float | None = None) -> np.ndarray:
+        """The QP velocity; when the clearance rows' push-out makes the QP
+        infeasible (two obstacles pinching a link), it is solved again with rows
+        that only forbid approach (always feasible: standing still satisfies them)."""
+        try:
+            return self._solve_once(tasks, active, dt)
+        except IkSolveError:
+            limit = getattr(self, "collision_limit", None)
+            if limit is None or not np.any(limit.bound(limit.active_distances) < 0):
+                raise
+        self.collision_limit.relaxed = True
+        try:
+            v = self._solve_once(tasks, active, dt)
+        finally:
+            self.collision_limit.relaxed = False
+        self.relaxed_solves += 1
+        return v
+
+    def _solve_once(self, tasks: Sequence[mink.Task], active: tuple[bool, bool], dt: float | None = None) -> np.ndarray:
         """mink assembles the QP; DAQP is called directly (inactive collision rows
         dropped, no per-call limit check: the joint reference keeps every joint
         strictly inside its range). Any other solver goes through mink.solve_ik."""
@@ -303,13 +363,17 @@ class BimanualIk:
 
         return self.guard.check(q_from, q_to, move)
 
-    def tick(self, targets: Mapping[str, Pose | None], dt: float | None = None) -> TickResult:
+    def tick(self, targets: Mapping[str, Pose | None], dt: float | None = None,
+             goals: Mapping[str, Pose | None] | None = None) -> TickResult:
         """Solves for a goal, guards it and advances the reference by one step.
 
         Args:
             targets: Per arm, a grip target or None (the arm holds).
             dt: Length of this step in seconds (default: the control period);
                 the reference advances by it along its jerk-limited plan.
+            goals: Per arm, where the target is going (the requested pose before
+                any speed shaping; default: ``targets``): what the global
+                fallback searches for.
 
         A hold or a failed QP sets no new goal: the reference keeps following
         its plan (a moving arm brakes to its last goal within the caps).
@@ -320,26 +384,59 @@ class BimanualIk:
         active = {side: targets.get(side) is not None for side in SIDES}
         q_prev = self.reference.q
         if not any(active.values()):
+            if self.fallback is not None:
+                self.fallback.plan({})
             return self._coast("hold", dt, active)
         horizon = dt + self.lookahead_s
+        lap = self._lap
+        t = lap(None, 0.0)
+        joint_goals: dict[str, np.ndarray] = {}
+        if self.fallback is not None:
+            goals = targets if goals is None else goals
+            joint_goals = self.fallback.plan({s: goals.get(s) if active[s] else None for s in SIDES})
+        goal_mode = {side: side in joint_goals for side in SIDES}
+        t = lap("fallback plan", t)
         try:
-            tasks = self._set_targets(targets)
+            tasks = self._set_targets(targets, joint_goals)
             v = self._solve(tasks, (active["left"], active["right"]), horizon)
             merit0 = sum(t.last_merit for t in tasks)  # recorded while the QP was assembled
         except IkSolveError as exc:
             self.failures += 1
             self._set_q(q_prev)
-            return self._coast("failed", dt, active, str(exc))
+            result = self._coast("failed", dt, active, str(exc))
+            result.goal_mode = goal_mode
+            return result
         self.solves += 1
+        t = lap("QP (assembly + DAQP)", t)
         q_goal = self.reference.clamp(self.configuration.integrate(v, horizon)[self._qadr])
+        t = lap("integrate", t)
         q_goal, fraction, dmin = self._guard(q_prev, q_goal)
         if fraction < 1.0:
             self.guard_shortened += 1
+        t = lap("collision guard", t)
         q_goal = self._backtrack(q_prev, q_goal, tasks, merit0)
+        t = lap("backtracking", t)
         q_new = self._checked_proposal(q_prev, q_goal, dt)
+        t = lap("joint reference + path check", t)
         self.reference.commit(q_new, dt)
         self._set_q(q_new)
-        return TickResult("ok", self.reference.q, self.reference.dq, active, fraction, dmin)
+        arrived = {side: False for side in SIDES}
+        if self.fallback is not None:
+            arrived = self.fallback.after_tick(self.reference.q)
+            self.fallback.search_step()
+        lap("fallback search", t)
+        return TickResult("ok", self.reference.q, self.reference.dq, active, fraction, dmin,
+                          goal_mode=goal_mode, arrived=arrived)
+
+    def _lap(self, phase: str | None, since: float) -> float:
+        """Adds the time since ``since`` to ``phase_times[phase]`` when a
+        ``phase_clock`` was given (benchmarks); returns the clock's reading."""
+        if self.phase_clock is None:
+            return 0.0
+        now = self.phase_clock()
+        if phase is not None:
+            self.phase_times[phase] = self.phase_times.get(phase, 0.0) + (now - since)
+        return now
 
     def _checked_proposal(self, q_prev: np.ndarray, q_goal: np.ndarray, dt: float) -> np.ndarray:
         """Proposes ``q_goal`` to the reference and checks, with the collision

@@ -134,7 +134,7 @@ def test_every_profile_name_exists_in_the_model() -> None:
         assert mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, cam) >= 0, cam
     for site in ("lidar_front", "lidar_back", "flow_sensor"):
         assert mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, site) >= 0, site
-    for geom in ("tower", "chest", "floor"):
+    for geom in ("column_mid_proxy", "carriage_plate_proxy", "floor"):
         assert mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, geom) >= 0, geom
 
 

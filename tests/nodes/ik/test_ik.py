@@ -123,13 +123,20 @@ def test_waits_for_feedback_then_holds_the_measured_pose():
     assert diags[0]["level"] == "warn" and "waiting" in diags[0]["message"]
 
 
+# an unfolded posture: at the folded home posture the arm's own links leave
+# little room to move in most directions
+READY = dict(HOME, **{f"{s}_{j}": v for s in ("left", "right")
+                      for j, v in {"shoulder_lift": -0.6, "elbow_flex": 0.3, "wrist_flex": 0.6}.items()})
+
+
 def test_targets_are_tracked_with_capped_speed_and_feedforward():
-    goal_l = GRIP_POS["left"] + [0.05, 0.03, 0.04]
-    goal_r = GRIP_POS["right"] + [0.04, -0.02, -0.05]
-    inputs = startup()
+    ready_grips = fk(np.array([READY[n] for n in ARM]), ARM)
+    goal_l = ready_grips["left"] + [0.05, 0.03, 0.04]
+    goal_r = ready_grips["right"] + [0.04, -0.02, -0.05]
+    inputs = [(0, "lift", lift(0)), (0, "joint_states", joints(0, READY))]
     t = 10 * MS
     for k in range(120):
-        inputs.append((t, "joint_states", joints(t)))
+        inputs.append((t, "joint_states", joints(t, READY)))
         inputs.append((t, "arm_targets", targets(t, arm(goal_l), arm(goal_r, gripper=9.0))))
         t += 10 * MS
     cmds, _ = run(inputs)
@@ -300,10 +307,11 @@ def test_a_teleop_reset_request_homes_the_arms_with_status_homing():
               (5 * MS, "teleop_state", teleop_state(5 * MS, 4)),  # the first state: baseline only
               (10 * MS, "joint_states", joints(10 * MS, offset)), (10 * MS, "tick", tick()),
               (15 * MS, "teleop_state", teleop_state(15 * MS, 5))]  # one reset request
-    for k in range(2, 32):
+    # 0.2 s: both arms still on their way (the global fallback takes them home in joint space, at the joint caps)
+    for k in range(2, 22):
         t = k * 10 * MS
         inputs += [(t, "joint_states", joints(t, offset)), (t, "tick", tick())]
-    inputs.append((330 * MS, "teleop_state", teleop_state(330 * MS, -1)))
+    inputs.append((230 * MS, "teleop_state", teleop_state(230 * MS, -1)))
     cmds, diags, meta = run_node(inputs)
     assert meta[0]["left_status"] == meta[0]["right_status"] == "no_target" and cmds[0]["status"] == "hold"
     assert all(m["left_status"] == m["right_status"] == "homing" for m in meta[1:])

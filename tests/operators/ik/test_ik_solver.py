@@ -19,9 +19,21 @@ SETTINGS = CONFIG.settings
 MODEL = build_ik_model(models.path(SETTINGS.solver.model), SETTINGS.solver.add_floor)
 
 
+# An unfolded posture: at the folded home posture the arm's own links (upper
+# arm on its mount, wrist by the shoulder) bound local motion in most directions.
+READY = {"shoulder_pan": 0.0, "shoulder_lift": -0.6, "elbow_flex": 0.3, "wrist_flex": 0.6, "wrist_yaw_joint": 0.0,
+         "wrist_roll": 0.0}
+
+
 @pytest.fixture()
 def ik() -> BimanualIk:
     return BimanualIk(MODEL, PROFILE, SETTINGS)
+
+
+@pytest.fixture()
+def ready_ik(ik) -> BimanualIk:
+    ik.reset(np.array([READY[n.split("_", 1)[1]] for n in ik.arm_joint_names]), lift_joint=0.0)
+    return ik
 
 
 def _offset(ik: BimanualIk, side: str, dp, rot_z: float = 0.0) -> Pose:
@@ -35,11 +47,14 @@ def test_parameters_come_from_the_config(ik):
     np.testing.assert_allclose(ik.frame_tasks["left"].cost, [12, 12, 12, 2, 2, 2])
     assert ik.settings.solver.qp_solver == "daqp"
     assert ik.collision_limit.gain == 0.85
-    assert ik.collision_limit.minimum_distance_from_collisions == 0.008
-    assert ik.collision_limit.collision_detection_distance == 0.05
+    assert ik.collision_limit.minimum_distance_m == 0.008
+    assert ik.collision_limit.margin_m == 0.002
+    assert ik.collision_limit.detection_distance_m == 0.05
+    assert ik.guard.guard == 0.008
 
 
-def test_both_arms_converge_in_position_and_orientation(ik):
+def test_both_arms_converge_in_position_and_orientation(ready_ik):
+    ik = ready_ik
     tl = _offset(ik, "left", [0.05, 0.04, 0.06], rot_z=0.3)
     tr = _offset(ik, "right", [0.04, -0.05, -0.08], rot_z=-0.2)
     for _ in range(200):
@@ -137,7 +152,8 @@ def test_failed_solve_sets_no_new_goal_and_keeps_the_plan():
     assert ik.failures == 1
 
 
-def test_unreachable_target_converges_to_the_closest_pose_without_oscillation(ik):
+def test_unreachable_target_converges_to_the_closest_pose_without_oscillation(ready_ik):
+    ik = ready_ik
     reach_out = {"left": _offset(ik, "left", [0.8, 0.3, 0.0]), "right": _offset(ik, "right", [0.8, -0.3, 0.0])}
     errors, steps = [], []
     for _ in range(400):

@@ -1,0 +1,107 @@
+"""Clearance barrier for the displacement QP: no proxy pair may close more than
+a fraction of its remaining gap to the minimum distance in one step.
+
+The IK's QP is written in the joint displacement ``dq`` of one control step
+(mink's tasks and limits: ``G dq <= h``). For a pair at signed distance ``d``
+with contact normal Jacobian ``n^T J`` (so the distance changes by
+``n^T J dq`` to first order), the row is::
+
+    -n^T J dq <= gain * max(d - d_row, -margin),     d_row = d_min + margin
+
+so the linearised distance after the step is at least
+``d - gain * (d - d_row) >= d_row`` from above, and a pair inside ``d_row``
+is pushed back out by at most ``gain * margin`` per step: the bound is a
+distance, like the displacement it limits. The margin (2 mm) keeps the
+second-order error of a step (a link sliding along another turns as it
+slides) from reaching ``d_min``, where the exact guard would stop the arm. mink's stock ``CollisionAvoidanceLimit`` puts
+``gain * (d - d_min) / dt`` on the same displacement, which is a speed: at a
+10 ms step it lets a pair close 100 times the remaining gap in one step (400
+times at 2.5 ms), so until a pair is already inside ``d_min`` only the speed
+caps limit the approach. The linearisation error (joint rotation over one step)
+is what is left; the exact post-step guard (:mod:`collision_guard`) removes it.
+
+Rows exist only for pairs closer than the detection distance; the inactive
+ones are not sent to the solver.
+"""
+
+from __future__ import annotations
+
+import mink
+import mujoco
+import numpy as np
+
+from teledora.operators.ik.collision_pairs import CollisionPairs
+
+
+class ClearanceLimit(mink.Limit):
+    """Displacement-correct collision rows for every pair of ``pairs``.
+
+    Args:
+        pairs: The proxy pairs.
+        gain: Fraction in (0, 1] of the gap above ``minimum_distance_m`` a pair
+            may close in one step.
+        minimum_distance_m: Clearance to keep.
+        detection_distance_m: Pairs farther apart than this get no row.
+        margin_m: The rows aim this far above ``minimum_distance_m``.
+
+    Attributes:
+        active: Indices (into ``pairs.id_pairs``) of the rows of the last call.
+        active_distances: Their signed distances at that call.
+        relaxed: When True, rows only forbid approach (no push-out); the
+            solver retries this way when the push-out rows are infeasible.
+    """
+
+    def __init__(self, pairs: CollisionPairs, gain: float, minimum_distance_m: float, detection_distance_m: float,
+                 margin_m: float = 0.0) -> None:
+        if not 0 < gain <= 1:
+            raise ValueError(f"gain must be in (0, 1], got {gain}")
+        if margin_m < 0:
+            raise ValueError(f"margin_m must be >= 0, got {margin_m}")
+        if not detection_distance_m > minimum_distance_m + margin_m:
+            raise ValueError("detection_distance_m must exceed minimum_distance_m + margin_m")
+        self.margin_m = float(margin_m)
+        self.relaxed = False
+        self.pairs = pairs
+        self.model = pairs.model
+        self.gain = float(gain)
+        self.minimum_distance_m = float(minimum_distance_m)
+        self.detection_distance_m = float(detection_distance_m)
+        nv = self.model.nv
+        self._fromto = np.empty(6)
+        self._normal = np.empty(3)
+        self._jac1 = np.empty((3, nv))
+        self._jac2 = np.empty((3, nv))
+        self.active = np.zeros(0, dtype=int)
+        self.active_distances = np.zeros(0)
+
+    def bound(self, distance_m: np.ndarray | float) -> np.ndarray:
+        """Right-hand side of the rows at these distances (a displacement, m)."""
+        d = np.asarray(distance_m, dtype=float)
+        h = self.gain * np.maximum(d - (self.minimum_distance_m + self.margin_m), -self.margin_m)
+        return np.maximum(h, 0.0) if self.relaxed else h
+
+    def compute_qp_inequalities(self, configuration: mink.Configuration, dt: float) -> mink.limits.Constraint:
+        """Rows ``G dq <= h`` for the pairs inside the detection range (``dt`` is
+        not used: the bound is per step)."""
+        model, data = self.model, configuration.data
+        distmax = self.detection_distance_m
+        rows, bounds, active, dists = [], [], [], []
+        for k in self.pairs.near(data, distmax):
+            g1, g2 = self.pairs.id_pairs[int(k)]
+            d = mujoco.mj_geomDistance(model, data, g1, g2, distmax, self._fromto)
+            if d >= distmax:
+                continue
+            self._normal[:] = self._fromto[3:] - self._fromto[:3]
+            mujoco.mju_normalize3(self._normal)
+            mujoco.mj_jac(model, data, self._jac2, None, self._fromto[3:], model.geom_bodyid[g2])
+            mujoco.mj_jac(model, data, self._jac1, None, self._fromto[:3], model.geom_bodyid[g1])
+            row = self._normal @ (self._jac2 - self._jac1)
+            # the from-to segment turns round when the geoms overlap
+            rows.append(-row if d >= 0 else row)
+            bounds.append(d)
+            active.append(int(k))
+        self.active = np.array(active, dtype=int)
+        self.active_distances = np.array(bounds, dtype=float)
+        if not rows:
+            return mink.limits.Constraint()
+        return mink.limits.Constraint(G=np.array(rows), h=self.bound(self.active_distances))
