@@ -130,6 +130,6 @@ def test_frame_metadata_carries_intrinsics_distortion_and_stamps():
         "width": 96, "height": 72, "encoding": "rgb8", "camera": "left_wrist", "stamp_ns": 50,
         "fx": intr.fx, "fy": intr.fy, "cx": 47.5, "cy": 35.5,
         "distortion_model": "plumb_bob", "distortion": [-0.1, 0.01, 0.0, 0.0, 0.002],
-        "frame_id": "left_wrist_optical", "render_ns": 70, "oldest_state_stamp_ns": 40,
+        "frame_id": "left_wrist_optical", "render_ns": 70, "capture_ns": 70, "oldest_state_stamp_ns": 40,
     }
     assert isinstance(meta["render_ns"], int)
