@@ -10,6 +10,8 @@
 // Frames: local-floor (+x right, +y up, -z forward, metres); a panel's own frame has
 // +x right, +y up, +z out of its face, origin at its centre.
 
+import { linkProgram } from '/static/gl_program.js';
+
 export const CAMERAS = ['chest', 'top_front', 'top_back', 'left_wrist', 'right_wrist'];
 export const MAIN_CHOICES = ['top_front', 'chest', 'top_back'];
 const MAIN_W = 0.88, MAIN_H = 0.66;          // 4:3, about 35 deg wide at its distance
@@ -222,22 +224,11 @@ export class CameraView {
 
   _initGL() {
     const gl = this.gl;
-    const compile = (type, src) => {
-      const s = gl.createShader(type);
-      gl.shaderSource(s, src);
-      gl.compileShader(s);
-      if (!gl.getShaderParameter(s, gl.COMPILE_STATUS)) throw new Error(gl.getShaderInfoLog(s));
-      return s;
-    };
-    const prog = gl.createProgram();
-    gl.attachShader(prog, compile(gl.VERTEX_SHADER,
+    const prog = linkProgram(gl,
       'attribute vec2 pos; attribute vec2 uv; uniform mat4 mvp; varying vec2 vUv;' +
-      'void main() { vUv = uv; gl_Position = mvp * vec4(pos, 0.0, 1.0); }'));
-    gl.attachShader(prog, compile(gl.FRAGMENT_SHADER,
+      'void main() { vUv = uv; gl_Position = mvp * vec4(pos, 0.0, 1.0); }',
       'precision mediump float; varying vec2 vUv; uniform sampler2D tex;' +
-      'void main() { gl_FragColor = texture2D(tex, vUv); }'));
-    gl.linkProgram(prog);
-    if (!gl.getProgramParameter(prog, gl.LINK_STATUS)) throw new Error(gl.getProgramInfoLog(prog));
+      'void main() { gl_FragColor = texture2D(tex, vUv); }');
     this.prog = prog;
     this.loc = {
       pos: gl.getAttribLocation(prog, 'pos'), uv: gl.getAttribLocation(prog, 'uv'),

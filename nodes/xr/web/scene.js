@@ -7,6 +7,8 @@
 // forward, metres). The panel's own frame has +x right, +y up and +z out of its
 // face, with the origin at its centre.
 
+import { linkProgram } from '/static/gl_program.js';
+
 export const PANEL_W = 0.46;
 export const PANEL_H = 0.26;
 const PANEL_DISTANCE_M = 0.75;   // in front of the eyes, along the floor
@@ -181,22 +183,11 @@ export class ControlPanel {
 
   _initGL() {
     const gl = this.gl;
-    const compile = (type, src) => {
-      const s = gl.createShader(type);
-      gl.shaderSource(s, src);
-      gl.compileShader(s);
-      if (!gl.getShaderParameter(s, gl.COMPILE_STATUS)) throw new Error(gl.getShaderInfoLog(s));
-      return s;
-    };
-    const prog = gl.createProgram();
-    gl.attachShader(prog, compile(gl.VERTEX_SHADER,
+    const prog = linkProgram(gl,
       'attribute vec3 pos; attribute vec2 uv; uniform mat4 mvp; varying vec2 vUv;' +
-      'void main() { vUv = uv; gl_Position = mvp * vec4(pos, 1.0); }'));
-    gl.attachShader(prog, compile(gl.FRAGMENT_SHADER,
+      'void main() { vUv = uv; gl_Position = mvp * vec4(pos, 1.0); }',
       'precision mediump float; varying vec2 vUv; uniform sampler2D tex; uniform vec4 color; uniform float textured;' +
-      'void main() { gl_FragColor = textured > 0.5 ? texture2D(tex, vUv) : color; }'));
-    gl.linkProgram(prog);
-    if (!gl.getProgramParameter(prog, gl.LINK_STATUS)) throw new Error(gl.getProgramInfoLog(prog));
+      'void main() { gl_FragColor = textured > 0.5 ? texture2D(tex, vUv) : color; }');
     this.prog = prog;
     this.loc = {
       pos: gl.getAttribLocation(prog, 'pos'), uv: gl.getAttribLocation(prog, 'uv'),
