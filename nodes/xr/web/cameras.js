@@ -11,6 +11,7 @@
 // +x right, +y up, +z out of its face, origin at its centre.
 
 import { linkProgram } from '/static/gl_program.js';
+import { multiply } from '/static/mat4.js';
 
 export const CAMERAS = ['chest', 'top_front', 'top_back', 'left_wrist', 'right_wrist'];
 export const MAIN_CHOICES = ['top_front', 'chest', 'top_back'];
@@ -24,18 +25,6 @@ export function parseFrame(buffer) {
   const n = view.getUint32(0, false);
   const header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 4, n)));
   return { header, jpeg: new Uint8Array(buffer, 4 + n) };
-}
-
-function multiply(a, b) {
-  const out = new Float32Array(16);
-  for (let c = 0; c < 4; c++) {
-    for (let r = 0; r < 4; r++) {
-      let s = 0;
-      for (let k = 0; k < 4; k++) s += a[k * 4 + r] * b[c * 4 + k];
-      out[c * 4 + r] = s;
-    }
-  }
-  return out;
 }
 
 function transform(m, p) {

@@ -8,6 +8,7 @@
 // face, with the origin at its centre.
 
 import { linkProgram } from '/static/gl_program.js';
+import { multiply } from '/static/mat4.js';
 
 export const PANEL_W = 0.46;
 export const PANEL_H = 0.26;
@@ -27,19 +28,7 @@ export const BUTTONS = {
 const STATUS = [-0.22, 0.08, 0.22, 0.125];
 
 // ---------------------------------------------------------------- math
-// Column-major 4x4 matrices, as WebGL and WebXR use them.
-function multiply(a, b) {
-  const out = new Float32Array(16);
-  for (let c = 0; c < 4; c++) {
-    for (let r = 0; r < 4; r++) {
-      let s = 0;
-      for (let k = 0; k < 4; k++) s += a[k * 4 + r] * b[c * 4 + k];
-      out[c * 4 + r] = s;
-    }
-  }
-  return out;
-}
-
+// Column-major 4x4 matrices (mat4.js), as WebGL and WebXR use them.
 function rotateByQuat(q, v) {
   // v' = v + 2w (u x v) + 2 u x (u x v), u = (q.x, q.y, q.z)
   const [x, y, z] = v;
