@@ -16,7 +16,7 @@ Environment (command-line flags of the same name override it):
     TELEDORA_RUNS_DIR            where runs go (default ``runs``, relative to
                                  the dataflow directory)
     TELEDORA_RUN_DIR             exact run directory to create (optional)
-    TELEDORA_RECORD_FLUSH_S      flush interval in seconds (default 0.5)
+    TELEDORA_RECORD_FLUSH_S      flush interval in seconds (default 0.25)
     TELEDORA_RECORD_FSYNC        1 to fsync at every flush (default 0)
     TELEDORA_RECORD_PRIORITY     raise the recorder's CPU priority by this many
                                  nice steps at start (default 10; 0 leaves it)
@@ -48,7 +48,7 @@ from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.recording.recording_gaps import GapDetector
 from teledora.recording import MANIFEST_NAME, RunWriter, TopicNameError, TopicTypeError, new_run_dir
 
-DEFAULT_FLUSH_S = 0.5
+DEFAULT_FLUSH_S = 0.25
 STATUS_PERIOD_S = 0.2
 DEFAULT_PRIORITY_BOOST = 10
 # events taken from dora per loop turn: the flush and the heartbeat are checked
