@@ -20,7 +20,9 @@ and the loss split in two: ``unwritten_s``, kill time minus the receive time
 of the last message on disk (what the recorder had received but not yet
 written: the part the flush interval bounds), and ``lag_at_kill_s``, how far
 that last message's receipt trailed its sending (what was still queued
-towards the recorder). Also the recorder's lag behind the senders over the
+towards the recorder), and the send time of the newest message on disk
+over all topics together (a sender that paused just before the kill, short
+of CPU itself, inflates its own topic's ``loss_s`` but not this). Also the recorder's lag behind the senders over the
 run (receive minus send time: median / p99 / max). With ``--kill recorder`` the dataflow runs on for ``--linger`` s, then
 it is stopped.
 """
@@ -161,6 +163,11 @@ def main() -> int:
     if last_recv:
         print(f"unwritten_s {(kill_ns - last_recv) / 1e9:.3f} (kill time - receipt of the last message on disk; "
               f"flush interval {reader.manifest.get('flush_interval_s')} s), lag_at_kill_s {(last_recv - last_recv_send) / 1e9:.3f}")
+    if rows:
+        # the stream as a whole: a sender that paused before the kill (its own
+        # CPU share) shows up in its topic's loss_s but not here
+        newest = max(kill_ns - r[1] * 1e9 for r in rows)
+        print(f"newest message on disk sent {(kill_ns - newest) / 1e9:.3f} s before the kill (all topics together)")
     if fast:
         worst = max(r[1] for r in fast)
         print(f"worst loss by send time over {len(fast)} topics faster than {args.bound_s:g} s: {worst:.3f} s "

@@ -99,6 +99,9 @@ class _FeedNode:
     def drain(self):
         return []
 
+    def try_recv(self):
+        return None
+
     def send_output(self, *a, **k):
         pass
 

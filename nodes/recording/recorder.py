@@ -16,8 +16,10 @@ Environment (command-line flags of the same name override it):
     TELEDORA_RUNS_DIR            where runs go (default ``runs``, relative to
                                  the dataflow directory)
     TELEDORA_RUN_DIR             exact run directory to create (optional)
-    TELEDORA_RECORD_FLUSH_S      flush interval in seconds (default 0.5)
+    TELEDORA_RECORD_FLUSH_S      flush interval in seconds (default 0.25)
     TELEDORA_RECORD_FSYNC        1 to fsync at every flush (default 0)
+    TELEDORA_RECORD_PRIORITY     raise the recorder's CPU priority by this many
+                                 nice steps at start (default 10; 0 leaves it)
     TELEDORA_DATAFLOW            path of the dataflow YAML to store in the manifest
     TELEDORA_REPLAY_OF           set by ``teledora replay``: the run being replayed
 
@@ -46,8 +48,13 @@ from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.recording.recording_gaps import GapDetector
 from teledora.recording import MANIFEST_NAME, RunWriter, TopicNameError, TopicTypeError, new_run_dir
 
-DEFAULT_FLUSH_S = 0.5
+DEFAULT_FLUSH_S = 0.25
 STATUS_PERIOD_S = 0.2
+DEFAULT_PRIORITY_BOOST = 10
+# events taken from dora per loop turn: the flush and the heartbeat are checked
+# between slices, so a long backlog cannot hold them off (one event costs dora
+# and the recorder roughly 0.1-0.3 ms of CPU, so a slice is tens of ms of CPU)
+MAX_EVENTS_PER_TURN = 100
 COUNTER_METADATA_KEY = "seq"
 
 
@@ -155,6 +162,25 @@ class _TerminationFlag:
         self._previous.clear()
 
 
+def raise_priority(steps: int) -> tuple[int, int, str]:
+    """Lowers this process's nice value by ``steps`` (a higher CPU priority),
+    so that on cores shared with the whole dataflow the recorder gets the CPU
+    it needs to keep up instead of an equal share of it; every thread started
+    afterwards (dora's) inherits it. Must run before the dora node is made.
+
+    Returns ``(nice before, nice after, why not)``; ``why not`` is empty when
+    it worked or was not asked for, else the reason (raising a priority needs
+    root, ``CAP_SYS_NICE`` or an ``RLIMIT_NICE`` that allows it)."""
+    before = os.nice(0)
+    if steps <= 0:
+        return before, before, ""
+    try:
+        after = os.nice(-steps)
+    except OSError as exc:
+        return before, os.nice(0), f"cannot raise the recorder's CPU priority by {steps} ({exc.strerror or exc})"
+    return before, after, ""
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     env = os.environ
     parser = argparse.ArgumentParser(prog="recorder", description="Record dora topics into a run directory.")
@@ -163,6 +189,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--flush-interval-s", type=float, default=float(env.get("TELEDORA_RECORD_FLUSH_S", DEFAULT_FLUSH_S)))
     parser.add_argument("--fsync", action="store_true", default=env.get("TELEDORA_RECORD_FSYNC", "0") == "1")
     parser.add_argument("--dataflow", default=env.get("TELEDORA_DATAFLOW") or None)
+    parser.add_argument("--priority", type=int, default=int(env.get("TELEDORA_RECORD_PRIORITY", DEFAULT_PRIORITY_BOOST)))
     return parser.parse_args(list(argv) if argv is not None else [])
 
 
@@ -241,8 +268,12 @@ def build_manifest(node: Any, me: str, args: argparse.Namespace) -> dict[str, An
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> Path:
     args = parse_args(argv if argv is not None else sys.argv[1:])
     me = node_id("recorder")
+    # a node handed in (tests) shares its process with the caller: leave its priority
+    nice_before, nice_after, nice_problem = raise_priority(args.priority if node is None else 0)
     node = make_node(node)
     io = NodeIO(node, me, clock=clock)
+    if nice_problem:
+        io.log("warn", f"{nice_problem}: it gets an equal share of busy cores and may fall behind (docs/recording.md)")
     start_ns = clock()
     if args.run_dir:
         run_dir = Path(args.run_dir)
@@ -251,8 +282,10 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
             raise SystemExit(f"recorder: {run_dir} already holds a recording; refusing to overwrite it")
     else:
         run_dir = new_run_dir(args.runs_dir, dt.datetime.fromtimestamp(start_ns / 1e9))
+    manifest = build_manifest(node, me, args)
+    manifest["recorder_nice"] = {"before": nice_before, "after": nice_after}
     writer = RunWriter(
-        run_dir, build_manifest(node, me, args), flush_interval_s=args.flush_interval_s, fsync=args.fsync, start_ns=start_ns
+        run_dir, manifest, flush_interval_s=args.flush_interval_s, fsync=args.fsync, start_ns=start_ns
     )
     print(f"recording to {run_dir.resolve()}", flush=True)
     gaps = GapDetector()
@@ -260,7 +293,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     flushes = 0
     stop = _TerminationFlag()
     heartbeat = Heartbeat(io, clock)
-    while not stop.signal_name and (batch := io.next_batch(min(args.flush_interval_s, STATUS_PERIOD_S))) is not None:
+    while not stop.signal_name and (batch := io.next_batch(min(args.flush_interval_s, STATUS_PERIOD_S), MAX_EVENTS_PER_TURN)) is not None:
         for event in batch:
             if event.get("type") != "INPUT":
                 continue

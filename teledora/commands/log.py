@@ -146,6 +146,7 @@ def summarize(reader: RunReader) -> dict[str, Any]:
         "flush_interval_s": m.get("flush_interval_s"),
         "ended_by": m.get("ended_by"),
         "recorder_cpu_s": m.get("recorder_cpu_s"),
+        "recorder_nice": m.get("recorder_nice"),
         "bytes": sum(t["bytes"] for t in topics.values()),
         "messages": seqs,
         "seq_missing": max_seq + 1 - seqs,
@@ -226,6 +227,10 @@ def format_summary(s: dict[str, Any]) -> str:
     recorder = f"size       {s['bytes'] / 1e6:.1f} MB"
     if s.get("recorder_cpu_s") is not None and s["duration_s"]:
         recorder += f"; recorder CPU {s['recorder_cpu_s']:.1f} s ({100 * s['recorder_cpu_s'] / s['duration_s']:.0f} % of a core)"
+    nice = s.get("recorder_nice")
+    if isinstance(nice, dict) and nice.get("before") is not None:
+        raised = nice.get("after") is not None and nice["after"] < nice["before"]
+        recorder += f"; recorder at nice {nice.get('after')}" + (f" (raised from {nice['before']})" if raised else " (not raised)")
     if s.get("ended_by") and s["ended_by"] != "end of stream":
         recorder += f"; ended by {s['ended_by']}"
     lines.append(recorder)

@@ -107,9 +107,15 @@ class EventStream:
         self.closed: set[str] = set()
         self.finished = False
 
-    def next_batch(self, timeout_s: float | None = None, ending: frozenset[str] | None = None) -> list[Mapping[str, Any]] | None:
+    def next_batch(self, timeout_s: float | None = None, ending: frozenset[str] | None = None,
+                   max_events: int | None = None) -> list[Mapping[str, Any]] | None:
         """Blocks for the next event (at most ``timeout_s``; 0 only takes what
-        is queued), then takes whatever else is already queued.
+        is queued), then takes whatever else is already queued: all of it, or
+        at most ``max_events`` events in all (the rest stays queued for the
+        next call, so a node far behind still gets back to its own work, a
+        flush or a heartbeat, between slices of its backlog; dora converts
+        every event it hands over, so one unbounded take of a long queue is
+        one long call).
 
         Returns None at end of stream. A node whose ending inputs have closed
         also reaches the end, even while dora timers would keep ticking:
@@ -118,11 +124,28 @@ class EventStream:
         call instead. A timeout yields an empty list."""
         if self.finished:
             return None
+        if max_events is not None and max_events < 1:
+            raise ValueError(f"max_events must be >= 1, got {max_events}")
         first = self.node.next(timeout_s) if timeout_s is not None else self.node.next()
         if first is None:
             self.finished = True
             return None
-        return self._close_batch([first] + self._drain(), ending)
+        rest = self._drain() if max_events is None else self._take(max_events - 1)
+        return self._close_batch([first] + rest, ending)
+
+    def _take(self, limit: int) -> list[Mapping[str, Any]]:
+        """Up to ``limit`` queued events, one ``try_recv`` each, without waiting."""
+        out: list[Mapping[str, Any]] = []
+        try:
+            while len(out) < limit:
+                event = self.node.try_recv()
+                if event is None:  # nothing queued now (or the stream's end: next() tells)
+                    break
+                out.append(event)
+        except RuntimeError:
+            # as for drain: dora raises once the event channel has closed
+            self.finished = True
+        return out
 
     def poll(self) -> list[Mapping[str, Any]] | None:
         """Takes only what is already queued, without waiting (an empty list when

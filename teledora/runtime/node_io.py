@@ -97,9 +97,10 @@ class NodeIO:
         """The time now (host ns); journaled, or replayed from a journal."""
         return self.journal.now() if self.journal is not None else self.clock()
 
-    def next_batch(self, timeout_s: float | None = None) -> list[Mapping[str, Any]] | None:
+    def next_batch(self, timeout_s: float | None = None, max_events: int | None = None) -> list[Mapping[str, Any]] | None:
         """The next batch of events: blocks for one (at most ``timeout_s``; 0
-        only takes what is queued), then takes whatever else is queued.
+        only takes what is queued), then takes whatever else is queued (at
+        most ``max_events`` in all, when given).
 
         Returns None at end of stream (see
         :meth:`~teledora.runtime.event_stream.EventStream.next_batch`); a
@@ -110,10 +111,10 @@ class NodeIO:
             ValueError: a timeout on a journaled node.
         """
         if self.journal is not None:
-            if timeout_s is not None:
-                raise ValueError(f"{self.name}: a journaled node reads its batches without a timeout")
+            if timeout_s is not None or max_events is not None:
+                raise ValueError(f"{self.name}: a journaled node reads its batches whole and without a timeout")
             return self.journal.next_batch()
-        batch = self.stream.next_batch(timeout_s)
+        batch = self.stream.next_batch(timeout_s, max_events=max_events)
         if batch is None or self.recorder_watch is None:
             return batch
         return self._take_recorder_status(batch)

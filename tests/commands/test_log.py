@@ -196,3 +196,14 @@ def test_repair_writes_a_clean_copy_and_never_overwrites(tmp_path, capsys):
     assert "raw__blob" not in fixed.topics  # its schema could not be verified
     assert fixed.manifest["repair"]["dropped"]["raw__blob"]["schema"] == "corrupt"
     assert _run_cli("log", "repair", str(tmp_path / "r"), "-o", str(tmp_path / "fixed")) == 2
+
+
+@pytest.mark.parametrize("nice, shown", [({"before": 10, "after": 0}, "recorder at nice 0 (raised from 10)"),
+                                         ({"before": 0, "after": 0}, "recorder at nice 0 (not raised)")])
+def test_info_says_whether_the_recorder_raised_its_priority(tmp_path, capsys, nice, shown):
+    w = RunWriter(tmp_path / "r", {"recorder_nice": nice}, start_ns=T0)
+    w.append("lift__state", lift(0), {"seq": 0}, recv_ns=T0)
+    w.close(T0 + 1000 * MS)
+    args = build_parser().parse_args(["log", "info", str(tmp_path / "r")])
+    assert args.func(args) == 0
+    assert shown in capsys.readouterr().out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 from dora.testing import MockNode
 
 from teledora.runtime.event_stream import EventStream, _data_inputs
@@ -56,3 +57,37 @@ def test_poll_ends_when_dora_closes_the_channel():
     stream = EventStream(Closed([]), ends_with=set())
     assert stream.poll() is None
     assert stream.finished
+
+
+def test_a_bounded_batch_leaves_the_rest_queued_in_order():
+    node = MockNode([("a", pa.array([i])) for i in range(7)])
+    stream = EventStream(node, ends_with=set())
+    sizes, values = [], []
+    while (batch := stream.next_batch(max_events=3)) is not None:
+        sizes.append(len(batch))
+        values += [ev["value"][0].as_py() for ev in batch if ev["type"] == "INPUT"]
+    assert values == list(range(7))  # nothing lost, nothing reordered
+    assert sizes[:2] == [3, 3] and max(sizes) <= 3
+
+
+def test_a_bounded_batch_of_one_takes_only_the_first_event():
+    node = MockNode([("a", pa.array([1])), ("b", pa.array([2]))])
+    stream = EventStream(node, ends_with=set())
+    assert [ev["id"] for ev in stream.next_batch(max_events=1)] == ["a"]
+    assert [ev["id"] for ev in stream.next_batch(max_events=1)] == ["b"]
+
+
+def test_a_bounded_batch_refuses_a_limit_below_one():
+    stream = EventStream(MockNode([("a", pa.array([1]))]), ends_with=set())
+    with pytest.raises(ValueError):
+        stream.next_batch(max_events=0)
+
+
+def test_a_closed_channel_while_taking_a_slice_ends_the_stream():
+    class Closing(MockNode):
+        def try_recv(self):
+            raise RuntimeError("event stream closed")
+
+    stream = EventStream(Closing([("a", pa.array([1])), ("a", pa.array([2]))]), ends_with=set())
+    assert [ev["id"] for ev in stream.next_batch(max_events=5)] == ["a"]
+    assert stream.finished and stream.next_batch(max_events=5) is None

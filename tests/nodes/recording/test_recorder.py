@@ -126,6 +126,8 @@ CHILD = textwrap.dedent(
             return {"type": "INPUT", "id": "src__out", "value": pa.array([i], pa.int64()), "metadata": {}}
         def drain(self):
             return []
+        def try_recv(self):
+            return None
         def send_output(self, *a, **k):
             pass
         def log(self, *a, **k):
@@ -209,3 +211,75 @@ def test_topic_with_only_empty_messages_takes_the_first_ones_type(tmp_path):
     run = recorder.main(["--run-dir", str(tmp_path / "r")], node=node, clock=StepClock())
     table = RunReader(run).read_topic("x__y")
     assert table.value_type == pa.int8() and table.table.num_rows == 2
+
+
+def test_a_long_backlog_is_read_in_slices_and_recorded_whole(tmp_path):
+    class CountingNode(MockNode):
+        """Counts how many events each loop turn takes from dora."""
+
+        def __init__(self, events):
+            super().__init__(events)
+            self.turns: list[int] = []
+            self._inside_try = False
+
+        def next(self, timeout=None):
+            if not self._inside_try:  # MockNode's try_recv may itself call next
+                self.turns.append(1)
+            return super().next(timeout)
+
+        def try_recv(self):
+            self._inside_try = True
+            try:
+                event = super().try_recv()
+            finally:
+                self._inside_try = False
+            if event is not None:
+                self.turns[-1] += 1
+            return event
+
+    n = 3 * recorder.MAX_EVENTS_PER_TURN + 7
+    node = CountingNode([ev("lift__state", lift(i)) for i in range(n)])
+    run = recorder.main(["--run-dir", str(tmp_path / "r")], node=node, clock=StepClock())
+    # full slices, never more: the flush and heartbeat run between them
+    assert max(node.turns) == recorder.MAX_EVENTS_PER_TURN
+    table = RunReader(run).read_topic("lift__state").table
+    assert table.column("seq").to_pylist() == list(range(n))  # every message, in order
+
+
+def test_raise_priority_lowers_the_nice_value_or_says_why_not(monkeypatch):
+    calls = []
+
+    def fake_nice(inc):
+        calls.append(inc)
+        return 4 + sum(calls)
+
+    monkeypatch.setattr(recorder.os, "nice", fake_nice)
+    assert recorder.raise_priority(10) == (4, -6, "")
+    assert calls == [0, -10]
+
+    def refusing_nice(inc):
+        if inc < 0:
+            raise PermissionError(1, "Operation not permitted")
+        return 4
+
+    monkeypatch.setattr(recorder.os, "nice", refusing_nice)
+    before, after, why = recorder.raise_priority(10)
+    assert (before, after) == (4, 4) and "cannot raise" in why and "not permitted" in why
+    assert recorder.raise_priority(0) == (4, 4, "")  # not asked: nothing tried
+
+
+def test_a_node_handed_in_keeps_the_callers_priority(tmp_path):
+    before = os.nice(0)
+    run = recorder.main(["--run-dir", str(tmp_path / "r"), "--priority", "5"], node=MockNode([ev("lift__state", lift(0))]), clock=StepClock())
+    assert os.nice(0) == before
+    assert RunReader(run).manifest["recorder_nice"] == {"before": before, "after": before}
+
+
+def test_the_real_priority_change_in_a_child_process():
+    code = "from teledora.nodes.recording import recorder; print(*recorder.raise_priority(3), sep='|')"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True).stdout.strip()
+    before, after, why = out.split("|", 2)
+    if why:  # no privilege to raise it: unchanged, and the reason is given
+        assert after == before and "cannot raise" in why
+    else:
+        assert int(after) == int(before) - 3
