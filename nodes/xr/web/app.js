@@ -269,7 +269,7 @@ function clearColor() {
 // the episodes node arms on the first and discards on the second within its window.
 
 // What the episode half of the panel shows, from the episodes node's state
-// (docs/xr.md, "In-VR controls"); with none (not wired, or gone quiet) every step stays offered.
+// (docs/xr.md, "In-VR controls: the episode buttons"); with none (not wired, or gone quiet) every step stays offered.
 function episodeModel() {
   const e = status.episode, paired = status.paired;
   const age = performance.now() - status.episodeAt;

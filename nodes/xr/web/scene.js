@@ -1,7 +1,7 @@
 // In-VR controls for the teleop page: a panel of buttons drawn in the immersive
 // session (WebGL) and pointed at with the controllers' target rays (docs/xr.md,
-// "In-VR controls"). This module only draws and hit-tests; app.js decides what a
-// press does.
+// "The stop in the operator's hand" and "In-VR controls: the episode buttons").
+// This module only draws and hit-tests; app.js decides what a press does.
 //
 // Frames: poses are in the session's local-floor space (+x right, +y up, -z
 // forward, metres). The panel's own frame has +x right, +y up and +z out of its
