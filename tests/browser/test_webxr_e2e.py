@@ -44,7 +44,8 @@ def test_headset_page_drives_teleop(tmp_path: Path):
     # timeouts are the table tests' business; here a loaded 2-core machine must not turn
     # scheduling hiccups into pose timeouts, so the e2e run gets generous ones
     run = run_headset(HERE / "webxr_driver.mjs", tmp_path, IWER, {"pose_timeout_s": 5.0, "input_timeout_s": 5.0},
-                      episodes_args=["--task", TASK, "--port", "0"])
+                      # the discard's confirmation window widened for the same reason
+                      episodes_args=["--task", TASK, "--port", "0", "--discard-confirm-s", "30"])
     xr_node, teleop_node, steps = run.xr, run.teleop, run.steps
     names = [s["step"] for s in steps]
     assert run.returncode == 0 and "done" in names, f"driver failed: {run.stdout}\n{run.stderr}"
