@@ -189,7 +189,7 @@ def test_page_discards_always_follow_an_armed_press_within_the_window(steps):
     for ui, dt, connected in steps:
         t += dt
         m.on_controllers(hands(connected=connected, ui=ui), t)
-        presses.append((t, set(ui) if connected else set(ui)))
+        presses.append((t, set(ui)))
         state = m.state(t)
         encode("EpisodeState", state)
         assert state["discard_armed"] <= state["open"]
