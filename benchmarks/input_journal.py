@@ -55,7 +55,8 @@ def events(n: int) -> list[dict]:
     for i in range(n):
         t = t0 + i * 11 * MS
         msg = dict(stamp_ns=t, frame_id="operator", seq=i, source="bench", focused=True, ui_estop=False,
-                   ui_release_stop=False, ui_pause=False, left=hand(t, 0.3 + 1e-4 * i), right=hand(t, 0.31))
+                   ui_release_stop=False, ui_pause=False, ui_episode_start=False,
+                   ui_episode_keep=False, ui_episode_discard=False, left=hand(t, 0.3 + 1e-4 * i), right=hand(t, 0.31))
         out.append({"type": "INPUT", "id": "controllers", "value": encode("XrControllers", msg), "metadata": {"seq": i}})
         if i % 2 == 0:
             js = encode("JointState", dict(stamp_ns=t, names=ARM, position=np.full(14, 1e-4 * i), velocity=[], effort=[]))

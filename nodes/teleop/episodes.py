@@ -1,15 +1,19 @@
 """episodes node: the operator's episode marks, from the headset and the command line.
 
 Inputs: ``controllers`` (XrControllers: the left X+Y chord starts or keeps an
-episode, the right A+B chord discards it; operators/teleop/episode_marker.py),
+episode, the right A+B chord discards it, and the headset page's episode
+buttons arrive as its ``ui_episode_*`` levels; operators/teleop/episode_marker.py),
 ``tick`` (dora timer, polls the request socket).
-Outputs: ``marks`` (EpisodeMark, one per start / keep / discard), ``diagnostics``.
+Outputs: ``marks`` (EpisodeMark, one per start / keep / discard), ``state``
+(EpisodeState: open or not, task, episode number, armed discard; on every
+change and at least once a second, for the headset page), ``diagnostics``.
 
 Requests from ``teledora episode start|keep|discard`` arrive as UDP datagrams on
 127.0.0.1:``--port`` (teledora/devices/xr/episode_requests.py); a port already
 taken leaves the node running on chords alone (reported in its diagnostics).
 
-Args: ``--task`` (task text until a request sets one), ``--port`` (0: no requests).
+Args: ``--task`` (task text until a request sets one), ``--port`` (0: no requests),
+``--discard-confirm-s`` (how long the page's armed discard waits for its confirmation).
 """
 
 from __future__ import annotations
@@ -20,6 +24,10 @@ from typing import Any, Callable, Sequence
 
 from teledora.devices.xr.episode_requests import DEFAULT_PORT, EpisodeRequestSocket
 from teledora.operators.teleop.episode_marker import EpisodeMarker
+
+#: The state goes out on every change, and at least this often (a page that
+#: connects late learns it within this long).
+STATE_EVERY_NS = 1_000_000_000
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 
 
@@ -27,12 +35,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="episodes", description=__doc__.splitlines()[0])
     ap.add_argument("--task", default="teleoperation", help="task text of episodes until a request sets another")
     ap.add_argument("--port", type=int, default=DEFAULT_PORT, help="UDP port for episode requests (0: none)")
+    ap.add_argument("--discard-confirm-s", type=float, default=5.0,
+                    help="the page's DISCARD arms; its CONFIRM must follow within this long")
     return ap.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     args = parse_args(argv)
-    marker = EpisodeMarker(args.task)
+    marker = EpisodeMarker(args.task, args.discard_confirm_s)
     io = NodeIO(make_node(node), node_id("episodes"), clock)
     requests = None
     if args.port:
@@ -54,6 +64,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
             return {"ok": False, "error": marker.refused[-1], "open": marker.open}
         return {"ok": True, "open": marker.open, "task": marker.task}
 
+    last_state: dict[str, Any] | None = None
+    last_state_ns = 0
     try:
         while (batch := io.next_batch()) is not None:
             for event in io.newest(batch, {"tick"}):
@@ -70,6 +82,12 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
             for mark in marker.take_marks():
                 io.send("marks", "EpisodeMark", mark)
                 io.log("info", f"episode {mark['event']}: {mark['task']!r}")
+            now = io.now()
+            state = marker.state(now)
+            held = {k: v for k, v in state.items() if k != "stamp_ns"}
+            if held != last_state or now - last_state_ns >= STATE_EVERY_NS:
+                io.send("state", "EpisodeState", state)
+                last_state, last_state_ns = held, now
             io.diag.details.update(open=marker.open, task=marker.task, refused=len(marker.refused))
             io.publish_diagnostics()
     finally:

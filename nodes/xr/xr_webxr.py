@@ -11,7 +11,9 @@ per-run pairing token (printed with the URL) must come in the first message,
 within ``--hello-timeout-s``; only one client controls at a time (a second one
 is refused with the reason); refused frames are counted by reason. Plain HTTP
 (``--plain-http``) binds the loopback only. Optional input ``state``
-(TeleopState) is forwarded to the page for display (its heads-up line).
+(TeleopState) is forwarded to the page for display (its heads-up line), and
+optional input ``episode`` (EpisodeState) for the episode panel in VR, whose
+buttons come back in the feed frames' ``ui`` (docs/xr.md, "In-VR controls: the episode buttons").
 Optional inputs ``chest``, ``top_front``, ``top_back``, ``left_wrist``,
 ``right_wrist`` (camera images) feed the camera panels in VR: the newest image
 of each camera the page shows goes to it as a JPEG once it has drawn the

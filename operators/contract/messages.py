@@ -123,6 +123,9 @@ KINDS: dict[str, tuple[Field, ...]] = {
         Field("ui_estop", BOOL),
         Field("ui_release_stop", BOOL),
         Field("ui_pause", BOOL),
+        Field("ui_episode_start", BOOL),
+        Field("ui_episode_keep", BOOL),
+        Field("ui_episode_discard", BOOL),
         Field("left", _HAND),
         Field("right", _HAND),
     ),
@@ -151,6 +154,17 @@ KINDS: dict[str, tuple[Field, ...]] = {
     ),
     # episodes/marks: the operator's episode boundaries (start, keep, discard) with the task text.
     "EpisodeMark": (_stamp(), Field("event", STR), Field("task", STR)),
+    # episodes/state: what the episodes node holds now (on each change, and once a second).
+    "EpisodeState": (
+        _stamp(),
+        Field("open", BOOL),
+        Field("task", STR),
+        Field("number", I64),
+        Field("opened_ns", I64),
+        Field("discard_armed", BOOL),
+        Field("kept", I64),
+        Field("discarded", I64),
+    ),
     # ik/joint_commands: arm and gripper joints, name-addressed.
     "JointCommands": (
         _stamp(),

@@ -6,8 +6,17 @@ The operator marks demonstrations while teleoperating:
   with the current task, or, when one is open, stop it and keep it;
 * **right A+B chord** (press A and B together, release both): stop the open
   episode and discard it;
-* **requests** (``teledora episode start --task ... / keep / discard``, or the
-  page's buttons): the same three actions; ``start`` may set the task text.
+* **the headset page's episode buttons** (the in-VR panel; ``ui_episode_start``,
+  ``ui_episode_keep``, ``ui_episode_discard`` in ``XrControllers``, each a level
+  the page holds up for a moment per press): start and keep act on the level's
+  rising edge; discard takes two rising edges, the first *arms* it and a second
+  within ``discard_confirm_s`` discards (the page shows a separate CONFIRM button
+  for that second step, so a stray or repeated press cannot discard). An armed
+  discard is voided by any other mark, by the episode closing, by the feed going
+  away, and by its window running out. The levels of the first report seen are a
+  baseline, not presses;
+* **requests** (``teledora episode start --task ... / keep / discard``): the
+  same three actions, in one step; ``start`` may set the task text.
 
 How the chords sit beside the other controls (operators/teleop/teleop_scheme.py):
 a chord fires on the *release*, and only if no button of the other hand's pair
@@ -32,6 +41,8 @@ from typing import Any, Mapping
 from teledora.operators.model.sides import SIDES
 
 EVENTS = ("start", "keep", "discard")
+#: The page's episode buttons, as ``XrControllers`` fields, and the action of each.
+UI_FIELDS = {"ui_episode_start": "start", "ui_episode_keep": "keep", "ui_episode_discard": "discard"}
 
 
 @dataclass
@@ -71,17 +82,46 @@ class EpisodeMarker:
 
     Args:
         task: The task text of episodes started by a chord until a request sets another.
+        discard_confirm_s: How long an armed page discard waits for its confirmation (> 0).
     """
 
-    def __init__(self, task: str) -> None:
+    def __init__(self, task: str, discard_confirm_s: float) -> None:
+        if not discard_confirm_s > 0.0:
+            raise ValueError(f"discard_confirm_s must be > 0, got {discard_confirm_s}")
         self.task = task
         self.open = False
+        self.number = 0  # episodes started so far; the open one's number while one is open
+        self.opened_ns = 0
+        self.kept = 0
+        self.discarded = 0
+        self._confirm_ns = int(round(discard_confirm_s * 1e9))
+        self._armed_ns: int | None = None
+        self._ui: dict[str, bool] | None = None  # None: the next report is the baseline
         self._chords = {side: _Chord() for side in SIDES}
         self._marks: list[dict[str, Any]] = []
         self.refused: list[str] = []
 
+    @property
+    def discard_armed(self) -> bool:
+        """A page discard took its first step and awaits its confirmation."""
+        return self._armed_ns is not None
+
+    def expire(self, now_ns: int) -> None:
+        """Voids an armed discard whose confirmation window ended before ``now_ns``."""
+        if self._armed_ns is not None and now_ns - self._armed_ns > self._confirm_ns:
+            self._armed_ns = None
+
+    def state(self, now_ns: int) -> dict[str, Any]:
+        """An ``EpisodeState`` message of what is held now."""
+        self.expire(now_ns)
+        return {"stamp_ns": int(now_ns), "open": self.open, "task": self.task, "number": self.number,
+                "opened_ns": self.opened_ns if self.open else 0, "discard_armed": self.discard_armed,
+                "kept": self.kept, "discarded": self.discarded}
+
     def on_controllers(self, msg: Mapping[str, Any], now_ns: int) -> None:
         """Feeds one decoded ``XrControllers`` report."""
+        self.expire(now_ns)
+        self._on_ui(msg, now_ns)
         pairs = {}
         for side in SIDES:
             hand = msg[side]
@@ -93,26 +133,55 @@ class EpisodeMarker:
         if self._chords["right"].update(right, left, right_on):
             self.request("discard", now_ns)
 
+    def _on_ui(self, msg: Mapping[str, Any], now_ns: int) -> None:
+        new = {k: bool(msg[k]) for k in UI_FIELDS}
+        old, self._ui = self._ui, new
+        if not (msg["left"]["connected"] or msg["right"]["connected"]):
+            self._armed_ns = None  # the feed went away (or nothing is held): start over
+        if old is None:
+            return
+        for key, event in UI_FIELDS.items():
+            if not new[key] or old[key]:
+                continue
+            if event != "discard":
+                self.request(event, now_ns)
+            elif not self.open:
+                self.refused.append("discard: no episode open")
+            elif self._armed_ns is None:
+                self._armed_ns = now_ns
+            else:
+                self.request("discard", now_ns)
+
     def request(self, event: str, now_ns: int, task: str | None = None) -> bool:
         """Applies one action; False (and a ``refused`` note) when there was nothing to do."""
         if event not in EVENTS:
             raise ValueError(f"episode event must be one of {EVENTS}, got {event!r}")
         if task is not None and not task.strip():
             raise ValueError("an episode's task text must not be empty")
+        self._armed_ns = None  # any action voids an armed page discard
         if event == "start":
             if self.open:
-                self._mark("keep", now_ns)
+                self._close("keep", now_ns)
             if task is not None:
                 self.task = task
             self._mark("start", now_ns)
             self.open = True
+            self.number += 1
+            self.opened_ns = int(now_ns)
             return True
         if not self.open:
             self.refused.append(f"{event}: no episode open")
             return False
+        self._close(event, now_ns)
+        return True
+
+    def _close(self, event: str, now_ns: int) -> None:
         self._mark(event, now_ns)
         self.open = False
-        return True
+        if event == "keep":
+            self.kept += 1
+        else:
+            self.discarded += 1
 
     def _mark(self, event: str, now_ns: int) -> None:
         self._marks.append({"stamp_ns": int(now_ns), "event": event, "task": self.task})

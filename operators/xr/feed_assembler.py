@@ -153,6 +153,9 @@ class FeedAssembler:
             "ui_estop": frame.ui["estop"],
             "ui_release_stop": frame.ui["release_stop"],
             "ui_pause": frame.ui["pause"],
+            "ui_episode_start": frame.ui["episode_start"],
+            "ui_episode_keep": frame.ui["episode_keep"],
+            "ui_episode_discard": frame.ui["episode_discard"],
             "left": hands["left"],
             "right": hands["right"],
         }
@@ -180,7 +183,8 @@ class FeedAssembler:
                     "primary": False, "secondary": False, "stick_click": False, "menu": False,
                     "pose_stamp_ns": now_ns, "input_stamp_ns": now_ns} for i, h in enumerate(SIDES)}
         return {"stamp_ns": now_ns, "frame_id": "operator", "seq": out_seq, "source": self.source, "focused": False,
-                "ui_estop": False, "ui_release_stop": False, "ui_pause": False, "left": gone["left"], "right": gone["right"]}
+                "ui_estop": False, "ui_release_stop": False, "ui_pause": False, "ui_episode_start": False,
+                "ui_episode_keep": False, "ui_episode_discard": False, "left": gone["left"], "right": gone["right"]}
 
     def _apply(self, state: _State, link_delay_ns: int | None) -> None:
         if state.out_seq != self._state.out_seq + 1:

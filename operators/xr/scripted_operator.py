@@ -30,7 +30,7 @@ from teledora.operators.model.sides import SIDES
 from teledora.operators.config import config_from_mapping
 
 BUTTONS = ("trigger", "squeeze", "primary", "secondary", "stick_click", "menu")
-UI_BUTTONS = ("ui_estop", "ui_release_stop", "ui_pause")
+UI_BUTTONS = ("ui_estop", "ui_release_stop", "ui_pause", "ui_episode_start", "ui_episode_keep", "ui_episode_discard")
 
 
 class ScriptError(ConfigError):
@@ -124,6 +124,9 @@ class Keyframe:
     ui_estop: bool = False
     ui_release_stop: bool = False
     ui_pause: bool = False
+    ui_episode_start: bool = False
+    ui_episode_keep: bool = False
+    ui_episode_discard: bool = False
     base: BaseGoal | None = None
 
     @property

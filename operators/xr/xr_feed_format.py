@@ -6,7 +6,8 @@ WebXR page)::
     {"version": 1, "session": "a1b2", "seq": 42, "sent_ns": 1700000000123456789,
      "frame": "flu",                       # or "webxr" (+x right, +y up, -z forward)
      "focused": true,                      # optional, default true
-     "ui": {"estop": false, "release_stop": false, "pause": false},   # optional
+     "ui": {"estop": false, "release_stop": false, "pause": false,    # optional, each key
+            "episode_start": false, "episode_keep": false, "episode_discard": false},
      "hands": {"left": HAND, "right": HAND}}
 
     HAND = {"connected": true, "pose_valid": true,
@@ -20,7 +21,9 @@ Stamps are the sender's clock (ns): ``sent_ns`` when the frame left,
 ``sent_ns``; never later than it). Mapping them to the host clock is the
 assembler's job (:mod:`teledora.operators.xr.feed_assembler`). ``stick`` is
 the xr-standard thumbstick (x right positive, y pushed forward *negative*);
-``frame`` only concerns the pose. A hand that is not connected, or whose pose
+``frame`` only concerns the pose. The ``ui`` keys are the page's buttons, each
+a level held up for a moment per press (the receivers act on rising edges):
+the stop controls (teleop) and the episode buttons (the episodes node). A hand that is not connected, or whose pose
 is not valid, may omit the pose (a pose that is not used is not read).
 
 The frame is refused whole (:class:`FeedFormatError` with a reason code) when
@@ -63,7 +66,7 @@ _BUTTONS = ("primary", "secondary", "stick_click", "menu")
 _TOP_KEYS = frozenset({"version", "session", "seq", "sent_ns", "frame", "focused", "ui", "hands"})
 _HAND_KEYS = frozenset({"connected", "pose_valid", "position", "orientation", "pose_ns", "trigger", "squeeze",
                         "stick", "input_ns", *_BUTTONS})
-_UI_KEYS = frozenset({"estop", "release_stop", "pause"})
+_UI_KEYS = frozenset({"estop", "release_stop", "pause", "episode_start", "episode_keep", "episode_discard"})
 _UNIT_SLACK = 1e-6  # analog values this far outside their range are rounding, and clipped
 
 

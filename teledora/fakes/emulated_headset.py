@@ -5,7 +5,8 @@ controllers), driven by a node.js script, opens the real headset page from a
 real ``xr_webxr`` server over HTTPS + WSS. The xr and teleop nodes run their
 ``main()`` in threads on :class:`WiredNode` s, wired like the dataflow
 (``xr/controllers`` -> teleop, ``teleop/state`` -> xr), with a fixed joint and
-lift state standing in for the robot.
+lift state standing in for the robot; on request the episodes node runs too
+(``xr/controllers`` -> episodes, ``episodes/state`` -> xr).
 
 The driver is called as ``node DRIVER BASE_URL TOKEN [ARGS...]`` from its own
 folder (where its npm packages are) and prints one JSON object per line.
@@ -26,7 +27,7 @@ import yaml
 
 from teledora import models
 from teledora.fakes.wired_node import WiredNode
-from teledora.nodes.teleop import teleop
+from teledora.nodes.teleop import episodes, teleop
 from teledora.nodes.xr import xr_webxr
 from teledora.operators.contract.messages import encode
 
@@ -44,6 +45,7 @@ class HeadsetRun:
     steps: list[dict[str, Any]]
     xr: WiredNode
     teleop: WiredNode
+    episodes: WiredNode | None = None
 
     def step(self, name: str) -> dict[str, Any]:
         """The last printed step called ``name``."""
@@ -52,16 +54,23 @@ class HeadsetRun:
 
 def run_headset(driver: Path, workdir: Path, iwer_js: Path, teleop_overrides: Mapping[str, Any], args: Sequence[str] = (),
                 token: str = "e2e-token", timeout_s: float = 120.0,
-                feed: Callable[[WiredNode, threading.Event], None] | None = None) -> HeadsetRun:
+                feed: Callable[[WiredNode, threading.Event], None] | None = None,
+                episodes_args: Sequence[str] | None = None) -> HeadsetRun:
     """Runs ``driver`` against freshly started xr and teleop nodes and stops them after.
 
     The teleop config is the shipped teleop.yaml with ``teleop_overrides``
     applied; ``workdir`` holds it and the certificate. ``feed(xr_node, stop)``,
     if given, runs in its own thread meanwhile (e.g. pushing camera images).
+    ``episodes_args`` (the episodes node's arguments), if given, runs the
+    episodes node as well.
     """
     xr_node = WiredNode()
     teleop_node = WiredNode(routes={"state": [(xr_node, "state")]})
     xr_node.routes = {"controllers": [(teleop_node, "controllers")]}
+    episodes_node = None
+    if episodes_args is not None:
+        episodes_node = WiredNode(routes={"state": [(xr_node, "episode")]})
+        xr_node.routes["controllers"].append((episodes_node, "controllers"))
     now = time.time_ns()
     teleop_node.push("joint_states", encode("JointState", dict(
         stamp_ns=now, names=ARM_JOINTS, position=np.zeros(len(ARM_JOINTS)), velocity=[], effort=[])))
@@ -76,6 +85,9 @@ def run_headset(driver: Path, workdir: Path, iwer_js: Path, teleop_overrides: Ma
         threading.Thread(target=teleop.main, kwargs=dict(argv=["--config", str(config)], node=teleop_node), daemon=True),
         threading.Thread(target=xr_webxr.main, kwargs=dict(argv=[], node=xr_node, server=server), daemon=True),
     ]
+    if episodes_node is not None:
+        threads.append(threading.Thread(target=episodes.main, kwargs=dict(argv=list(episodes_args), node=episodes_node),
+                                        daemon=True))
     stop_feed = threading.Event()
     if feed is not None:
         threads.append(threading.Thread(target=feed, args=(xr_node, stop_feed), daemon=True))
@@ -94,5 +106,8 @@ def run_headset(driver: Path, workdir: Path, iwer_js: Path, teleop_overrides: Ma
         threads[1].join(20)
         teleop_node.stop()
         threads[0].join(20)
+        if episodes_node is not None:
+            episodes_node.stop()
+            threads[2].join(20)
     steps = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    return HeadsetRun(proc.returncode, proc.stdout, proc.stderr, steps, xr_node, teleop_node)
+    return HeadsetRun(proc.returncode, proc.stdout, proc.stderr, steps, xr_node, teleop_node, episodes_node)

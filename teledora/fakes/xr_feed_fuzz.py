@@ -96,7 +96,8 @@ class FeedFuzzer:
         kind = self.rng.choice(["webxr", "flu"])
         frame = {"version": 1, "session": "fuzz", "seq": self.seq, "sent_ns": sent, "frame": kind,
                  "focused": self.rng.random() < 0.9,
-                 "ui": {"estop": False, "release_stop": False, "pause": False},
+                 "ui": {"estop": False, "release_stop": False, "pause": False,
+                        **{k: self.rng.random() < 0.1 for k in ("episode_start", "episode_keep", "episode_discard")}},
                  "hands": {"left": self._hand(kind, sent, True), "right": self._hand(kind, sent, False)}}
         return frame, sent, sent + self.rng.randrange(0, 30 * MS)
 

@@ -5,12 +5,15 @@ teleop, teleop/state -> xr), and the test asserts what teleop commanded.
 
 The stop in the operator's hand is driven the way an operator would in VR: the
 grip gesture (both squeezes), and the panel drawn in the scene, pointed at with
-the right controller's ray and clicked with its trigger.
+the right controller's ray and clicked with its trigger. The episodes node runs
+too (xr/controllers -> episodes, episodes/state -> xr): the panel's episode half
+starts, keeps and (in two steps) discards episodes, and the marks come out.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -34,10 +37,15 @@ pytestmark = [
 ]
 
 
+TASK = "stack the red cube on the blue one"
+
+
 def test_headset_page_drives_teleop(tmp_path: Path):
     # timeouts are the table tests' business; here a loaded 2-core machine must not turn
     # scheduling hiccups into pose timeouts, so the e2e run gets generous ones
-    run = run_headset(HERE / "webxr_driver.mjs", tmp_path, IWER, {"pose_timeout_s": 5.0, "input_timeout_s": 5.0})
+    run = run_headset(HERE / "webxr_driver.mjs", tmp_path, IWER, {"pose_timeout_s": 5.0, "input_timeout_s": 5.0},
+                      # the discard's confirmation window widened for the same reason
+                      episodes_args=["--task", TASK, "--port", "0", "--discard-confirm-s", "30"])
     xr_node, teleop_node, steps = run.xr, run.teleop, run.steps
     names = [s["step"] for s in steps]
     assert run.returncode == 0 and "done" in names, f"driver failed: {run.stdout}\n{run.stderr}"
@@ -104,6 +112,8 @@ def test_headset_page_drives_teleop(tmp_path: Path):
     assert span[:, 1].min() == pytest.approx(-0.1, abs=1e-6)
     assert np.abs(span[:, 0]).max() < 1e-6 and np.abs(span[:, 2]).max() < 1e-6
 
+    _check_episode_panel(by_step, controllers, run.episodes)
+
     diag = decode("Diagnostics", xr_node.outputs["diagnostics"][-1])
     details = json.loads(diag["details_json"])
     # the only refusals: the wrong token and the second client; not one frame of the page's
@@ -116,3 +126,37 @@ def test_headset_page_drives_teleop(tmp_path: Path):
     ages = np.array([c["stamp_ns"] - c["left"]["pose_stamp_ns"] for c in live]) / 1e6
     assert len(ages) > 20 and ages.min() >= 0.0 and np.median(ages) < 100.0
     assert not controllers[-1]["left"]["connected"]  # closing the page reported both hands gone
+
+
+def _check_episode_panel(by_step, controllers, episodes_node) -> None:
+    """The episode half of the panel: it showed the node's task and state, and each of its
+    presses reached the episodes node through the feed and made the mark it names."""
+    idle = by_step["episode_idle"]
+    assert idle["episode"]["task"] == TASK and not idle["episode"]["open"]
+    assert idle["shown"]["task"] == TASK and idle["shown"]["status"].startswith("NOT RECORDING")
+    assert by_step["episode_start"]["sent"] == 1 and by_step["episode_keep"]["sent"] == 1
+    assert re.fullmatch(r"RECORDING episode 1 · [1-9]\d* s", by_step["episode_recording"]["shown"]["status"])
+    assert by_step["discard_arm"]["sent"] == 1
+    again = by_step["discard_again"]
+    assert again["sent"] == 0 and again["episode"]["open"] and again["episode"]["discard_armed"]
+    assert again["shown"]["status"].endswith("CONFIRM to discard")
+    assert by_step["discard_confirm"]["sent"] == 1
+    done = by_step["episode_discarded"]
+    assert (done["episode"]["kept"], done["episode"]["discarded"], done["episode"]["number"]) == (1, 1, 2)
+    assert [a["name"] for a in done["acts"]] == ["ep_start", "ep_keep", "ep_start", "ep_discard", "ep_confirm"]
+    assert all(a["hand"] == "right" for a in done["acts"])
+
+    # the presses as the feed carried them: one rising edge per act, in the order pressed
+    fields = ("ui_episode_start", "ui_episode_keep", "ui_episode_discard")
+    edges = [(c["stamp_ns"], f) for prev, c in zip(controllers, controllers[1:]) for f in fields if c[f] and not prev[f]]
+    assert [f for _, f in edges] == ["ui_episode_start", "ui_episode_keep", "ui_episode_start", "ui_episode_discard",
+                                     "ui_episode_discard"]
+    # the marks, each made on the report that carried its press (the discard on the second one)
+    marks = [decode("EpisodeMark", m) for m in episodes_node.outputs["marks"]]
+    assert [(m["event"], m["task"]) for m in marks] == [("start", TASK), ("keep", TASK), ("start", TASK), ("discard", TASK)]
+    for mark, (edge_ns, _) in zip(marks, [edges[0], edges[1], edges[2], edges[4]]):
+        assert mark["stamp_ns"] >= edge_ns
+    assert marks[3]["stamp_ns"] >= edges[4][0] > edges[3][0]
+    states = [decode("EpisodeState", s) for s in episodes_node.outputs["state"]]
+    armed = [s for s in states if s["discard_armed"]]
+    assert armed and all(s["open"] and s["number"] == 2 for s in armed)

@@ -129,6 +129,32 @@ try {
   await trigger(0);
   log('scene_pause');
 
+  // ---- the episode panel (right half): START shows the task, KEEP, DISCARD armed then confirmed
+  const episode = () => page.evaluate(() => window.teledora.status.episode);
+  const episodeIs = (pred) => until(pred);
+  // what the panel drew last (its texture is redrawn from this model whenever it changes)
+  const panelEpisode = () => page.evaluate(() => JSON.parse(window.teledora.scene.panel.content).episode);
+  await episodeIs(() => { const e = window.teledora.status.episode; return e && !e.open; });
+  await until(() => JSON.parse(window.teledora.scene.panel.content).episode.status.startsWith('NOT RECORDING'));
+  log('episode_idle', { episode: await episode(), shown: await panelEpisode() });
+  log('episode_start', { sent: await click('ep_start') });
+  await episodeIs(() => { const e = window.teledora.status.episode; return e && e.open && e.number === 1; });
+  // the panel counts the recording time on
+  await until(() => /RECORDING episode 1 · [1-9]\d* s/.test(JSON.parse(window.teledora.scene.panel.content).episode.status));
+  log('episode_recording', { episode: await episode(), shown: await panelEpisode() });
+  log('episode_keep', { sent: await click('ep_keep') });
+  await episodeIs(() => { const e = window.teledora.status.episode; return e && !e.open && e.kept === 1; });
+  await click('ep_start');
+  await episodeIs(() => { const e = window.teledora.status.episode; return e && e.open && e.number === 2; });
+  log('discard_arm', { sent: await click('ep_discard') });
+  await episodeIs(() => { const e = window.teledora.status.episode; return e && e.discard_armed; });
+  // DISCARD is inactive while armed: a second click there sends nothing; only CONFIRM discards
+  log('discard_again', { sent: await click('ep_discard'), episode: await episode(), shown: await panelEpisode() });
+  log('discard_confirm', { sent: await click('ep_confirm') });
+  await episodeIs(() => { const e = window.teledora.status.episode; return e && !e.open && e.discarded === 1; });
+  log('episode_discarded', { episode: await episode(), shown: await panelEpisode(),
+    acts: await page.evaluate(() => window.teledora.scene.acts.filter((a) => a.name.startsWith('ep_'))) });
+
   // the flat page's E-STOP still works (a DOM click: the IWER view covers the page)
   await page.dispatchEvent('#estop', 'click');
   await latchedIs(true);

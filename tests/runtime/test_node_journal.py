@@ -70,7 +70,8 @@ def teleop_events(n: int) -> list[dict]:
     for i in range(n):
         t = t0 + i * 11 * MS
         msg = dict(stamp_ns=t, frame_id="operator", seq=i, source="test", focused=True, ui_estop=False,
-                   ui_release_stop=False, ui_pause=False, left=hand(t, 0.3 + 0.002 * i, 0.5), right=hand(t, 0.31, -0.4))
+                   ui_release_stop=False, ui_pause=False, ui_episode_start=False,
+                   ui_episode_keep=False, ui_episode_discard=False, left=hand(t, 0.3 + 0.002 * i, 0.5), right=hand(t, 0.31, -0.4))
         out.append(event("controllers", encode("XrControllers", msg), i))
         if i % 3 == 0:
             out.append(tick())

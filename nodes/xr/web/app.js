@@ -1,6 +1,6 @@
 // teledora WebXR teleop page: streams both controllers (target-ray pose in
 // local-floor + xr-standard gamepad) to the xr node as feed frames (docs/xr.md),
-// and in VR draws the stop controls in the scene, pointed at with the rays.
+// and in VR draws the stop and episode controls in the scene, pointed at with the rays.
 // Clock: every stamp is this page's clock (performance.timeOrigin + now, ns);
 // the node maps it to its own from the ping/pong round trips, so each pose
 // carries the time it was sampled and the node judges its true age.
@@ -13,12 +13,15 @@ const UI_PULSE_MS = 300;      // page buttons are sent as a level this long
 const IDLE_FRAME_MS = 100;    // outside VR the page still reports (e-stop must work)
 const SQUEEZE_HELD = 0.9;     // the grip gesture's threshold (teleop.yaml estop_squeeze_threshold)
 const FRAMEBUFFER_SCALE = 0.5; // enough to read the panel's labels, cheap for the GPU
+const EPISODE_STALE_MS = 3000; // the episodes node repeats its state every second: older is unknown
 
 const $ = (id) => document.getElementById(id);
 const session = Math.random().toString(16).slice(2, 10);
-const uiUntil = { estop: 0, release_stop: 0, pause: 0 };
-const repress = { release_stop: null, pause: null };  // a second press waiting for the level to drop
-const status = { paired: false, refused: '', framesSent: 0, state: null, inVR: false, lastFrameAt: 0, pongs: 0 };
+const uiUntil = { estop: 0, release_stop: 0, pause: 0, episode_start: 0, episode_keep: 0, episode_discard: 0 };
+// a second press waiting for the level to drop
+const repress = { release_stop: null, pause: null, episode_start: null, episode_keep: null, episode_discard: null };
+const status = { paired: false, refused: '', framesSent: 0, state: null, inVR: false, lastFrameAt: 0, pongs: 0,
+  episode: null, episodeAt: 0 };
 // in-VR controls, and what they did (read by the browser tests and the e-stop benchmark): each
 // panel action (acts: button, hand, XR frame count, feed seq, page time), each grip gesture the
 // page saw (gestures), and the first frame the panel showed each change of the e-stop (shown)
@@ -73,6 +76,8 @@ function connect() {
       const was = !!(status.state && status.state.estop_latched);
       if (!!msg.estop_latched !== was) camStats.stateChanges.push({ latched: !!msg.estop_latched, frame: scene.frames, t: performance.now() });
       status.state = msg; status.stateAt = performance.now(); showState(msg);
+    } else if (msg.type === 'episode') {
+      status.episode = msg; status.episodeAt = performance.now(); $('episode').textContent = episodeModel().status;
     }
   };
   ws.onclose = () => {
@@ -239,7 +244,7 @@ function sendFrame(frame, frameTime = null) {
   const focused = xrSession ? visible && xrSession.visibilityState === 'visible' : visible;
   const msg = {
     version: 1, session, seq: ++seq, sent_ns: sentNs, frame: 'webxr', focused,
-    ui: { estop: t < uiUntil.estop, release_stop: t < uiUntil.release_stop, pause: t < uiUntil.pause },
+    ui: Object.fromEntries(Object.entries(uiUntil).map(([k, until]) => [k, t < until])),
     hands,
   };
   ws.send(JSON.stringify(msg));
@@ -258,7 +263,39 @@ function clearColor() {
 // ------------------------------------------------------------ in-VR controls
 // Stop-direction actions (E-STOP, PAUSE) act on the trigger press; go-direction
 // ones (RESUME, RELEASE, CONFIRM) on its release over the same button, so the
-// gripper the trigger also drives cannot move while arms come back.
+// gripper the trigger also drives cannot move while arms come back. The episode
+// buttons act on the release too (pointing away before letting go cancels), and
+// discarding takes two of them, DISCARD then CONFIRM, like the e-stop's release:
+// the episodes node arms on the first and discards on the second within its window.
+
+// What the episode half of the panel shows, from the episodes node's state
+// (docs/xr.md, "In-VR controls: the episode buttons"); with none (not wired, or gone quiet) every step stays offered.
+function episodeModel() {
+  const e = status.episode, paired = status.paired;
+  const age = performance.now() - status.episodeAt;
+  const known = !!e && age < EPISODE_STALE_MS;
+  let text, color;
+  if (!known) {
+    text = 'EPISODE STATE UNKNOWN'; color = '#aaa';
+  } else if (e.open) {
+    const secs = Math.floor(e.open_for_ns / 1e9 + age / 1000);
+    text = `RECORDING episode ${e.number} · ${secs} s`;
+    if (e.discard_armed) text += ' · CONFIRM to discard';
+    color = e.discard_armed ? '#ffc14d' : '#ff6b6b';
+  } else {
+    text = `NOT RECORDING · ${e.kept} kept, ${e.discarded} discarded`; color = '#8f8';
+  }
+  const open = known && e.open, armed = open && e.discard_armed;
+  return {
+    status: text, color, task: known ? e.task : 'task: no episode state', discardArmed: armed,
+    showConfirm: armed || (paired && !known),
+    enabled: {
+      ep_start: paired && (!known || !e.open), ep_keep: paired && (!known || open),
+      ep_discard: paired && (!known || (open && !armed)), ep_confirm: paired && (!known || armed),
+    },
+  };
+}
+
 function sceneModel() {
   const known = !!status.state, s = status.state || {}, paired = status.paired;
   const latched = !!s.estop_latched, armed = latched && !!s.release_armed;
@@ -266,12 +303,15 @@ function sceneModel() {
     : latched ? 'E-STOP LATCHED' : (s.arms_paused ? 'ARMS PAUSED' : 'ARMS LIVE');
   if (latched) text += gripsHeld() ? ' · let go of the grips' : (armed ? ' · CONFIRM to release' : '');
   // with no robot state (teleop/state not wired) both release steps stay offered
+  const ep = episodeModel();
   return {
     status: text, estopLatched: latched, paused: !!s.arms_paused, releaseArmed: armed, showConfirm: armed || (paired && !known),
     enabled: {
       estop: paired, pause: paired && known && !latched,
       release: paired && (!known || (latched && !armed)), confirm: paired && (!known || armed),
+      ...ep.enabled,
     },
+    episode: { status: ep.status, color: ep.color, task: ep.task, discardArmed: ep.discardArmed, showConfirm: ep.showConfirm },
   };
 }
 
@@ -294,7 +334,8 @@ function rayPose(frame, src) {
 }
 
 function act(name, src) {
-  const ui = { estop: 'estop', pause: 'pause', release: 'release_stop', confirm: 'release_stop' }[name];
+  const ui = { estop: 'estop', pause: 'pause', release: 'release_stop', confirm: 'release_stop', ep_start: 'episode_start',
+    ep_keep: 'episode_keep', ep_discard: 'episode_discard', ep_confirm: 'episode_discard' }[name];
   pulse(ui);  // sends a feed frame at once
   scene.acts.push({ name, hand: src.handedness, frame: scene.frames, seq, t: performance.now() });
 }

@@ -1,7 +1,7 @@
 // In-VR controls for the teleop page: a panel of buttons drawn in the immersive
 // session (WebGL) and pointed at with the controllers' target rays (docs/xr.md,
-// "In-VR controls"). This module only draws and hit-tests; app.js decides what a
-// press does.
+// "The stop in the operator's hand" and "In-VR controls: the episode buttons").
+// This module only draws and hit-tests; app.js decides what a press does.
 //
 // Frames: poses are in the session's local-floor space (+x right, +y up, -z
 // forward, metres). The panel's own frame has +x right, +y up and +z out of its
@@ -10,7 +10,7 @@
 import { linkProgram } from '/static/gl_program.js';
 import { multiply } from '/static/mat4.js';
 
-export const PANEL_W = 0.46;
+export const PANEL_W = 0.82;
 export const PANEL_H = 0.26;
 const PANEL_DISTANCE_M = 0.75;   // in front of the eyes, along the floor
 const PANEL_RISE_M = 0.2;         // above eye height: rays rarely point up while working
@@ -18,14 +18,21 @@ const FOLLOW_AFTER_RAD = Math.PI / 3;  // the operator turned this far away: bri
 const RAY_LENGTH_M = 3.0;
 const PX_PER_M = 2000;
 
-// Button rectangles in the panel frame (metres): [left, bottom, right, top].
+// Button rectangles in the panel frame (metres): [left, bottom, right, top]. The stop
+// controls take the left part, the episode controls (ep_*) the right, past a divider.
 export const BUTTONS = {
-  estop: [-0.22, -0.04, -0.05, 0.07],
-  pause: [-0.04, -0.04, 0.09, 0.07],
-  release: [0.10, -0.04, 0.22, 0.07],
-  confirm: [-0.22, -0.125, -0.05, -0.05],  // far from "release": a repeated click cannot reach it
+  estop: [-0.40, -0.04, -0.23, 0.07],
+  pause: [-0.22, -0.04, -0.09, 0.07],
+  release: [-0.08, -0.04, 0.04, 0.07],
+  confirm: [-0.40, -0.125, -0.23, -0.05],  // far from "release": a repeated click cannot reach it
+  ep_start: [0.08, -0.04, 0.28, 0.07],
+  ep_keep: [0.29, -0.04, 0.40, 0.07],
+  ep_confirm: [0.08, -0.125, 0.20, -0.05],  // across the panel from "discard", like the release's confirm
+  ep_discard: [0.29, -0.125, 0.40, -0.05],
 };
-const STATUS = [-0.22, 0.08, 0.22, 0.125];
+const STATUS = [-0.40, 0.08, 0.04, 0.125];
+const EP_STATUS = [0.08, 0.08, 0.40, 0.125];
+const DIVIDER_U = 0.06;
 
 // ---------------------------------------------------------------- math
 // Column-major 4x4 matrices (mat4.js), as WebGL and WebXR use them.
@@ -128,7 +135,8 @@ export class ControlPanel {
   }
 
   // ---------------------------------------------------------- drawing
-  // model: {status, estopLatched, paused, releaseArmed, showConfirm, enabled: {name: bool}, hover: Set}
+  // model: {status, estopLatched, paused, releaseArmed, showConfirm, enabled: {name: bool}, hover: Set,
+  //         episode: {status, color, task, discardArmed, showConfirm}}
   setContent(model) {
     const key = JSON.stringify({ ...model, hover: [...model.hover].sort() });
     if (key === this.content) return;
@@ -144,14 +152,25 @@ export class ControlPanel {
     c.fillStyle = model.estopLatched ? '#ff6b6b' : (model.paused ? '#ffc14d' : '#8f8');
     c.font = `bold ${Math.round(sh * 0.55)}px sans-serif`;
     c.fillText(model.status, sx + sw / 2, sy + sh / 2, sw);
+    const ep = model.episode;
+    const [ex, ey, ew, eh] = rect(EP_STATUS);
+    c.fillStyle = ep.color;
+    c.fillText(ep.status, ex + ew / 2, ey + eh / 2, ew);
+    c.fillStyle = '#55555c';
+    c.fillRect(px(DIVIDER_U + PANEL_W / 2) - px(0.002), px(0.01), px(0.004), this.canvas.height - px(0.02));
     const labels = {
       estop: ['E-STOP', '#c62828'],
       pause: [model.paused ? 'RESUME' : 'PAUSE', model.paused ? '#2e7d32' : '#b26a00'],
       release: [model.releaseArmed && !model.enabled.release ? 'ARMED' : 'RELEASE', '#1565c0'],
       confirm: ['CONFIRM', '#1565c0'],
+      ep_start: ['START', '#2e7d32'],
+      ep_keep: ['KEEP', '#1565c0'],
+      ep_discard: [ep.discardArmed && !model.enabled.ep_discard ? 'ARMED' : 'DISCARD', '#8e2424'],
+      ep_confirm: ['CONFIRM', '#8e2424'],
     };
     for (const [name, box] of Object.entries(BUTTONS)) {
       if (name === 'confirm' && !model.showConfirm) continue;
+      if (name === 'ep_confirm' && !ep.showConfirm) continue;
       const [x, y, w, hgt] = rect(box);
       const on = model.enabled[name];
       c.fillStyle = on ? labels[name][1] : '#3a3a40';
@@ -163,7 +182,12 @@ export class ControlPanel {
       }
       c.fillStyle = on ? '#fff' : '#888';
       c.font = `bold ${Math.round(Math.min(hgt * 0.42, w * 0.22))}px sans-serif`;
-      c.fillText(labels[name][0], x + w / 2, y + hgt / 2, w * 0.9);
+      const sub = name === 'ep_start' ? ep.task : name === 'ep_confirm' ? 'discard' : '';
+      c.fillText(labels[name][0], x + w / 2, y + hgt * (sub ? 0.36 : 0.5), w * 0.9);
+      if (sub) {  // a second, smaller line: the task an episode would start with, or what is confirmed
+        c.font = `${Math.round(Math.min(hgt * 0.2, w * 0.12))}px sans-serif`;
+        c.fillText(sub, x + w / 2, y + hgt * 0.74, w * 0.92);
+      }
     }
     const gl = this.gl;
     gl.bindTexture(gl.TEXTURE_2D, this.texture);

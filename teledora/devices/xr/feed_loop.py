@@ -13,6 +13,9 @@ once, and services dora events between reads.
   flood of garbage cannot flood the log.
 * A frame is applied whole or not at all: the assembler's state changes only
   once its message has been sent.
+* Display inputs go to the page: ``state`` (TeleopState, the stop
+  controls and the heads-up line), ``episode`` (EpisodeState, the episode
+  panel) and the camera images.
 * When the controlling client goes (the device says so, or another client
   takes over) a message with both hands disconnected is published first; it
   is built from the assembler's state alone, so no frame can prevent it.
@@ -168,4 +171,22 @@ def _service_events(io: NodeIO, backend: FeedDevice, tally: RejectionTally) -> b
                 io.reject(f"state: {exc}")
                 continue
             backend.write({"type": "state", **{k: v for k, v in state.items() if k != "stamp_ns"}})
+            continue
+        if kind == "INPUT" and event.get("id") == "episode":
+            try:
+                episode = decode("EpisodeState", event["value"])
+            except Exception as exc:  # a display-only input: never fatal
+                io.reject(f"episode: {exc}")
+                continue
+            backend.write(episode_message(episode, io.now()))
     return True
+
+
+def episode_message(state: Mapping[str, Any], now_ns: int) -> dict[str, Any]:
+    """The page's ``episode`` message from an ``EpisodeState``: how long the open
+    episode has run is given as a duration (``open_for_ns``, at ``now_ns``), so the
+    page needs no clock mapping to count it on."""
+    open_for = max(0, int(now_ns) - int(state["opened_ns"])) if state["open"] else 0
+    return {"type": "episode", "open": bool(state["open"]), "task": state["task"], "number": int(state["number"]),
+            "open_for_ns": open_for, "discard_armed": bool(state["discard_armed"]), "kept": int(state["kept"]),
+            "discarded": int(state["discarded"])}

@@ -17,7 +17,7 @@ class Served:
 
     def __init__(self) -> None:
         self.sock = EpisodeRequestSocket(0)
-        self.marker = EpisodeMarker("default task")
+        self.marker = EpisodeMarker("default task", 5.0)
         self._stop = threading.Event()
         self.thread = threading.Thread(target=self._loop, daemon=True)
         self.thread.start()

@@ -25,3 +25,40 @@ def test_chords_mark_start_keep_and_discard():
     assert [m["event"] for m in marks] == ["start", "keep", "start", "discard"]
     assert {m["task"] for m in marks} == {"pick up the cube"}
     assert all(a["stamp_ns"] < b["stamp_ns"] for a, b in zip(marks, marks[1:]))
+
+
+def page(t, field=None):
+    ui = {field: True} if field else {}
+    return ("controllers", controllers(t, **ui))
+
+
+def test_page_buttons_mark_and_the_state_follows():
+    seq = [page(0), page(10 * MS, "ui_episode_start"), page(20 * MS),       # start
+           page(30 * MS, "ui_episode_discard"), page(40 * MS),             # arms the discard
+           page(50 * MS, "ui_episode_discard"), page(60 * MS),             # confirms it
+           page(70 * MS, "ui_episode_start"), page(80 * MS),               # start
+           page(90 * MS, "ui_episode_keep"), page(100 * MS)]               # keep
+    node = OneByOne(seq)
+    episodes.main(["--task", "wipe the table", "--port", "0"], node=node, clock=Clock())
+    marks = [decode("EpisodeMark", m) for m in node.outputs["marks"]]
+    assert [m["event"] for m in marks] == ["start", "discard", "start", "keep"]
+    states = [decode("EpisodeState", s) for s in node.outputs["state"]]
+    # one state per change (the clock here runs far below the once-a-second repeat)
+    held = [(s["open"], s["number"], s["discard_armed"], s["kept"], s["discarded"]) for s in states]
+    assert held == [(False, 0, False, 0, 0), (True, 1, False, 0, 0), (True, 1, True, 0, 0), (False, 1, False, 0, 1),
+                    (True, 2, False, 0, 1), (False, 2, False, 1, 1)]
+    assert {s["task"] for s in states} == {"wipe the table"}
+    opened = [s["opened_ns"] for s in states if s["open"]]
+    assert opened[0] == marks[0]["stamp_ns"] and opened[-1] == marks[2]["stamp_ns"]
+
+
+def test_the_state_repeats_once_a_second_without_changes():
+    seq = [page(k * 100 * MS) for k in range(40)]
+    node = OneByOne(seq)
+    # a clock running 250 ms per reading: about 4 s of node time over the run
+    ticks = iter(range(0, 10**12, 250 * MS))
+    episodes.main(["--port", "0"], node=node, clock=lambda: next(ticks))
+    stamps = [decode("EpisodeState", s)["stamp_ns"] for s in node.outputs["state"]]
+    gaps = [b - a for a, b in zip(stamps, stamps[1:])]
+    # (this clock is read several times per event, so the repeat comes at the first event past the second)
+    assert len(stamps) >= 3 and all(episodes.STATE_EVERY_NS <= g < 2 * episodes.STATE_EVERY_NS for g in gaps)

@@ -33,7 +33,8 @@ def hand(t_ns: int, position=(0.3, 0.2, 1.0), **kw) -> dict:
 def controllers(t_ns: int, left: dict | None = None, right: dict | None = None, **kw) -> pa.Array:
     msg = dict(
         stamp_ns=t_ns, frame_id="operator", seq=t_ns // MS, source="test", focused=True, ui_estop=False,
-        ui_release_stop=False, ui_pause=False, left=left or hand(t_ns), right=right or hand(t_ns, (0.3, -0.2, 1.0)),
+        ui_release_stop=False, ui_pause=False, ui_episode_start=False, ui_episode_keep=False,
+        ui_episode_discard=False, left=left or hand(t_ns), right=right or hand(t_ns, (0.3, -0.2, 1.0)),
     )
     msg.update(kw)
     return encode("XrControllers", msg)

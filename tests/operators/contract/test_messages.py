@@ -28,11 +28,14 @@ def arm_target(**over):
 NAMES = ["a", "b"]
 SAMPLES = {
     "XrControllers": dict(stamp_ns=1, frame_id="operator", seq=7, source="webxr", focused=True, ui_estop=False,
-                          ui_release_stop=False, ui_pause=False, left=hand(), right=hand(epoch=4)),
+                          ui_release_stop=False, ui_pause=False, ui_episode_start=False, ui_episode_keep=False,
+                          ui_episode_discard=True, left=hand(), right=hand(epoch=4)),
     "ArmTargets": dict(stamp_ns=1, frame_id="base_link", left=arm_target(), right=arm_target(enabled=False)),
     "BaseCommand": dict(stamp_ns=1, forward_m_s=0.1, left_m_s=-0.05, yaw_rad_s=0.2),
     "LiftCommand": dict(stamp_ns=1, velocity_m_s=0.02),
     "EpisodeMark": dict(stamp_ns=1, event="start", task="pick up the red cube"),
+    "EpisodeState": dict(stamp_ns=5, open=True, task="pick up the red cube", number=3, opened_ns=2, discard_armed=False,
+                         kept=1, discarded=1),
     "TeleopState": dict(stamp_ns=1, estop_latched=False, release_armed=False, arms_paused=True, left_clutched=False, right_clutched=True,
                         left_slow=False, right_slow=False, left_pinch="full", right_pinch="fine", reset_count=0,
                         events=["arms_paused:menu"]),

@@ -35,7 +35,8 @@ class Harness:
         self.validate = validate
         self.grips = dict(grips or GRIPS)
         self.hands: dict[str, dict[str, Any]] = {h: self._hand(h) for h in ("left", "right")}
-        self.ui = dict(focused=True, ui_estop=False, ui_release_stop=False, ui_pause=False)
+        self.ui = dict(focused=True, ui_estop=False, ui_release_stop=False, ui_pause=False, ui_episode_start=False,
+                       ui_episode_keep=False, ui_episode_discard=False)
         self.seq = 0
 
     @staticmethod

@@ -50,6 +50,13 @@ def test_stamps_map_to_the_earliest_host_time_they_can_stand_for(offset_ms, unce
     assert msg["left"]["input_stamp_ns"] == SENT + offset_ms * MS - uncertainty_ms * MS
 
 
+def test_page_buttons_become_their_message_fields():
+    msg = FeedAssembler("webxr").assemble(frame(ui={"episode_keep": True, "estop": True}), SENT, HOST_CLOCK)
+    encode("XrControllers", msg)
+    assert msg["ui_episode_keep"] and msg["ui_estop"]
+    assert not (msg["ui_episode_start"] or msg["ui_episode_discard"] or msg["ui_pause"] or msg["ui_release_stop"])
+
+
 def test_link_delay_shows_in_the_sample_age():
     # sampled and sent at host 10 s, delivered 1 s later: the pose is 1 s old on arrival,
     # not 0 s (arrival stamping), so the teleop pose rule holds the arm
@@ -156,7 +163,7 @@ def test_disconnect_reports_both_hands_gone_and_the_next_frame_starts_afresh():
     gone = a.disconnect(SENT + 5 * MS)
     encode("XrControllers", gone)
     assert not gone["left"]["connected"] and not gone["right"]["connected"] and not gone["focused"]
-    assert not any(gone[k] for k in ("ui_estop", "ui_release_stop", "ui_pause"))
+    assert not any(v for k, v in gone.items() if k.startswith("ui_"))
     assert (gone["left"]["epoch"], gone["right"]["epoch"]) == (1, 1) and not a.live
     msg = a.assemble(frame(seq=1), SENT + 6 * MS, HOST_CLOCK)  # the same session may start over
     assert msg["left"]["epoch"] == 2

@@ -40,6 +40,14 @@ def test_sticks_and_buttons_hold_until_the_next_keyframe() -> None:
     assert op.report(3.0, 0, 0)["left"]["trigger"] == 1.0
 
 
+def test_page_buttons_episode_ones_included_hold_until_the_next_keyframe() -> None:
+    script = dict(SCRIPT, keyframes=[{"t_s": 0.0}, {"t_s": 1.0, "ui_episode_start": True}, {"t_s": 1.3}])
+    op = ScriptedOperator(OperatorScript.from_mapping(script))
+    levels = [op.report(t, 0, 0)["ui_episode_start"] for t in (0.5, 1.1, 1.5)]
+    assert levels == [False, True, False]
+    encode("XrControllers", op.report(1.1, 0, 0))
+
+
 def test_reports_are_valid_contract_messages_and_deterministic() -> None:
     op = ScriptedOperator(load_demo_script())
     for t in np.linspace(0, op.duration_s, 50):

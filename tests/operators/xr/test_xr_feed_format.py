@@ -46,7 +46,13 @@ def test_webxr_frame_is_converted_to_flu():
     assert lh.stick == (0.0, -1.0)  # xr-standard axes pass through (forward is negative y)
     assert lh.buttons["secondary"] and not lh.buttons["primary"]
     assert f.hands["right"].pose is None and not f.hands["right"].connected
-    assert f.focused and f.ui == {"estop": False, "pause": False, "release_stop": False}
+    assert f.focused and f.ui == {"estop": False, "pause": False, "release_stop": False, "episode_start": False,
+                                  "episode_keep": False, "episode_discard": False}
+
+
+def test_episode_buttons_are_ui_levels():
+    f = parse_frame(frame(ui={"episode_discard": True, "pause": False}))
+    assert f.ui["episode_discard"] and not f.ui["episode_start"] and not f.ui["episode_keep"]
 
 
 def test_flu_frame_passes_through_and_sample_stamps_default_to_the_send_stamp():
@@ -100,6 +106,9 @@ def _too_long_int() -> str:
         (frame(**left(input_ns=SENT + 1)), "stamp_order", "later than sent_ns"),
         (frame(**left(pose_ns=-5)), "number_range", "pose_ns"),
         (frame(ui={"estop": True, "nuke": True}), "schema", "ui"),
+        (frame(ui={"episode_start": "yes"}), "schema", "ui.episode_start"),
+        (frame(ui={"episode_discard": 1}), "schema", "ui.episode_discard"),
+        (frame(ui={"episode": True}), "schema", "ui"),
         (frame(session="x" * 65), "schema", "session"),
     ],
 )

@@ -34,6 +34,7 @@ from teledora.operators.xr.xr_feed_format import parse_frame
 _TOP = {"version", "session", "seq", "sent_ns", "frame", "focused", "ui", "hands"}
 _HAND = {"connected", "pose_valid", "position", "orientation", "pose_ns", "trigger", "squeeze", "stick", "input_ns",
          "primary", "secondary", "stick_click", "menu"}
+_UI = {"estop", "release_stop", "pause", "episode_start", "episode_keep", "episode_discard"}
 _I64 = 2**63
 
 
@@ -113,7 +114,7 @@ def reference_accepts(data: bytes) -> bool:
     if type(d.get("focused", True)) is not bool:
         return False
     ui = d.get("ui", {})
-    if type(ui) is not dict or not set(ui) <= {"estop", "release_stop", "pause"} or any(type(v) is not bool for v in ui.values()):
+    if type(ui) is not dict or not set(ui) <= _UI or any(type(v) is not bool for v in ui.values()):
         return False
     hands = d.get("hands")
     if type(hands) is not dict or set(hands) != {"left", "right"}:
@@ -179,7 +180,9 @@ frames_ish = st.tuples(st.fixed_dictionaries(
     optional={
         "session": st.text(max_size=70),
         "focused": mostly(st.booleans(), _any_value),
-        "ui": st.dictionaries(st.sampled_from(["estop", "pause", "release_stop", "nuke"]), mostly(st.booleans(), _any_value), max_size=3),
+        "ui": st.dictionaries(st.sampled_from(["estop", "pause", "release_stop", "episode_start", "episode_keep",
+                                              "episode_discard", "episode", "nuke"]),
+                             mostly(st.booleans(), _any_value), max_size=4),
     },
 ), _extra).map(_merge)
 
