@@ -175,7 +175,7 @@ def test_cube_stays_in_the_grip_while_lifted_and_carried(pick_and_place):
     slip_mm = pick_and_place["slip_m"] * 1000
     print(f"cube slip in the jaw frame during lift and carry: {slip_mm:.2f} mm")
     assert slip_mm < 5.0
-    # lifted with the jaw, less the servos' sag under the load
+    # lifted with the jaw, less the servos' lag (the joint path is sent without velocity feedforward)
     assert pick_and_place["lift_height_m"] > 0.07
 
 
