@@ -5,7 +5,9 @@ actuators: the arm joints follow joint paths solved by the project's IK
 (BimanualIk on the IK's own robot model) at 1 cm knots, and the left gripper's
 position actuator closes on the cube. Checks: the cube leaves the stand only
 in the grip, stays put in the jaw frame while lifted 10 cm and carried 20 cm
-(slip printed), and ends 20 cm from where it started once released.
+(slip printed), and ends 20 cm from where it started once released. Also:
+which geoms the objects collide with (MuJoCo's filter, read from the compiled
+scene), and that the IK's collision pairs hold no pad and no room geom.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pytest
 from teledora import models
 from teledora.models.config_files import load_ik_config
 from teledora.operators.geometry.pose import Pose
+from teledora.operators.ik.collision_pairs import filter_allowed_pairs
 from teledora.operators.ik.ik_model import build_ik_model
 from teledora.operators.ik.ik_solver import BimanualIk
 from teledora.operators.sim.sim_physics import SimPhysics
@@ -188,3 +191,39 @@ def test_cube_ends_20_cm_away_upright_on_the_stand(pick_and_place):
     assert moved[0] == pytest.approx(0.20, abs=0.015)
     assert end[2] == pytest.approx(pick_and_place["stand_top_m"] + pick_and_place["cube_half_m"], abs=0.002)
     assert pick_and_place["end_tilt_rad"] < 0.05
+
+
+OBJECTS = ("cube_red", "cube_blue", "cube_green", "cylinder")
+PADS = tuple(f"{side}_{finger}_pad" for side in ("left", "right") for finger in ("fixed", "moving"))
+
+
+def _allowed_names(model: mujoco.MjModel) -> set[frozenset[str]]:
+    return {frozenset((model.geom(a).name, model.geom(b).name)) for a, b in filter_allowed_pairs(model)}
+
+
+def test_objects_meet_the_pads_the_room_and_the_robot_but_not_the_finger_boxes():
+    model = mujoco.MjModel.from_xml_path(str(models.path(PROFILE.scene)))
+    allowed = _allowed_names(model)
+    for obj in OBJECTS:
+        for other in PADS + ("stand", "floor", "table_a", "left_jaw_servo_proxy", "right_wrist_proxy", "carriage_plate_proxy"):
+            assert frozenset((obj, other)) in allowed, (obj, other)
+        for other in ("left_fixed_finger_proxy", "left_moving_finger_proxy", "right_fixed_finger_proxy", "right_moving_finger_proxy"):
+            assert frozenset((obj, other)) not in allowed, (obj, other)
+    assert all(frozenset((a, b)) in allowed for a in OBJECTS for b in OBJECTS if a != b)
+    # a pad meets objects and nothing else
+    for pair in allowed:
+        if pair & set(PADS):
+            assert len(pair & set(OBJECTS)) == 1, pair
+    # the robot and the room still collide as before
+    assert frozenset(("left_moving_finger_proxy", "stand")) in allowed
+    assert frozenset(("carriage_plate_proxy", "wall_north")) in allowed
+
+
+def test_the_ik_knows_neither_the_pads_nor_the_room():
+    ik_model = build_ik_model(models.path(SETTINGS.solver.model), SETTINGS.solver.add_floor)
+    names = {ik_model.geom(g).name for g in range(ik_model.ngeom)}
+    assert set(PADS) <= names and not names & set(OBJECTS) and "stand" not in names
+    ik = BimanualIk(ik_model, PROFILE, SETTINGS, with_fallback=False)
+    in_pairs = {ik_model.geom(g).name for pair in ik.collision_pairs.id_pairs for g in pair}
+    assert not in_pairs & set(PADS)
+    assert {"left_moving_finger_proxy", "right_fixed_finger_proxy", "floor"} <= in_pairs
