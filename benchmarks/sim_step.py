@@ -24,9 +24,9 @@ import time
 
 import mujoco
 import numpy as np
+from teledora.operators.sim.sim_physics import SimPhysics
 
 from teledora import models
-from teledora.operators.sim.sim_physics import SimPhysics
 
 OBJECTS = ("cube_red", "cube_blue", "cube_green", "cylinder")
 

@@ -17,14 +17,14 @@ import math
 import mujoco
 import numpy as np
 import pytest
-
-from teledora import models
 from teledora.models.config_files import load_ik_config
 from teledora.operators.geometry.pose import Pose
 from teledora.operators.ik.collision_pairs import filter_allowed_pairs
 from teledora.operators.ik.ik_model import build_ik_model
 from teledora.operators.ik.ik_solver import BimanualIk
 from teledora.operators.sim.sim_physics import SimPhysics
+
+from teledora import models
 
 PROFILE = models.load_profile()
 SETTINGS = load_ik_config().settings
@@ -100,7 +100,8 @@ def pick_and_place():
     carried, placed = lifted + [0.20, 0, 0], start + [0.20, 0, 0.002]
     legs: dict[str, list[np.ndarray]] = {"above": [arm.seeded(above)]}
     worst_ik_m = 0.0
-    for leg, (a, b) in {"descend": (above, start), "lift": (start, lifted), "carry": (lifted, carried), "lower": (carried, placed)}.items():
+    ends = {"descend": (above, start), "lift": (start, lifted), "carry": (lifted, carried), "lower": (carried, placed)}
+    for leg, (a, b) in ends.items():
         legs[leg] = []
         for p in _path(a, b):
             q, err = arm.solve(p)
@@ -120,7 +121,7 @@ def pick_and_place():
     def move(knots: list[np.ndarray], seconds: float, grip: float, during=None) -> None:
         """Joint commands interpolated through ``knots`` over ``seconds`` at the physics rate."""
         nonlocal q_now
-        steps = int(round(seconds / model.opt.timestep))
+        steps = round(seconds / model.opt.timestep)
         pts = [q_now] + knots
         for k in range(steps):
             u = (k + 1) / steps * (len(pts) - 1)
@@ -205,9 +206,10 @@ def test_objects_meet_the_pads_the_room_and_the_robot_but_not_the_finger_boxes()
     model = mujoco.MjModel.from_xml_path(str(models.path(PROFILE.scene)))
     allowed = _allowed_names(model)
     for obj in OBJECTS:
-        for other in PADS + ("stand", "floor", "table_a", "left_jaw_servo_proxy", "right_wrist_proxy", "carriage_plate_proxy"):
+        touched = ("stand", "floor", "table_a", "left_jaw_servo_proxy", "right_wrist_proxy", "carriage_plate_proxy")
+        for other in PADS + touched:
             assert frozenset((obj, other)) in allowed, (obj, other)
-        for other in ("left_fixed_finger_proxy", "left_moving_finger_proxy", "right_fixed_finger_proxy", "right_moving_finger_proxy"):
+        for other in (f"{side}_{finger}_finger_proxy" for side in ("left", "right") for finger in ("fixed", "moving")):
             assert frozenset((obj, other)) not in allowed, (obj, other)
     assert all(frozenset((a, b)) in allowed for a in OBJECTS for b in OBJECTS if a != b)
     # a pad meets objects and nothing else
