@@ -145,7 +145,17 @@ def test_home_posture_is_free_of_contacts_and_grips_are_in_front() -> None:
     for j, v in profile.home_q().items():
         data.joint(j).qpos = v
     mujoco.mj_forward(model, data)
-    assert data.ncon == 0
+    robot = {model.body(profile.base_frame).id}
+    for b in range(1, model.nbody):
+        if int(model.body_parentid[b]) in robot:
+            robot.add(b)
+    touching = [(model.geom(c.geom1).name, model.geom(c.geom2).name) for c in data.contact[: data.ncon]
+                if {int(model.geom_bodyid[c.geom1]), int(model.geom_bodyid[c.geom2])} & robot]
+    assert touching == []
+    # the only contacts: objects resting on their stand
+    objects = {"cube_red", "cube_blue", "cube_green", "cylinder"}
+    pairs = [{model.geom(c.geom1).name, model.geom(c.geom2).name} for c in data.contact[: data.ncon]]
+    assert all(len(p & objects) == 1 and "stand" in p for p in pairs)
     left, right = data.site("left_grip").xpos, data.site("right_grip").xpos
     assert left[0] > 0.1 and right[0] > 0.1  # forward of the base centre
     assert left[1] > 0 > right[1]  # left arm on the robot's left

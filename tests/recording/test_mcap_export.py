@@ -256,4 +256,4 @@ def test_scene_has_a_body_entity_per_visible_link_and_the_room(exported):
     (room,) = [row[2] for row in channels["/foxglove/room"]]
     assert {e.frame_id for e in room.entities} == {"world"}
     room_entity = room.entities[0]
-    assert len(room_entity.cubes) == 7 and len(room_entity.cylinders) == 1  # floor, 4 walls, 2 tables; the pillar
+    assert len(room_entity.cubes) == 8 and len(room_entity.cylinders) == 1  # floor, 4 walls, 2 tables, the stand; the pillar

@@ -18,7 +18,11 @@ def clearance():
 def test_obstacles_are_the_rooms_fixed_geoms_without_the_floor(clearance):
     c, _ = clearance
     names = {c.model.geom(g).name for g in c.obstacle_geoms}
-    assert names == {"wall_north", "wall_south", "wall_east", "wall_west", "pillar", "table_a", "table_b"}
+    assert names == {"wall_north", "wall_south", "wall_east", "wall_west", "pillar", "table_a", "table_b", "stand"}
+    # the objects on the stand move (free joints): not obstacles, nor part of the robot
+    objects = {"cube_red", "cube_blue", "cube_green", "cylinder"}
+    assert {c.model.geom(g).name for g in c.robot_geoms} & objects == set()
+    assert all(c.model.body(n).jntnum == 1 for n in objects)
 
 
 def test_distance_shrinks_to_penetration_as_the_base_nears_the_pillar(clearance):
