@@ -216,4 +216,6 @@ def test_the_property_above_sees_page_discards():
             t += dt
             m.on_controllers(hands(connected=connected, ui=ui), t)
         return any(x["event"] == "discard" for x in m.take_marks())
-    find(_levels, discards, settings=settings(max_examples=3000))
+    # derandomized: the same 3000 draws every run, so whether they hold a
+    # discard does not depend on the seed
+    find(_levels, discards, settings=settings(max_examples=3000, derandomize=True, database=None))
