@@ -155,6 +155,14 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         if out.state["events"]:
             io.diag.details["last_events"] = out.state["events"][-8:]
 
+    def refresh() -> None:  # the scheme's state into diagnostics, when a snapshot goes out
+        io.diag.details.update(
+            estop_latched=scheme.estop_latched, release_armed=scheme.release_armed, arms_paused=scheme.arms_paused, reset_count=scheme.reset_count,
+            robot_state_known=kin.known,
+        )
+        level = "warn" if scheme.estop_latched or not kin.known else "ok"
+        io.diag.set_status(level, "e-stop latched" if scheme.estop_latched else ("no joint/lift state yet" if not kin.known else ""))
+
     burst_spacing_ns = int(args.burst_spacing_s * 1e9)
     while (batch := io.next_batch()) is not None:
         ticked = False
@@ -186,14 +194,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
             now = io.now()
             if ticked and now - last_publish_ns >= republish_ns:
                 publish(now)
-        io.diag.details.update(
-            estop_latched=scheme.estop_latched, release_armed=scheme.release_armed, arms_paused=scheme.arms_paused, reset_count=scheme.reset_count,
-            robot_state_known=kin.known,
-        )
-        level = "warn" if scheme.estop_latched or not kin.known else "ok"
-        io.diag.set_status(level, "e-stop latched" if scheme.estop_latched else ("no joint/lift state yet" if not kin.known else ""))
-        io.publish_diagnostics()
-    io.publish_diagnostics(force=True)
+        io.publish_diagnostics(refresh=refresh)
+    io.publish_diagnostics(force=True, refresh=refresh)
 
 
 if __name__ == "__main__":

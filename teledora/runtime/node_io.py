@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import Any, Iterable, Mapping, NoReturn
+from typing import Any, Callable, Iterable, Mapping, NoReturn
 
 import pyarrow as pa
 
@@ -225,10 +225,16 @@ class NodeIO:
         self._count(output)
         self.diag.sent += 1
 
-    def publish_diagnostics(self, force: bool = False) -> None:
-        """Sends ``diagnostics`` if a period has passed (or ``force``)."""
+    def publish_diagnostics(self, force: bool = False, refresh: Callable[[], None] | None = None) -> None:
+        """Sends ``diagnostics`` if a period has passed (or ``force``).
+
+        ``refresh`` (optional) brings ``diag``'s status and details up to date
+        and runs only when a snapshot goes out: a node whose details take work
+        to gather calls this after every batch without paying for it each time."""
         now = self.now()
         if force or self.diag.due(now):
+            if refresh is not None:
+                refresh()
             self.node.send_output("diagnostics", encode("Diagnostics", self.diag.snapshot(now)), self._metadata("diagnostics", None))
             self._count("diagnostics")
 
