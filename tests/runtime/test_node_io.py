@@ -167,3 +167,23 @@ def test_a_node_that_cannot_start_says_why_once_and_exits() -> None:
     assert d["level"] == "error" and d["message"] == "cameras could not start: no such file: cameras.yaml"
     assert d["last_error"] == d["message"]
     assert [log["level"] for log in node.logs] == ["error"] and "could not start" in node.logs[0]["message"]
+
+
+def test_diagnostics_refresh_runs_only_when_a_snapshot_goes_out() -> None:
+    node = MockNode([])
+    now = [5_000_000_000]
+    io = dora_io.NodeIO(node, "ik", clock=lambda: now[0])
+    calls = []
+
+    def refresh() -> None:
+        calls.append(now[0])
+        io.diag.set_status("warn", f"at {now[0]}")
+
+    for _ in range(5):  # the first is due at once, the next four within its period
+        io.publish_diagnostics(refresh=refresh)
+        now[0] += 100_000_000
+    now[0] += 1_000_000_000
+    io.publish_diagnostics(refresh=refresh)
+    io.publish_diagnostics(force=True, refresh=refresh)
+    assert len(calls) == 3 and len(node.outputs["diagnostics"]) == 3
+    assert decode("Diagnostics", node.outputs["diagnostics"][1])["message"] == f"at {calls[1]}"
