@@ -158,12 +158,13 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     def refresh() -> None:  # the scheme's state into diagnostics, when a snapshot goes out
         io.diag.details.update(
             estop_latched=scheme.estop_latched, release_armed=scheme.release_armed, arms_paused=scheme.arms_paused, reset_count=scheme.reset_count,
-            robot_state_known=kin.known,
+            robot_state_known=kin.known, reports_folded=dict(folded),
         )
         level = "warn" if scheme.estop_latched or not kin.known else "ok"
         io.diag.set_status(level, "e-stop latched" if scheme.estop_latched else ("no joint/lift state yet" if not kin.known else ""))
 
     burst_spacing_ns = int(args.burst_spacing_s * 1e9)
+    folded = {"burst": 0, "backlog": 0}  # reports applied without a step of their own, by cause
     while (batch := io.next_batch()) is not None:
         ticked = False
         reports: list[dict[str, Any]] = []
@@ -185,6 +186,9 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         apply_newest_valid(io, kin, robot_state)
         if reports:
             steps = stepped_reports([int(m["stamp_ns"]) for m in reports], burst_spacing_ns, args.max_steps_per_batch)
+            backlog = max(0, len(steps) - max(1, args.max_steps_per_batch))
+            folded["backlog"] += backlog
+            folded["burst"] += steps[backlog:].count(False)
             for msg, step in zip(reports, steps):
                 scheme.on_controllers(msg, io.now())
                 trace.update(xr_seq=int(msg["seq"]), xr_stamp_ns=int(msg["stamp_ns"]))

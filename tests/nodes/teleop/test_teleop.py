@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pyarrow as pa
@@ -174,6 +175,16 @@ def test_a_backlog_publishes_its_newest_reports_only():
     inputs = [("joint_states", joints()), LIFT] + [("controllers", controllers(k * frame)) for k in range(7)]
     node = run(inputs, burst=True)
     assert len(node.outputs["arm_targets"]) == 3  # --max-steps-per-batch
+    details = json.loads(decode("Diagnostics", node.outputs["diagnostics"][-1])["details_json"])
+    assert details["reports_folded"] == {"burst": 0, "backlog": 4}
+
+
+def test_a_burst_is_counted_as_folded():
+    inputs = [("joint_states", joints()), LIFT] + [("controllers", controllers(k * MS)) for k in range(3)]
+    node = run(inputs, burst=True)
+    assert len(node.outputs["arm_targets"]) == 1
+    details = json.loads(decode("Diagnostics", node.outputs["diagnostics"][-1])["details_json"])
+    assert details["reports_folded"] == {"burst": 2, "backlog": 0}
 
 
 @pytest.mark.parametrize("stamps, spacing, most, want", [
