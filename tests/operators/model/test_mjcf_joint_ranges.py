@@ -65,13 +65,13 @@ SYNTHETIC = """
       <geom size="0.1"/>
       <body name="b" childclass="inner">
         <joint name="from_childclass" axis="0 0 1"/>
-        <joint name="own_class" class="outer" type="hinge" axis="0 0 1"/>
-        <joint name="own_range" range="-1 1" axis="0 0 1" type="hinge"/>
+        <joint name="own_class" class="outer" type="hinge" axis="1 0 0"/>
+        <joint name="own_range" range="-1 1" axis="0 1 0" type="hinge"/>
         <geom size="0.1"/>
         <frame childclass="open">
           <body name="c">
             <joint name="unlimited" axis="0 0 1"/>
-            <joint name="explicit" limited="true" range="-5 5" axis="0 0 1"/>
+            <joint name="explicit" limited="true" range="-5 5" axis="1 0 0"/>
             <geom size="0.1"/>
           </body>
         </frame>
