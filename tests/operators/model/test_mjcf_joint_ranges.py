@@ -7,10 +7,10 @@ import math
 import mujoco
 import numpy as np
 import pytest
-
-from teledora import models
 from teledora.operators.drive.arm_command_limits import ArmCommandLimits
 from teledora.operators.model.mjcf_joint_ranges import MjcfJointError, mjcf_joint_ranges
+
+from teledora import models
 
 PROFILE = models.load_profile()
 
