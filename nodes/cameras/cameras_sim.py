@@ -67,12 +67,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, *, clock: Callable
             rig = CameraRig(model_path, config, chosen_cameras(config, args.cameras))
         app = RobotRenderer(io, config, rig, models.load_profile(), None)
     except (ValueError, OSError, RuntimeError, yaml.YAMLError) as exc:
-        reason = f"cameras could not start: {exc}"
-        io.diag.set_status("error", reason)
-        io.diag.error(reason)
-        io.log("error", reason)
-        io.publish_diagnostics(force=True)
-        raise SystemExit(reason) from exc
+        io.fail_start("cameras", exc)
     calibration = CalibrationClock(mounts.calibration_period_s)
     stopping = False
     try:

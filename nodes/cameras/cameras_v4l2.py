@@ -144,11 +144,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, *, clock: Callable
         config = load_cameras_config(args.config)
         cameras = chosen(config, args.cameras, args.device)
     except (ConfigError, OSError, yaml.YAMLError) as exc:
-        reason = f"cameras could not start: {exc}"
-        io.diag.set_status("error", reason)
-        io.log("error", reason)
-        io.publish_diagnostics(force=True)
-        raise SystemExit(reason) from exc
+        io.fail_start("cameras", exc)
     streams = {name: CameraStream(name, source, cam.width, cam.height, cam.rate_hz, cam.fourcc,
                                   config.reconnect_period_s, clock=clock)
                for name, (cam, source) in cameras.items()}

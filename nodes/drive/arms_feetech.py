@@ -37,7 +37,6 @@ import argparse
 import time
 from typing import Any, Callable, Sequence
 
-import mujoco
 from teledora.models.config_files import (
     DRIVE,
     add_config_arg,
@@ -155,9 +154,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         arms.append(ArmServos(side, FeetechBus(port, bus_cfg.baud_rate, args.timeout_s or bus_cfg.timeout_s), config.arms, cals))
     device = FeetechArms(arms, config.current_protection.ma_per_raw)
     profile = load_node_profile()
-    model = mujoco.MjModel.from_xml_path(str(models.path(profile.model)))
-    # the model's joint ranges, cut to what each servo was calibrated to reach
-    limits = ArmCommandLimits.from_model(model, profile).narrowed(device.joint_ranges_rad())
+    # the model's joint ranges (read from its MJCF: no MuJoCo), cut to what each servo was calibrated to reach
+    limits = ArmCommandLimits.from_mjcf(models.path(profile.model).read_text(), profile).narrowed(device.joint_ranges_rad())
     io = NodeIO(make_node(node), node_id("arms"), clock)
     run_arms(io, device, config, limits, clock)
 

@@ -20,7 +20,6 @@ Env: TELEDORA_PROFILE (default alohamini2/profile.yaml).
 
 from __future__ import annotations
 
-import mujoco
 import numpy as np
 from teledora.models.config_files import load_node_profile
 from teledora.operators.contract.messages import MessageError, require_joint_names
@@ -38,7 +37,7 @@ from teledora.runtime.node_io import NodeIO, make_node, node_id
 def main(argv: list[str] | None = None, node=None) -> None:
     profile = load_node_profile()
     joints = profile.arm_joint_names
-    limits = ArmCommandLimits.from_model(mujoco.MjModel.from_xml_path(str(models.path(profile.model))), profile)
+    limits = ArmCommandLimits.from_mjcf(models.path(profile.model).read_text(), profile)  # ranges only: no MuJoCo
     io = NodeIO(make_node(node), node_id("arms"))
     while True:
         batch = io.next_batch(1.0)

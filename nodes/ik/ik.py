@@ -67,6 +67,17 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         meta = {f"{s}_status": loop.arms[s].status for s in SIDES}
         io.send("joint_commands", "JointCommands", cmd, meta)
 
+    def refresh() -> None:  # the loop's state into diagnostics, when a snapshot goes out
+        io.diag.details.update(loop.details())
+        if not loop.initialized:
+            io.diag.set_status("warn", "waiting for joint_states and lift")
+        elif loop.last_result is not None and loop.last_result.status == "failed":
+            io.diag.set_status("error", loop.last_result.error)
+        elif any(a.status not in ("ok", "homing") for a in loop.arms.values()):
+            io.diag.set_status("warn", ", ".join(f"{s}: {a.status}" for s, a in loop.arms.items()))
+        else:
+            io.diag.set_status("ok", "")
+
     # inputs that only update the loop's state: (kind, handler raising MessageError)
     state_inputs = {
         "joint_states": ("JointState", loop.on_joint_states),
@@ -104,17 +115,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                     publish(now)
             else:
                 io.reject(f"unexpected input {eid!r}")
-        io.diag.details.update(loop.details())
-        if not loop.initialized:
-            io.diag.set_status("warn", "waiting for joint_states and lift")
-        elif loop.last_result is not None and loop.last_result.status == "failed":
-            io.diag.set_status("error", loop.last_result.error)
-        elif any(a.status not in ("ok", "homing") for a in loop.arms.values()):
-            io.diag.set_status("warn", ", ".join(f"{s}: {a.status}" for s, a in loop.arms.items()))
-        else:
-            io.diag.set_status("ok", "")
-        io.publish_diagnostics()
-    io.publish_diagnostics(force=True)
+        io.publish_diagnostics(refresh=refresh)
+    io.publish_diagnostics(force=True, refresh=refresh)
 
 
 if __name__ == "__main__":

@@ -79,12 +79,7 @@ def main(
         factory = (window_factory or passive_viewer) if window else None
         app = RobotRenderer(io, config, rig, models.load_profile(), factory)
     except (ValueError, OSError, RuntimeError, yaml.YAMLError) as exc:
-        reason = f"renderer could not start: {exc}"
-        io.diag.set_status("error", reason)
-        io.diag.error(reason)
-        io.log("error", reason)
-        io.publish_diagnostics(force=True)
-        raise SystemExit(reason) from exc
+        io.fail_start("renderer", exc)
     stopping = False
     timeout_s = 2.0 / config.window_rate_hz
     try:

@@ -10,15 +10,19 @@ Outputs: ``arm_targets``, ``base_cmd``, ``lift_cmd``, ``state``, ``journal``
 
 Outputs carry dora metadata ``xr_seq`` / ``xr_stamp_ns``: the newest XR report
 they reflect (latency tracing). Every controller report is applied in order
-(button edges must not be lost); one step is published per batch of queued events that held a report, so a
-backlog collapses instead of growing; a tick publishes only when no step went
-out for ``--republish-s`` (default 50 ms). Of the joint and lift states in a batch
+(button edges must not be lost) and gets a step of its own, published with its
+``xr_seq``, except when it is superseded within the same batch: by a report
+stamped less than ``--burst-spacing-s`` (default 4 ms, under half a 120 Hz
+frame) after it (a sender catching up in a burst), or by
+``--max-steps-per-batch`` (default 3) newer reports (a backlog, which thus
+collapses instead of growing). A tick publishes only when no step went out for
+``--republish-s`` (default 50 ms). Of the joint and lift states in a batch
 only the newest valid one is decoded and applied (an invalid newest one does not
 hide the valid one before it); forward kinematics runs lazily once per change.
 
 Args: ``--config`` teleop YAML (default: the shipped alohamini2/teleop.yaml),
 ``--model`` MJCF for forward kinematics (default: the profile's model),
-``--republish-s`` (0.05).
+``--republish-s`` (0.05), ``--burst-spacing-s`` (0.004), ``--max-steps-per-batch`` (3).
 """
 
 from __future__ import annotations
@@ -108,12 +112,27 @@ def apply_newest_valid(io: NodeIO, kin: RobotGrips, robot_state: dict[str, list]
             break
 
 
+def stepped_reports(stamps: Sequence[int], burst_spacing_ns: int, max_steps: int) -> list[bool]:
+    """Which reports of a batch (stamps in arrival order) get a step of their own:
+    the newest always; an earlier one unless the report after it is stamped
+    less than ``burst_spacing_ns`` later, and only among the newest ``max_steps``."""
+    n = len(stamps)
+    keep = [i == n - 1 or stamps[i + 1] - stamps[i] >= burst_spacing_ns for i in range(n)]
+    for i in range(max(0, n - max(1, max_steps))):
+        keep[i] = False
+    return keep
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="teleop", description=__doc__.splitlines()[0])
     ap.add_argument("--config", type=Path, default=None, help="teleop YAML (default: shipped alohamini2/teleop.yaml)")
     ap.add_argument("--model", type=Path, default=None, help="MJCF for forward kinematics")
     ap.add_argument("--republish-s", type=float, default=0.05,
                     help="on a tick, publish when nothing went out for this long (timeouts act at this granularity)")
+    ap.add_argument("--burst-spacing-s", type=float, default=0.004,
+                    help="a report followed in its batch by one stamped less than this later gets no step of its own")
+    ap.add_argument("--max-steps-per-batch", type=int, default=3,
+                    help="steps published for one batch at most (its newest reports): a backlog collapses")
     return ap.parse_args(argv)
 
 
@@ -136,8 +155,19 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         if out.state["events"]:
             io.diag.details["last_events"] = out.state["events"][-8:]
 
+    def refresh() -> None:  # the scheme's state into diagnostics, when a snapshot goes out
+        io.diag.details.update(
+            estop_latched=scheme.estop_latched, release_armed=scheme.release_armed, arms_paused=scheme.arms_paused, reset_count=scheme.reset_count,
+            robot_state_known=kin.known, reports_folded=dict(folded),
+        )
+        level = "warn" if scheme.estop_latched or not kin.known else "ok"
+        io.diag.set_status(level, "e-stop latched" if scheme.estop_latched else ("no joint/lift state yet" if not kin.known else ""))
+
+    burst_spacing_ns = int(args.burst_spacing_s * 1e9)
+    folded = {"burst": 0, "backlog": 0}  # reports applied without a step of their own, by cause
     while (batch := io.next_batch()) is not None:
-        reported = ticked = False
+        ticked = False
+        reports: list[dict[str, Any]] = []
         robot_state: dict[str, list] = {"joint_states": [], "lift": []}
         for event in io.newest(batch, {"tick"}):
             if event["type"] != "INPUT":
@@ -146,9 +176,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
             if eid == "controllers":
                 msg = io.decode(event, "XrControllers")
                 if msg is not None:
-                    scheme.on_controllers(msg, io.now())
-                    trace.update(xr_seq=int(msg["seq"]), xr_stamp_ns=int(msg["stamp_ns"]))
-                    reported = True
+                    reports.append(msg)
             elif eid == "tick":
                 ticked = True
             elif eid in robot_state:
@@ -156,17 +184,22 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
             else:
                 io.reject(f"unexpected input {eid!r}")
         apply_newest_valid(io, kin, robot_state)
-        now = io.now()
-        if reported or (ticked and now - last_publish_ns >= republish_ns):
-            publish(now)
-        io.diag.details.update(
-            estop_latched=scheme.estop_latched, release_armed=scheme.release_armed, arms_paused=scheme.arms_paused, reset_count=scheme.reset_count,
-            robot_state_known=kin.known,
-        )
-        level = "warn" if scheme.estop_latched or not kin.known else "ok"
-        io.diag.set_status(level, "e-stop latched" if scheme.estop_latched else ("no joint/lift state yet" if not kin.known else ""))
-        io.publish_diagnostics()
-    io.publish_diagnostics(force=True)
+        if reports:
+            steps = stepped_reports([int(m["stamp_ns"]) for m in reports], burst_spacing_ns, args.max_steps_per_batch)
+            backlog = max(0, len(steps) - max(1, args.max_steps_per_batch))
+            folded["backlog"] += backlog
+            folded["burst"] += steps[backlog:].count(False)
+            for msg, step in zip(reports, steps):
+                scheme.on_controllers(msg, io.now())
+                trace.update(xr_seq=int(msg["seq"]), xr_stamp_ns=int(msg["stamp_ns"]))
+                if step:
+                    publish(io.now())
+        else:
+            now = io.now()
+            if ticked and now - last_publish_ns >= republish_ns:
+                publish(now)
+        io.publish_diagnostics(refresh=refresh)
+    io.publish_diagnostics(force=True, refresh=refresh)
 
 
 if __name__ == "__main__":

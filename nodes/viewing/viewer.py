@@ -76,11 +76,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, *, sink: Any = Non
             io.log("info", start_output(sink, args.output or config.output, rrd_path(args.rrd), config.grpc_port,
                                         config.web_port))
     except (ValueError, OSError, ViewerUnavailable) as exc:
-        reason = f"viewer could not start: {exc}"
-        io.diag.set_status("error", reason)
-        io.log("error", reason)
-        io.publish_diagnostics(force=True)
-        raise SystemExit(reason) from exc
+        io.fail_start("viewer", exc)
     sink.log_static(mapper.static_items())
     latest_only = set(data_inputs())
     try:

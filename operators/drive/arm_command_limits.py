@@ -24,6 +24,7 @@ from teledora.operators.drive.command_limits import (
     check_cap,
     require_finite,
 )
+from teledora.operators.model.mjcf_joint_ranges import MjcfJointError, mjcf_joint_ranges
 from teledora.operators.model.robot_profile import RobotProfile
 
 if TYPE_CHECKING:
@@ -88,6 +89,26 @@ class ArmCommandLimits(CommandLimits):
         c = profile.command_limits
         return cls(model_joint_ranges(model, profile.arm_joint_names), c.arm_max_speed_rad_s, c.reject_factor,
                    c.joint_reject_margin_rad)
+
+    @classmethod
+    def from_mjcf(cls, xml_text: str, profile: RobotProfile) -> "ArmCommandLimits":
+        """The same limits as :meth:`from_model`, ranges read from the MJCF text
+        without MuJoCo (see :mod:`teledora.operators.model.mjcf_joint_ranges`).
+
+        Raises:
+            CommandLimitsError: a joint is missing or has no range, or the text cannot be read.
+        """
+        try:
+            read = mjcf_joint_ranges(xml_text, profile.arm_joint_names)
+        except MjcfJointError as exc:
+            raise CommandLimitsError(str(exc)) from None
+        ranges: dict[str, JointRange] = {}
+        for name, rng in read.items():
+            if rng is None:
+                raise CommandLimitsError(f"joint {name!r} has no range in the model, so its commands cannot be bounded")
+            ranges[name] = rng
+        c = profile.command_limits
+        return cls(ranges, c.arm_max_speed_rad_s, c.reject_factor, c.joint_reject_margin_rad)
 
     def narrowed(self, ranges: Mapping[str, JointRange]) -> "ArmCommandLimits":
         """The same limits with each named joint's range cut to its overlap with ``ranges``.

@@ -21,10 +21,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import cv2
 import numpy as np
 
 from teledora.operators.errors import TeledoraError
+
+
+def _cv2():
+    """OpenCV, imported on first use: estimation.yaml's settings (this module's
+    config classes) are read by nodes that never render the floor (the EKF, the
+    flow node with the image path off), and OpenCV costs each of them ~15 MB."""
+    import cv2
+
+    return cv2
 
 
 class FloorImageError(TeledoraError, ValueError):
@@ -74,6 +82,7 @@ class FloorCamera:
         rng = np.random.default_rng(config.seed)
         n = config.texture_size_px
         noise = rng.random((n, n)).astype(np.float32)
+        cv2 = _cv2()
         pad = int(math.ceil(4 * config.texture_blur_px)) + 1  # blur a wrapped copy so the tile stays seamless
         tex = cv2.GaussianBlur(np.pad(noise, pad, mode="wrap"), (0, 0), config.texture_blur_px)[pad:-pad, pad:-pad]
         tex = (tex - tex.min()) / max(1e-6, float(tex.max() - tex.min()))
@@ -96,6 +105,7 @@ class FloorCamera:
         n = cfg.texture_size_px
         map_x = np.mod(wx / cfg.texture_resolution_m, n).astype(np.float32)
         map_y = np.mod(wy / cfg.texture_resolution_m, n).astype(np.float32)
+        cv2 = _cv2()
         return cv2.remap(self.texture, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_WRAP)
 
 
@@ -106,6 +116,7 @@ def image_flow(previous: np.ndarray, current: np.ndarray, dt_s: float, focal_px:
         raise FloorImageError(f"frames must be equal 2-D arrays, got {previous.shape} and {current.shape}")
     if not dt_s > 0:
         raise FloorImageError(f"dt_s must be > 0, got {dt_s}")
+    cv2 = _cv2()
     window = cv2.createHanningWindow(previous.shape[::-1], cv2.CV_32F)
     (du, dv), response = cv2.phaseCorrelate(previous.astype(np.float32), current.astype(np.float32), window)
     return du / (focal_px * dt_s), dv / (focal_px * dt_s), float(response)

@@ -8,6 +8,8 @@ returns the one with w >= 0, so normalised quaternions compare equal.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import numpy.typing as npt
 
@@ -37,14 +39,19 @@ def quat_normalize(q: npt.ArrayLike) -> np.ndarray:
     Raises:
         PoseError: not four finite values, or a norm too small to normalise.
     """
+    # on four Python floats: a handful of numpy calls on a 4-vector cost several
+    # times the arithmetic, and teleop and ik normalise several per message
     arr = np.array(q, dtype=np.float64).reshape(-1)
-    if arr.shape != (4,) or not np.all(np.isfinite(arr)):
-        raise PoseError(f"quaternion must be 4 finite values (x, y, z, w), got {arr.tolist()}")
-    norm = float(np.linalg.norm(arr))
+    values = arr.tolist()
+    if len(values) != 4 or not all(map(math.isfinite, values)):
+        raise PoseError(f"quaternion must be 4 finite values (x, y, z, w), got {values}")
+    x, y, z, w = values
+    norm = math.sqrt(x * x + y * y + z * z + w * w)
     if norm < _MIN_NORM:
         raise PoseError(f"quaternion has (near) zero norm {norm:.3g}, cannot normalise")
-    arr = arr / norm
-    return -arr if arr[3] < 0 else arr
+    if w / norm < 0:
+        norm = -norm
+    return np.array([x / norm, y / norm, z / norm, w / norm])
 
 
 def quat_multiply(a: npt.ArrayLike, b: npt.ArrayLike) -> np.ndarray:

@@ -40,7 +40,6 @@ from typing import Any, Mapping
 import mujoco
 import numpy as np
 import numpy.typing as npt
-from scipy.interpolate import CubicSpline
 
 from teledora.operators.config import config_from_mapping
 from teledora.operators.errors import TeledoraError
@@ -316,6 +315,8 @@ class CartesianPathPlanner:
         moving = np.concatenate([self.ik.joint_index(self.ik.profile.arms[s].joints) for s in SIDES if not leg.pinned[s]])
         if np.max(np.abs(knot_q[-1][moving] - leg.q_to[moving])) <= c.same_branch_rad:
             knot_q[-1][moving] = leg.q_to[moving]
+        from scipy.interpolate import CubicSpline  # here, not at import: the ik node reads PathConfig only
+
         tipk = _TipKinematics(self.ik, leg.lift_joint)
         for _ in range(c.max_refinements):
             spline = CubicSpline(knot_s, knot_q, axis=0)

@@ -22,13 +22,8 @@ from typing import Sequence
 
 import numpy as np
 import numpy.typing as npt
-import toppra
-import toppra.algorithm
-import toppra.constraint
 
 from teledora.operators.errors import TeledoraError
-
-toppra.setup_logging("WARNING")  # its INFO lines would flood the command's output
 
 
 class PathTimingError(TeledoraError, RuntimeError):
@@ -63,6 +58,20 @@ class TimedPath:
         return np.asarray(self._trajectory(t, order))
 
 
+def _toppra():
+    """TOPP-RA, imported on first use: its package imports ``matplotlib.pyplot``
+    (tens of MB), and a process that only reads the path settings (the ik
+    node, through ik.yaml's ``path`` section) never plans a path."""
+    import toppra
+    import toppra.algorithm
+    import toppra.constraint
+
+    if not getattr(_toppra, "configured", False):
+        toppra.setup_logging("WARNING")  # its INFO lines would flood the command's output
+        _toppra.configured = True
+    return toppra
+
+
 def time_parameterise(s_knots: npt.ArrayLike, q_knots: npt.ArrayLike, max_speed: npt.ArrayLike,
                       max_accel: npt.ArrayLike, gridpoints: int) -> TimedPath:
     """The fastest rest-to-rest trajectory along the cubic spline through
@@ -82,6 +91,7 @@ def time_parameterise(s_knots: npt.ArrayLike, q_knots: npt.ArrayLike, max_speed:
         raise PathTimingError("knots must be finite, at least two, at increasing s")
     if np.any(vmax <= 0) or np.any(amax <= 0) or gridpoints < 2:
         raise PathTimingError("caps must be > 0 and gridpoints >= 2")
+    toppra = _toppra()
     path = toppra.SplineInterpolator(s_knots, q_knots)
     constraints = [toppra.constraint.JointVelocityConstraint(np.stack([-vmax, vmax], axis=1)),
                    toppra.constraint.JointAccelerationConstraint(np.stack([-amax, amax], axis=1))]

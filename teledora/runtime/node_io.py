@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, NoReturn
 
 import pyarrow as pa
 
@@ -226,12 +226,31 @@ class NodeIO:
         self._count(output)
         self.diag.sent += 1
 
-    def publish_diagnostics(self, force: bool = False) -> None:
-        """Sends ``diagnostics`` if a period has passed (or ``force``)."""
+    def publish_diagnostics(self, force: bool = False, refresh: Callable[[], None] | None = None) -> None:
+        """Sends ``diagnostics`` if a period has passed (or ``force``).
+
+        ``refresh`` (optional) brings ``diag``'s status and details up to date
+        and runs only when a snapshot goes out: a node whose details take work
+        to gather calls this after every batch without paying for it each time."""
         now = self.now()
         if force or self.diag.due(now):
+            if refresh is not None:
+                refresh()
             self.node.send_output("diagnostics", encode("Diagnostics", self.diag.snapshot(now)), self._metadata("diagnostics", None))
             self._count("diagnostics")
+
+    def fail_start(self, what: str, exc: BaseException) -> NoReturn:
+        """Ends a node that could not start (its configuration, model or device
+        would not load): the reason ``"<what> could not start: <exc>"`` becomes
+        the diagnostics status (level ``error``) and last error, is logged, and
+        goes out at once in a final ``diagnostics``; then the process exits with
+        it (``SystemExit``, chained to ``exc``)."""
+        reason = f"{what} could not start: {exc}"
+        self.diag.set_status("error", reason)
+        self.diag.error(reason)
+        self.log("error", reason)
+        self.publish_diagnostics(force=True)
+        raise SystemExit(reason) from exc
 
     def log(self, level: str, message: str) -> None:
         try:

@@ -153,3 +153,37 @@ def test_clamps_are_counted_each_time_and_logged_once_per_period() -> None:
     assert (first["clamped"], first["level"]) == (5, "warn") and "5 input(s) clamped" in first["message"]
     assert (second["clamped"], second["level"]) == (6, "warn") and "0.1 m/s" in second["message"]
     assert sum("clamped" in log["message"] for log in node.logs) == 2
+
+
+def test_a_node_that_cannot_start_says_why_once_and_exits() -> None:
+    node = MockNode([])
+    io = dora_io.NodeIO(node, "cameras", clock=lambda: 5_000_000_000)
+    cause = OSError("no such file: cameras.yaml")
+    with pytest.raises(SystemExit, match="cameras could not start: no such file") as raised:
+        io.fail_start("cameras", cause)
+    assert raised.value.__cause__ is cause
+    (value,) = node.outputs["diagnostics"]  # sent at once, not when a period is due
+    d = decode("Diagnostics", value)
+    assert d["level"] == "error" and d["message"] == "cameras could not start: no such file: cameras.yaml"
+    assert d["last_error"] == d["message"]
+    assert [log["level"] for log in node.logs] == ["error"] and "could not start" in node.logs[0]["message"]
+
+
+def test_diagnostics_refresh_runs_only_when_a_snapshot_goes_out() -> None:
+    node = MockNode([])
+    now = [5_000_000_000]
+    io = dora_io.NodeIO(node, "ik", clock=lambda: now[0])
+    calls = []
+
+    def refresh() -> None:
+        calls.append(now[0])
+        io.diag.set_status("warn", f"at {now[0]}")
+
+    for _ in range(5):  # the first is due at once, the next four within its period
+        io.publish_diagnostics(refresh=refresh)
+        now[0] += 100_000_000
+    now[0] += 1_000_000_000
+    io.publish_diagnostics(refresh=refresh)
+    io.publish_diagnostics(force=True, refresh=refresh)
+    assert len(calls) == 3 and len(node.outputs["diagnostics"]) == 3
+    assert decode("Diagnostics", node.outputs["diagnostics"][1])["message"] == f"at {calls[1]}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pyarrow as pa
@@ -160,6 +161,43 @@ def test_a_burst_publishes_once_without_losing_edges():
     assert len(node.outputs["arm_targets"]) == 1
     events = decode("TeleopState", node.outputs["state"][0])["events"]
     assert "left_clutch_on" in events and "left_clutch_off" in events
+
+
+def test_reports_a_frame_apart_each_get_a_step_even_when_they_arrive_together():
+    frame = 11 * MS  # 90 Hz
+    inputs = [("joint_states", joints()), LIFT] + [("controllers", controllers(k * frame)) for k in range(2)]
+    node = run(inputs, burst=True)
+    stamps = [decode("ArmTargets", a)["stamp_ns"] for a in node.outputs["arm_targets"]]
+    assert len(stamps) == 2 and stamps[0] < stamps[1]
+
+
+def test_a_backlog_publishes_its_newest_reports_only():
+    frame = 11 * MS
+    inputs = [("joint_states", joints()), LIFT] + [("controllers", controllers(k * frame)) for k in range(7)]
+    node = run(inputs, burst=True)
+    assert len(node.outputs["arm_targets"]) == 3  # --max-steps-per-batch
+    details = json.loads(decode("Diagnostics", node.outputs["diagnostics"][-1])["details_json"])
+    assert details["reports_folded"] == {"burst": 0, "backlog": 4}
+
+
+def test_a_burst_is_counted_as_folded():
+    inputs = [("joint_states", joints()), LIFT] + [("controllers", controllers(k * MS)) for k in range(3)]
+    node = run(inputs, burst=True)
+    assert len(node.outputs["arm_targets"]) == 1
+    details = json.loads(decode("Diagnostics", node.outputs["diagnostics"][-1])["details_json"])
+    assert details["reports_folded"] == {"burst": 2, "backlog": 0}
+
+
+@pytest.mark.parametrize("stamps, spacing, most, want", [
+    ([0], 4, 3, [True]),
+    ([0, 11, 22], 4, 3, [True, True, True]),
+    ([0, 1, 2], 4, 3, [False, False, True]),  # a burst: only its newest
+    ([0, 1, 11, 12], 4, 3, [False, True, False, True]),
+    ([0, 11, 22, 33, 44], 4, 2, [False, False, False, True, True]),
+    ([0, 11], 4, 0, [False, True]),  # the newest always steps
+])
+def test_which_reports_of_a_batch_step(stamps, spacing, most, want):
+    assert teleop.stepped_reports(stamps, spacing, most) == want
 
 
 def test_outputs_carry_the_xr_report_for_tracing():
