@@ -45,6 +45,7 @@ LOADERS: dict[str, tuple[Callable[..., Any], type]] = {
     cf.RENDERER: (cf.load_renderer_config, RendererConfig),
     cf.CAMERAS: (cf.load_cameras_config, CamerasConfig),
     cf.DEMO_SCRIPT: (cf.load_demo_script, OperatorScript),
+    cf.PICK_PLACE_SCRIPT: (cf.load_demo_script, OperatorScript),
     cf.RATES: (cf.load_rate_table, RateTable),
     cf.VIEWER: (cf.load_viewer_config, ViewerConfig),
 }
