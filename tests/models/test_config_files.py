@@ -58,6 +58,8 @@ DEFAULTS_BY_DESIGN = {
     "Keyframe.*": "a keyframe leaves out what is zero or released",
     "BaseGoal.*": "a base goal is a point or a heading, never both",
     "OperatorScript.base_driving": "a script without base goals steers nothing",
+    **{f"BaseDriving.{k}": "a script without lift goals moves the lift by its stick alone"
+       for k in ("lift_stick", "lift_ease_within_m", "lift_reached_m")},
 }
 
 
