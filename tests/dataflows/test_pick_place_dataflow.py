@@ -82,12 +82,29 @@ def story(run_dir) -> dict:
         return np.array([m["x"][i], m["y"][i], m["z"][i]])
 
     z = np.array([pose(m)[2] for m in objects])
+    # the left hand's mapping re-anchored on a stale pose (teleop ran more than
+    # teleop.yaml pose_timeout_s behind the operator): the arm then holds where
+    # it is and the scripted hand's later moves count from there
+    restarts = [sum(1 for s in _messages(reader, "teleop__state", "TeleopState")
+                    if a["stamp_ns"] <= s["stamp_ns"] <= b["stamp_ns"] and "left_pose_stale" in s["events"])
+                for a, b in zip(marks[0::2], marks[1::2])]
     in_episode_1 = (stamps > marks[0]["stamp_ns"]) & (stamps < marks[1]["stamp_ns"]) if len(marks) >= 2 else stamps < 0
     return {
         "names": names, "marks": marks, "objects": objects, "at": at, "pose": pose,
         "start": pose(objects[0]), "end": pose(objects[-1]),
         "lifted_m": float(z[in_episode_1].max() - z[0]) if in_episode_1.any() else 0.0,
+        "stale": restarts,
     }
+
+
+def _require_fresh_poses(story: dict, episode: int) -> None:
+    """The scripted operator moves the hand open loop: where teleop lost its
+    pose (a machine too loaded to keep teleop within pose_timeout_s of the
+    operator) the hand's moves no longer land on the cube, as a person's
+    would not without looking. Such a run says nothing about the grasp."""
+    stale = story["stale"][episode - 1] if len(story["stale"]) >= episode else None
+    if stale:
+        pytest.skip(f"episode {episode}: teleop dropped the left pose {stale} time(s) (machine load), the arm re-anchored")
 
 
 def test_run_ends_by_itself_with_the_objects_recorded(run_dir, story) -> None:
@@ -105,6 +122,7 @@ def test_two_episodes_are_marked(story) -> None:
 
 
 def test_episode_1_moves_the_cube_20_cm_and_sets_it_down_upright(story) -> None:
+    _require_fresh_poses(story, 1)
     start = story["start"]
     placed_msg = story["at"](story["marks"][1]["stamp_ns"])
     placed = story["pose"](placed_msg)
@@ -120,6 +138,8 @@ def test_episode_1_moves_the_cube_20_cm_and_sets_it_down_upright(story) -> None:
 
 
 def test_episode_2_puts_the_cube_back_upright(story) -> None:
+    _require_fresh_poses(story, 1)
+    _require_fresh_poses(story, 2)
     end_msg = story["objects"][-1]
     moved = story["end"] - story["start"]
     print(f"episode 2: cube ends {np.round(moved * 1000, 1).tolist()} mm from where it started")
