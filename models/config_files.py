@@ -51,11 +51,13 @@ MOCAP = "alohamini2/mocap.yaml"
 RENDERER = "alohamini2/renderer.yaml"
 CAMERAS = "alohamini2/cameras.yaml"
 DEMO_SCRIPT = "alohamini2/demo_script.yaml"
+PICK_PLACE_SCRIPT = "alohamini2/pick_place_script.yaml"
 RATES = "alohamini2/rates.yaml"
 VIEWER = "alohamini2/viewer.yaml"
 
 # Every shipped config file (tests check that each of their keys is read).
-SHIPPED = (PROFILE, DRIVE, CALIBRATION, IK, TELEOP, LIDAR, ESTIMATION, MOCAP, RENDERER, CAMERAS, DEMO_SCRIPT, RATES, VIEWER)
+SHIPPED = (PROFILE, DRIVE, CALIBRATION, IK, TELEOP, LIDAR, ESTIMATION, MOCAP, RENDERER, CAMERAS, DEMO_SCRIPT, PICK_PLACE_SCRIPT, RATES,
+           VIEWER)
 
 
 def read_config_file(name_or_path: PathLike) -> tuple[str, Mapping[str, Any]]:
@@ -185,7 +187,8 @@ def load_cameras_config(name_or_path: PathLike | None = None) -> CamerasConfig:
 
 
 def load_demo_script(name_or_path: PathLike | None = None) -> OperatorScript:
-    """An operator script for the scripted XR node (the shipped demo by default)."""
+    """An operator script for the scripted XR node (the shipped demo by default;
+    PICK_PLACE_SCRIPT is the pick-and-place scenario)."""
     from teledora.operators.xr.scripted_operator import OperatorScript
 
     return load_config(name_or_path or DEMO_SCRIPT, OperatorScript.from_mapping)

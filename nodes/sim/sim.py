@@ -3,8 +3,10 @@
 Inputs:  servo_targets (JointCommands the `arms` node handed its servos),
          odom (Odometry from `base`), lift (LiftState from `lift`)
 Outputs: joint_states (JointState: true arm joints, which the sim `arms` node
-         reads back like a servo bus), ground_truth (GroundTruth), diagnostics;
-         at the profile's ``sim`` rates (rates.yaml lists them)
+         reads back like a servo bus), ground_truth (GroundTruth), objects
+         (ObjectPoses: the scene's free bodies, sent with each ground truth;
+         none when the scene has none), diagnostics; at the profile's ``sim``
+         rates (rates.yaml lists them)
 
 Physics runs in real time at the model's timestep: the loop sleeps in
 ``io.next_batch(timeout)`` until the next publication is due, so no timer input is
@@ -35,6 +37,7 @@ def main(argv: list[str] | None = None, node=None, clock=time.monotonic_ns) -> N
     speed = float(os.environ.get("TELEDORA_SIM_SPEED", "1.0"))
     model = mujoco.MjModel.from_xml_path(str(models.path(profile.scene)))
     sim = SimPhysics(model, profile)
+    has_objects = bool(sim.object_names())
     io = NodeIO(make_node(node), node_id("sim"))
     dt = model.opt.timestep
     js_period = 1.0 / profile.sim.joint_state_hz
@@ -50,6 +53,8 @@ def main(argv: list[str] | None = None, node=None, clock=time.monotonic_ns) -> N
             next_js += js_period
         if sim.time_s >= next_gt:
             io.send("ground_truth", "GroundTruth", dict(sim.ground_truth(), stamp_ns=stamp))
+            if has_objects:
+                io.send("objects", "ObjectPoses", dict(sim.object_poses(), stamp_ns=stamp))
             next_gt += gt_period
 
     publish_due()

@@ -14,11 +14,15 @@ taken leaves the node running on chords alone (reported in its diagnostics).
 
 Args: ``--task`` (task text until a request sets one), ``--port`` (0: no requests),
 ``--discard-confirm-s`` (how long the page's armed discard waits for its confirmation).
+
+Env: TELEDORA_EPISODE_TASK, when set, replaces ``--task`` (`teledora demo
+--script` names the task of the scenario it plays).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from typing import Any, Callable, Sequence
 
@@ -42,7 +46,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     args = parse_args(argv)
-    marker = EpisodeMarker(args.task, args.discard_confirm_s)
+    marker = EpisodeMarker(os.environ.get("TELEDORA_EPISODE_TASK") or args.task, args.discard_confirm_s)
     io = NodeIO(make_node(node), node_id("episodes"), clock)
     requests = None
     if args.port:

@@ -10,6 +10,7 @@ Inputs:  optional; the node paces itself and exits when the script ends,
          (Odometry) is what the operator watches to steer the base to the
          script's base goals; script time waits for a goal (ScriptClock), so
          an overloaded machine stretches the demo rather than bending its path.
+         ``lift`` (LiftState) likewise for the script's lift goals.
 
 Env: TELEDORA_XR_SCRIPT (a YAML file, default the shipped demo script),
      TELEDORA_XR_RATE_HZ (default: xr/controllers in rates.yaml),
@@ -25,6 +26,7 @@ from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.xr.scripted_operator import ScriptClock, ScriptedOperator
 
 ODOM_INPUT = "odom"
+LIFT_INPUT = "lift"
 
 
 def _wait_for_inputs(io: NodeIO, input_ids: set[str]) -> tuple[bool, bool]:
@@ -45,18 +47,25 @@ def _wait_for_inputs(io: NodeIO, input_ids: set[str]) -> tuple[bool, bool]:
     return False, False
 
 
-def _poll(io: NodeIO, pose: tuple[float, float, float] | None) -> tuple[bool, tuple[float, float, float] | None]:
+def _poll(
+    io: NodeIO, pose: tuple[float, float, float] | None, lift_m: float | None = None
+) -> tuple[bool, tuple[float, float, float] | None, float | None]:
     """Whether dora asks the node to stop (`dora stop`, Ctrl-C, --stop-after)
-    or its event stream has ended, and the newest odometry pose (x, y, yaw)."""
+    or its event stream has ended, the newest odometry pose (x, y, yaw) and
+    the newest lift height."""
     batch = io.poll()
     if batch is None:
-        return True, pose
+        return True, pose, lift_m
     for event in batch:
         if event.get("type") == "INPUT" and event.get("id") == ODOM_INPUT:
             msg = io.decode(event, "Odometry")
             if msg is not None:
                 pose = (float(msg["x"]), float(msg["y"]), float(msg["yaw"]))
-    return any(event.get("type") == "STOP" for event in batch), pose
+        elif event.get("type") == "INPUT" and event.get("id") == LIFT_INPUT:
+            msg = io.decode(event, "LiftState")
+            if msg is not None:
+                lift_m = float(msg["height_m"])
+    return any(event.get("type") == "STOP" for event in batch), pose, lift_m
 
 
 def main(argv: list[str] | None = None, node=None, clock=time.monotonic, sleep=time.sleep) -> None:
@@ -76,19 +85,20 @@ def main(argv: list[str] | None = None, node=None, clock=time.monotonic, sleep=t
     start = last = clock()
     seq = 0
     pose: tuple[float, float, float] | None = None
+    lift_m: float | None = None
     script_clock = ScriptClock(script)
     while True:
         now = clock()
-        t = script_clock.advance((now - last) * speed, pose)
+        t = script_clock.advance((now - last) * speed, pose, lift_m)
         last = now
-        report = script.report(min(t, script.duration_s), time.time_ns(), seq, pose, script_clock.waiting)
+        report = script.report(min(t, script.duration_s), time.time_ns(), seq, pose, script_clock.waiting, lift_m)
         io.send("controllers", "XrControllers", report)
         seq += 1
         io.diag.details["script_time_s"] = round(t, 3)
         io.publish_diagnostics()
         if t >= script.duration_s or stop_seen:
             break
-        stop_seen, pose = _poll(io, pose)
+        stop_seen, pose, lift_m = _poll(io, pose, lift_m)
         if stop_seen:
             break
         next_t = start + seq / rate_hz / speed

@@ -258,6 +258,20 @@ KINDS: dict[str, tuple[Field, ...]] = {
         _values("joint_position", of="joint_names"),
         _values("joint_velocity", of="joint_names"),
     ),
+    # sim/objects (sim only): the scene's free bodies (objects to grasp) in world, by name;
+    # orientation as (qx, qy, qz, qw) per object
+    "ObjectPoses": (
+        _stamp(),
+        Field("frame_id", STR),
+        _names("names"),
+        _values("x"),
+        _values("y"),
+        _values("z"),
+        _values("qx"),
+        _values("qy"),
+        _values("qz"),
+        _values("qw"),
+    ),
     "Diagnostics": (
         _stamp(),
         Field("node", STR),

@@ -169,6 +169,23 @@ class SimPhysics:
             "joint_velocity": js["velocity"],
         }
 
+    def object_names(self) -> list[str]:
+        """The scene's free bodies (the objects to grasp), in model order."""
+        free = mujoco.mjtJoint.mjJNT_FREE
+        return [self.model.body(self.model.jnt_bodyid[j]).name for j in range(self.model.njnt) if self.model.jnt_type[j] == free]
+
+    def object_poses(self) -> dict[str, Any]:
+        """World position (m) and (x, y, z, w) orientation of each free body."""
+        names = self.object_names()
+        pos = np.array([self.data.body(n).xpos for n in names]).reshape(-1, 3)
+        wxyz = np.array([self.data.body(n).xquat for n in names]).reshape(-1, 4)
+        return {
+            "frame_id": self.profile.world_frame,
+            "names": names,
+            "x": pos[:, 0].copy(), "y": pos[:, 1].copy(), "z": pos[:, 2].copy(),
+            "qx": wxyz[:, 1].copy(), "qy": wxyz[:, 2].copy(), "qz": wxyz[:, 3].copy(), "qw": wxyz[:, 0].copy(),
+        }
+
     def site_position(self, name: str) -> np.ndarray:
         return self.data.site(name).xpos.copy()
 

@@ -72,14 +72,16 @@ class HandKey:
 class BaseGoal:
     """Where a keyframe's segment steers the base, in the odometry frame:
     straight to a point (turning only to keep its bearing), or in place to a
-    heading. Exactly one of the two."""
+    heading; or where it moves the base's lift (driver height, m), watching
+    the lift's reported height. Exactly one of the three."""
 
     drive_to_m: np.ndarray | None = None
     turn_to_deg: float | None = None
+    lift_to_m: float | None = None
 
     def __post_init__(self) -> None:
-        if (self.drive_to_m is None) == (self.turn_to_deg is None):
-            raise ScriptError("base: give exactly one of drive_to_m and turn_to_deg")
+        if sum(g is not None for g in (self.drive_to_m, self.turn_to_deg, self.lift_to_m)) != 1:
+            raise ScriptError("base: give exactly one of drive_to_m, turn_to_deg and lift_to_m")
         if self.drive_to_m is not None:
             v = np.asarray(self.drive_to_m, dtype=float)
             if v.shape != (2,) or not np.all(np.isfinite(v)):
@@ -93,7 +95,8 @@ class BaseDriving:
     (xr-standard units, 0..1), the distance and angle within which it eases
     off (linearly, down to ``min_push`` of the travel beyond the teleop
     deadzone), when a goal counts as reached, and how long script time waits
-    for a goal past its segment's end."""
+    for a goal past its segment's end. The ``lift_*`` settings do the same for
+    lift goals (the right stick's y); a script without lift goals leaves them out."""
 
     drive_stick: float
     turn_stick: float
@@ -103,6 +106,9 @@ class BaseDriving:
     reached_m: float
     reached_deg: float
     max_wait_s: float
+    lift_stick: float | None = None
+    lift_ease_within_m: float | None = None
+    lift_reached_m: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("drive_stick", "turn_stick", "min_push"):
@@ -111,6 +117,14 @@ class BaseDriving:
         for name in ("ease_within_m", "ease_within_deg", "reached_m", "reached_deg", "max_wait_s"):
             if not getattr(self, name) > 0.0:
                 raise ScriptError(f"base_driving.{name}: must be > 0")
+        lift = (self.lift_stick, self.lift_ease_within_m, self.lift_reached_m)
+        if any(v is not None for v in lift):
+            if any(v is None for v in lift):
+                raise ScriptError("base_driving: give all of lift_stick, lift_ease_within_m and lift_reached_m, or none")
+            if not 0.0 < self.lift_stick <= 1.0:  # type: ignore[operator]
+                raise ScriptError("base_driving.lift_stick: must be in (0, 1]")
+            if not (self.lift_ease_within_m > 0.0 and self.lift_reached_m > 0.0):  # type: ignore[operator]
+                raise ScriptError("base_driving.lift_ease_within_m and lift_reached_m: must be > 0")
 
 
 @dataclass(frozen=True, eq=False)
@@ -155,6 +169,9 @@ class OperatorScript:
             raise ScriptError("keyframe times must start at 0 and strictly increase")
         if any(k.base is not None for k in self.keyframes) and self.base_driving is None:
             raise ScriptError("keyframes with base goals need base_driving")
+        if any(k.base is not None and k.base.lift_to_m is not None for k in self.keyframes) and (
+                self.base_driving is None or self.base_driving.lift_stick is None):
+            raise ScriptError("keyframes with lift goals need base_driving's lift_stick, lift_ease_within_m and lift_reached_m")
         if self.keyframes[-1].base is not None:
             raise ScriptError("the last keyframe ends the script: it cannot carry a base goal")
 
@@ -200,10 +217,15 @@ class ScriptedOperator:
         end = self.keyframes[i + 1].t_s if i + 1 < len(self.keyframes) else a.t_s
         return a.base, end
 
-    def goal_reached(self, t: float, pose: tuple[float, float, float] | None) -> bool:
-        """True when the segment at t has no base goal, no pose is known, or the goal is reached."""
+    def goal_reached(self, t: float, pose: tuple[float, float, float] | None, lift_m: float | None = None) -> bool:
+        """True when the segment at t has no base goal, no pose (no lift
+        height, for a lift goal) is known, or the goal is reached."""
         goal, _ = self.goal_at(t)
-        if goal is None or pose is None or self.base_driving is None:
+        if goal is None or self.base_driving is None:
+            return True
+        if goal.lift_to_m is not None:
+            return lift_m is None or lift_stick(goal, lift_m, self.base_driving, self.stick_deadzone)[1]
+        if pose is None:
             return True
         return goal_sticks(goal, pose, self.base_driving, self.stick_deadzone)[2]
 
@@ -224,7 +246,8 @@ class ScriptedOperator:
         return pos, matrix_to_quat(_rpy_matrix(rpy))
 
     def report(
-        self, t: float, stamp_ns: int, seq: int, pose: tuple[float, float, float] | None = None, waiting: bool = False
+        self, t: float, stamp_ns: int, seq: int, pose: tuple[float, float, float] | None = None, waiting: bool = False,
+        lift_m: float | None = None,
     ) -> dict[str, Any]:
         """An XrControllers message for script time t.
 
@@ -232,10 +255,16 @@ class ScriptedOperator:
         segment's goal, if it has one; without a pose a goal segment leaves the
         base sticks at rest. ``waiting`` (script time held for a goal) rests
         every stick the goal does not use, so the lift moves only for its
-        scripted time."""
+        scripted time. A lift goal moves the lift (right stick y) from its
+        reported height ``lift_m`` and rests the base."""
         a, _, _ = self._segment(t)
         sticks = {h: a.hands[h].stick.copy() for h in SIDES}
-        if a.base is not None:
+        if a.base is not None and a.base.lift_to_m is not None:
+            sticks["left"][:] = 0.0
+            sticks["right"][:] = 0.0
+            if lift_m is not None and self.base_driving is not None:
+                sticks["right"][1] = lift_stick(a.base, lift_m, self.base_driving, self.stick_deadzone)[0]
+        elif a.base is not None:
             sticks["left"][:] = 0.0
             sticks["right"][0] = 0.0
             if waiting:
@@ -329,6 +358,18 @@ def goal_sticks(
     return left, right_x, False
 
 
+def lift_stick(goal: BaseGoal, lift_m: float, driving: BaseDriving, deadzone: float) -> tuple[float, bool]:
+    """The right stick's y (xr-standard: pushed forward, negative, raises the
+    lift) that moves the lift from ``lift_m`` towards ``goal.lift_to_m``,
+    easing off within ``lift_ease_within_m``, and whether it is there (within
+    ``lift_reached_m``)."""
+    err = float(goal.lift_to_m) - float(lift_m)  # type: ignore[arg-type]
+    if abs(err) <= driving.lift_reached_m:  # type: ignore[operator]
+        return 0.0, True
+    push = _push(abs(err) / driving.lift_ease_within_m, driving.lift_stick, deadzone, driving.min_push)  # type: ignore[arg-type,operator]
+    return float(-np.sign(err) * push), False
+
+
 class ScriptClock:
     """Script time that runs with the wall clock but holds just before the end
     of a base-goal segment until the goal is reached, at most ``max_wait_s``.
@@ -343,12 +384,12 @@ class ScriptClock:
         self.waiting = False
         self._waited_s = 0.0
 
-    def advance(self, dt_s: float, pose: tuple[float, float, float] | None) -> float:
+    def advance(self, dt_s: float, pose: tuple[float, float, float] | None, lift_m: float | None = None) -> float:
         """Moves script time on by ``dt_s`` (s of script time) unless a goal holds it; returns it."""
         op = self.operator
         goal, end = op.goal_at(self.t)
         t_next = self.t + max(0.0, dt_s)
-        if t_next >= end and goal is not None and not op.goal_reached(self.t, pose):
+        if t_next >= end and goal is not None and not op.goal_reached(self.t, pose, lift_m):
             self._waited_s += t_next - end
             limit = op.base_driving.max_wait_s if op.base_driving is not None else 0.0
             if self._waited_s < limit:

@@ -5,6 +5,10 @@ the `python` it finds there), give the recorder a fresh run directory, and
 print where the recording went. `demo` runs the headless sim dataflow, which
 ends by itself when the scripted operator finishes.
 
+``--script pick-place`` (demo only) plays the pick-and-place scenario instead
+of the default demo script (models/alohamini2/pick_place_script.yaml, through
+the scripted xr node's TELEDORA_XR_SCRIPT) and names its episodes' task.
+
 ``--view`` adds the Rerun ``viewer`` node (docs/viewing.md): the dataflow with
 it is written to a temporary folder and started from there; the dataflow file
 itself is left as it is.
@@ -23,7 +27,16 @@ from pathlib import Path
 
 import yaml
 
+from teledora.models.config_files import PICK_PLACE_SCRIPT
+
 DEFAULT_DATAFLOW = Path("dataflows/sim.yml")
+
+#: `teledora demo --script NAME`: the operator script and the episodes' task text
+#: (None: the dataflow's own). The default demo's script is the xr node's default.
+DEMO_SCRIPTS: dict[str, tuple[str | None, str | None]] = {
+    "demo": (None, None),
+    "pick-place": (PICK_PLACE_SCRIPT, "move the red cube 20 cm along the stand and back (scripted pick and place)"),
+}
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -31,6 +44,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         p = subparsers.add_parser(name, help=help_text)
         if name == "run":
             p.add_argument("dataflow", type=Path, help="dataflow YAML")
+        else:
+            p.add_argument("--script", choices=sorted(DEMO_SCRIPTS), default="demo",
+                           help="operator script: the default demo, or the pick-and-place scenario (docs/datasets.md)")
         p.add_argument("--runs-dir", type=Path, default=Path(os.environ.get("TELEDORA_RUNS_DIR", "runs")), help="where run directories go")
         p.add_argument("--stop-after", default=None, help="stop the dataflow after this long (e.g. 90s)")
         p.add_argument("--speed", type=float, default=None, help="sim real-time factor (default 1.0)")
@@ -68,6 +84,11 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     run_dir = new_run_path(args.runs_dir)
     env = dora_environment(run_dir, args.speed)
+    script, task = DEMO_SCRIPTS[getattr(args, "script", "demo")]
+    if script is not None:
+        env["TELEDORA_XR_SCRIPT"] = script
+    if task is not None:
+        env["TELEDORA_EPISODE_TASK"] = task
     if getattr(args, "view", False):
         try:
             dataflow = add_viewer(dataflow)

@@ -45,6 +45,7 @@ LOADERS: dict[str, tuple[Callable[..., Any], type]] = {
     cf.RENDERER: (cf.load_renderer_config, RendererConfig),
     cf.CAMERAS: (cf.load_cameras_config, CamerasConfig),
     cf.DEMO_SCRIPT: (cf.load_demo_script, OperatorScript),
+    cf.PICK_PLACE_SCRIPT: (cf.load_demo_script, OperatorScript),
     cf.RATES: (cf.load_rate_table, RateTable),
     cf.VIEWER: (cf.load_viewer_config, ViewerConfig),
 }
@@ -57,6 +58,8 @@ DEFAULTS_BY_DESIGN = {
     "Keyframe.*": "a keyframe leaves out what is zero or released",
     "BaseGoal.*": "a base goal is a point or a heading, never both",
     "OperatorScript.base_driving": "a script without base goals steers nothing",
+    **{f"BaseDriving.{k}": "a script without lift goals moves the lift by its stick alone"
+       for k in ("lift_stick", "lift_ease_within_m", "lift_reached_m")},
 }
 
 

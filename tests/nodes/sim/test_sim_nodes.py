@@ -68,6 +68,12 @@ def test_sim_applies_inputs_publishes_states_and_survives_bad_messages() -> None
     assert gt["lift_height_m"] > 0.0  # moving up towards 0.2
     js = decode("JointState", node.outputs["joint_states"][-1])
     assert js["names"] == JOINTS
+    objects = decode("ObjectPoses", node.outputs["objects"][-1])
+    assert len(node.outputs["objects"]) == len(node.outputs["ground_truth"])
+    assert objects["frame_id"] == "world" and "cube_red" in objects["names"]
+    red = objects["names"].index("cube_red")  # resting on the stand (scene.xml), upright
+    assert (objects["x"][red], objects["y"][red]) == pytest.approx((0.56, -1.47), abs=1e-3)
+    assert objects["z"][red] == pytest.approx(0.42, abs=2e-3) and abs(objects["qw"][red]) > 0.999
     d = diagnostics(node)
     assert d["rejected"] == 1 and "wrong Arrow type" in d["last_error"]
     assert "sim_time_s" in json.loads(d["details_json"])

@@ -56,6 +56,8 @@ SAMPLES = {
                       orientation=[float("nan")] * 4, tracking_valid=False, mean_error_m=0.0, frame_number=12),
     "GroundTruth": dict(stamp_ns=1, frame_id="world", x=0.0, y=0.0, yaw=0.0, vx=0.0, vy=0.0, wz=0.0, lift_height_m=0.1,
                         joint_names=NAMES, joint_position=[0.0, 0.1], joint_velocity=[0.0, 0.0]),
+    "ObjectPoses": dict(stamp_ns=1, frame_id="world", names=["cube_red", "cylinder"], x=[0.56, 0.2], y=[-1.47, -1.47],
+                        z=[0.42, 0.44], qx=[0.0, 0.0], qy=[0.0, 0.0], qz=[0.0, 0.0], qw=[1.0, 1.0]),
     "Diagnostics": dict(stamp_ns=1, node="sim", level="ok", message="", received=1, sent=2, rejected=0, clamped=0, dropped=0,
                         last_error="", details_json="{}"),
     "RecorderStatus": dict(stamp_ns=1, recording=True, messages=12, lag_ns=3_000_000),

@@ -123,3 +123,39 @@ def test_base_goals_are_checked() -> None:
         OperatorScript.from_mapping({k: v for k, v in GOAL_SCRIPT.items() if k != "base_driving"})
     with pytest.raises(ScriptError, match="last keyframe"):
         OperatorScript.from_mapping(dict(GOAL_SCRIPT, keyframes=[{"t_s": 0.0}, {"t_s": 1.0, "base": {"turn_to_deg": 9}}]))
+
+
+LIFT_SCRIPT = {
+    "hand_origin_m": GOAL_SCRIPT["hand_origin_m"],
+    "keyframes": [{"t_s": 0.0, "base": {"lift_to_m": 0.25}}, {"t_s": 1.0}],
+    "base_driving": dict(GOAL_SCRIPT["base_driving"], lift_stick=1.0, lift_ease_within_m=0.06, lift_reached_m=0.003),
+}
+
+
+def test_lift_goal_moves_the_lift_stick_from_the_reported_height_and_holds_the_clock() -> None:
+    op = ScriptedOperator(OperatorScript.from_mapping(LIFT_SCRIPT), stick_deadzone=0.1)
+    low = op.report(0.5, 0, 0, lift_m=0.0)
+    assert low["right"]["stick"].tolist() == [0.0, -1.0] and low["left"]["stick"].tolist() == [0.0, 0.0]  # full up
+    near = op.report(0.5, 0, 0, lift_m=0.24)["right"]["stick"][1]
+    assert -1.0 < near < -0.1  # eases off, still beyond the deadzone
+    assert op.report(0.5, 0, 0, lift_m=0.27)["right"]["stick"][1] > 0.1  # above the goal: down
+    assert op.report(0.5, 0, 0, lift_m=0.252)["right"]["stick"][1] == 0.0  # there
+    assert op.report(0.5, 0, 0, lift_m=None)["right"]["stick"][1] == 0.0  # nothing to go by
+    clock = ScriptClock(op)
+    for _ in range(20):
+        clock.advance(0.1, None, 0.1)
+    assert clock.waiting and clock.t < 1.0
+    clock.advance(0.1, None, 0.249)
+    assert not clock.waiting and clock.t == pytest.approx(1.1)
+
+
+def test_lift_goals_need_the_lift_settings() -> None:
+    without = dict(LIFT_SCRIPT, base_driving=GOAL_SCRIPT["base_driving"])
+    with pytest.raises(ScriptError, match="lift goals need"):
+        OperatorScript.from_mapping(without)
+    partial = dict(LIFT_SCRIPT, base_driving=dict(GOAL_SCRIPT["base_driving"], lift_stick=1.0))
+    with pytest.raises(ScriptError, match="all of lift_stick"):
+        OperatorScript.from_mapping(partial)
+    with pytest.raises(ScriptError, match="exactly one"):
+        OperatorScript.from_mapping(dict(LIFT_SCRIPT, keyframes=[{"t_s": 0.0, "base": {"lift_to_m": 0.2, "turn_to_deg": 9}},
+                                                                 {"t_s": 1.0}]))
