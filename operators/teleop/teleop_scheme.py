@@ -30,6 +30,10 @@ Controls (sticks arrive as xr-standard axes: x right positive, y pushed forward 
   from reports. A new connection (epoch) starts with a baseline report that makes no
   edges, except that a menu button already down latches the e-stop. An epoch change
   or pose loss discards that hand's anchor, so poses never jump across them.
+  Late is not lost: while a hand's samples stay contiguous (no gap over
+  ``pose_timeout_s`` between consecutive sample stamps) but arrive stale, the
+  arm holds and its anchor is kept for ``late_anchor_keep_s``; fresh again, the
+  arm goes on to where the mapping puts the hand (through the IK's speed caps).
 * losing page focus pauses the arms and zeros base/lift while unfocused.
 """
 
@@ -66,6 +70,7 @@ class TeleopConfig:
     max_lift_speed_m_s: float
     slow_factor: float
     pose_timeout_s: float
+    late_anchor_keep_s: float
     input_timeout_s: float
     future_stamp_tolerance_s: float
     stick_deadzone: float
@@ -132,6 +137,7 @@ class _Hand:
     pinch: int = 0
     mapping: AnchoredMapping | None = None
     hold: Pose | None = None  # last target sent: the tracked target or the held grip pose
+    late_since_ns: int | None = None  # when the pose went stale with the anchor kept
     gripper_rad: float = 0.0
     tracking: bool = False
 
@@ -427,9 +433,21 @@ class TeleopScheme:
             st = self._hands[hand]
             pose_fresh = st.connected and st.pose is not None and self._fresh(st.pose_stamp_ns, now_ns, cfg.pose_timeout_s)
             input_fresh = st.connected and self._fresh(st.input_stamp_ns, now_ns, cfg.input_timeout_s)
-            if not pose_fresh and st.mapping is not None:
-                st.mapping = None
-                self._event(f"{hand}_pose_stale")
+            if pose_fresh:
+                st.late_since_ns = None
+            elif st.mapping is not None:
+                # Samples that arrive late (the host fell behind; the headset's
+                # samples are contiguous, else on_controllers voids the anchor)
+                # hold the arm but keep the anchor for late_anchor_keep_s: when
+                # they are fresh again the arm goes on to where the hand is, as
+                # if it had not waited, instead of re-anchoring short of it.
+                if st.late_since_ns is None:
+                    st.late_since_ns = now_ns
+                    self._event(f"{hand}_pose_stale")
+                if now_ns - st.late_since_ns > cfg.late_anchor_keep_s * 1e9:
+                    st.mapping = None
+                    st.late_since_ns = None
+                    self._event(f"{hand}_anchor_dropped")
             robot = robot_grips.get(hand)
             can_track = (
                 pose_fresh and not self.estop_latched and not self.arms_paused and self._focused and not self._clutched[hand]

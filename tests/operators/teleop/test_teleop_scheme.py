@@ -542,6 +542,43 @@ def test_pose_reacquisition_discards_the_old_reference():
     np.testing.assert_allclose(out.arm_targets["left"]["position"], h.grips["left"].position)
 
 
+@pytest.mark.parametrize("late_ms, kept", [(500, True), (900, True), (1200, False), (2000, False)])
+def test_a_late_stretch_of_contiguous_samples_keeps_the_anchor_up_to_late_anchor_keep_s(late_ms, kept):
+    # the host falls behind: samples keep their headset spacing (10 ms) but arrive
+    # 400 ms old for late_ms, then on time again; the arm held meanwhile, 6 cm
+    # short of where the hand had taken it
+    h = Harness()
+    assert CONFIG.late_anchor_keep_s == 1.0
+    t = 1000
+    for t in range(1000, 1100, 10):
+        out = sampled(h, t, 0, 0)
+    for t in range(1100, 1100 + late_ms, 10):
+        h.hands["left"]["position"] = list(np.add(HOME["left"], (0.1 * (t - 1100) / late_ms, 0, 0)))
+        out = sampled(h, t, 400, 0)
+        assert not out.arm_targets["left"]["enabled"]
+    h.grips["left"] = Pose.of(GRIPS["left"].position + [0.04, 0, 0], [0, 0, 0, 1])
+    h.hands["left"]["position"] = list(np.add(HOME["left"], (0.1, 0, 0)))
+    # it catches up: the backlog (samples of the last 400 ms, still 10 ms apart)
+    # arrives at once
+    for age in range(390, -10, -10):
+        out = sampled(h, t + 10, age, 0)
+    assert out.arm_targets["left"]["enabled"]
+    assert ("left_anchor_dropped" in events(out)) is False  # dropped, if at all, while late
+    expected = GRIPS["left"].position + [0.1, 0, 0] if kept else h.grips["left"].position
+    np.testing.assert_allclose(out.arm_targets["left"]["position"], expected, atol=1e-12)
+
+
+def test_a_gap_in_the_samples_discards_the_anchor_even_within_late_anchor_keep_s():
+    # not late but missing: the next sample is 400 ms after the last (tracking lost)
+    h = Harness()
+    h.report(0)
+    h.report(10)
+    h.report(410, pose_for=("right",))  # left pose 400 ms old: held
+    h.grips["left"] = Pose.of(GRIPS["left"].position + [0.02, 0, 0], [0, 0, 0, 1])
+    out = moved(h, 420, "left", (0.3, 0.0, 0.0))  # reappears far away, 410 ms after its last sample
+    np.testing.assert_allclose(out.arm_targets["left"]["position"], h.grips["left"].position)
+
+
 @pytest.mark.parametrize("age_ms, moves", [(400, True), (600, False)])
 def test_stale_buttons_zero_base_lift_but_arms_keep_tracking(age_ms, moves):
     h = Harness()
