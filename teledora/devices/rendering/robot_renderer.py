@@ -97,7 +97,7 @@ class RobotRenderer:
         self.io.diag.set_status("ok", f"rendering {sorted(self.rig.cameras)}; window {self.window_state}")
         due = self.schedule.due(now_ns)[: self.config.max_renders_per_cycle]
         if not due and not self._window_due(now_ns):
-            return  # states arrive at 50-90 Hz, frames at 10: kinematics only for a frame that is drawn
+            return  # states come at 50-90 Hz, frames far less often: kinematics only for a frame drawn
         if self.pose.version != self._applied_version:
             self.pose.write(self.rig.data.qpos)
             self.rig.forward()
