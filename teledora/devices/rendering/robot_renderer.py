@@ -87,23 +87,30 @@ class RobotRenderer:
 
     # ---------------------------------------------------------------- output
     def step(self, now_ns: int) -> None:
-        """Updates the pose if a new valid state came, refreshes the window and
-        renders the due cameras (at most ``max_renders_per_cycle``)."""
+        """Renders the due cameras (at most ``max_renders_per_cycle``) and
+        refreshes the window when due, applying the newest valid pose first; a
+        step with nothing due leaves the model as it is (no kinematics)."""
         missing = self.pose.missing_groups()
         if missing:
             self.io.diag.set_status("warn", f"waiting for first valid state of {missing}")
             return
+        self.io.diag.set_status("ok", f"rendering {sorted(self.rig.cameras)}; window {self.window_state}")
+        due = self.schedule.due(now_ns)[: self.config.max_renders_per_cycle]
+        if not due and not self._window_due(now_ns):
+            return  # states come at 50-90 Hz, frames far less often: kinematics only for a frame drawn
         if self.pose.version != self._applied_version:
             self.pose.write(self.rig.data.qpos)
             self.rig.forward()
             self._applied_version = self.pose.version
-        self.io.diag.set_status("ok", f"rendering {sorted(self.rig.cameras)}; window {self.window_state}")
         self._refresh_window(now_ns)
-        for name in self.schedule.due(now_ns)[: self.config.max_renders_per_cycle]:
+        for name in due:
             self._render(name, now_ns)
 
+    def _window_due(self, now_ns: int) -> bool:
+        return self.window_factory is not None and self.window_state != "closed" and now_ns >= self._next_view_ns
+
     def _refresh_window(self, now_ns: int) -> None:
-        if self.window_factory is None or self.window_state == "closed" or now_ns < self._next_view_ns:
+        if not self._window_due(now_ns):
             return
         self._next_view_ns = now_ns + self._view_period_ns
         try:

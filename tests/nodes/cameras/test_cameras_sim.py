@@ -61,3 +61,26 @@ def teardown_module() -> None:
     from tests.nodes.rendering import test_renderer
 
     test_renderer.teardown_module()
+
+
+def test_kinematics_run_only_for_frames_that_are_drawn(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("CAMERAS_NICE", "0")
+    data = models.load_yaml("alohamini2/renderer.yaml")
+    data["camera_defaults"].update(width=W, height=H)
+    data["cameras"]["chest"].update(enabled=True, rate_hz=2.0)
+    for name in ("top_front", "top_back", "left_wrist", "right_wrist"):
+        data["cameras"][name]["enabled"] = False
+    path = tmp_path / "renderer.yaml"
+    path.write_text(yaml.safe_dump(data))
+    rig = shared_rig(str(path), ("chest",))
+    forwards = []
+    real_forward = rig.forward
+    monkeypatch.setattr(rig, "forward", lambda: (forwards.append(1), real_forward()))
+    states = [event("joint_states", arms(stamp=i + 1, overrides={"left_shoulder_pan": 0.01 * i})) for i in range(40)]
+    node = PacedNode([event("lift", lift(0.2)), event("odom", odom())] + states)
+    clock = itertools.count(start=10**9, step=20_000_000)
+    cameras_sim.main(["--config", str(path), "--cameras", "chest"], node=node, clock=lambda: next(clock), rig=rig)
+    frames = len(node.images("chest"))
+    # 40 new poses at 2 Hz over a couple of seconds of clock: a few frames, one forward pass each
+    assert 1 <= frames < 20
+    assert len(forwards) == frames

@@ -18,7 +18,9 @@ from teledora.operators.rendering.camera_intrinsics import (
 )
 from teledora.operators.rendering.camera_rendering import (
     camera_frame_metadata,
+    RENDER_PLANE_GRID_M,
     camera_scene_option,
+    coarsen_plane_grids,
     distort_image,
     prepare_camera_model,
     set_render_flags,
@@ -78,6 +80,23 @@ def test_shadow_map_is_dropped_only_without_shadows():
         config = dataclasses.replace(CONFIG, shadows=shadows, multisamples=4)
         prepare_camera_model(model, config, [camera("chest")], MODEL_PATH)
         assert model.vis.quality.shadowsize == expected and model.vis.quality.offsamples == 4
+
+
+def test_only_plane_grids_finer_than_the_render_grid_are_coarsened():
+    model = load()
+    floor = model.geom("floor").id
+    assert 0 < model.geom_size[floor, 2] < RENDER_PLANE_GRID_M  # the shipped floor's fine grid
+    model.geom_size[floor, 2] = 0.0  # a plane without a grid spacing is left alone
+    before = model.geom_size.copy()
+    coarsen_plane_grids(model)
+    np.testing.assert_array_equal(model.geom_size, before)
+    model = load()
+    before = model.geom_size.copy()
+    prepare_camera_model(model, CONFIG, [camera("chest")], MODEL_PATH)
+    assert model.geom_size[floor, 2] == RENDER_PLANE_GRID_M
+    others = np.arange(model.ngeom) != floor  # the walls, tables, robot: every other size as loaded
+    np.testing.assert_array_equal(model.geom_size[others], before[others])
+    np.testing.assert_array_equal(model.geom_size[floor, :2], before[floor, :2])
 
 
 def test_a_camera_the_model_lacks_is_refused_naming_the_model():
