@@ -82,9 +82,9 @@ def story(run_dir) -> dict:
         return np.array([m["x"][i], m["y"][i], m["z"][i]])
 
     z = np.array([pose(m)[2] for m in objects])
-    # the left hand's mapping re-anchored on a stale pose (teleop ran more than
-    # teleop.yaml pose_timeout_s behind the operator): the arm then holds where
-    # it is and the scripted hand's later moves count from there
+    # the left hand's mapping dropped its anchor (teleop ran stale for longer
+    # than teleop.yaml late_anchor_keep_s): it re-anchors where the arm is and
+    # the scripted hand's later moves count from there
     restarts = [sum(1 for s in _messages(reader, "teleop__state", "TeleopState")
                     if a["stamp_ns"] <= s["stamp_ns"] <= b["stamp_ns"] and "left_anchor_dropped" in s["events"])
                 for a, b in zip(marks[0::2], marks[1::2])]
@@ -99,12 +99,12 @@ def story(run_dir) -> dict:
 
 def _require_fresh_poses(story: dict, episode: int) -> None:
     """The scripted operator moves the hand open loop: where teleop lost its
-    pose (a machine too loaded to keep teleop within pose_timeout_s of the
-    operator) the hand's moves no longer land on the cube, as a person's
+    anchor (a machine too loaded to keep teleop within late_anchor_keep_s of
+    the operator) the hand's moves no longer land on the cube, as a person's
     would not without looking. Such a run says nothing about the grasp."""
     stale = story["stale"][episode - 1] if len(story["stale"]) >= episode else None
     if stale:
-        pytest.skip(f"episode {episode}: teleop dropped the left pose {stale} time(s) (machine load), the arm re-anchored")
+        pytest.skip(f"episode {episode}: teleop stalled past late_anchor_keep_s {stale} time(s) (machine load), the hand re-anchored")
 
 
 def test_run_ends_by_itself_with_the_objects_recorded(run_dir, story) -> None:

@@ -72,8 +72,8 @@ def played() -> dict:
     steps = round(STEP_NS * 1e-9 / model.opt.timestep)
     objects = sim.object_names()
     start = {o: sim.data.body(o).xpos.copy() for o in objects}
-    # the left X+Y chords: start, keep, start, keep, each counting when released
-    keeps = [b.t_s for a, b in zip(op.keyframes, op.keyframes[1:]) if a.left.primary and not b.left.primary][1::2]
+    # the page's KEEP button: a level held from one keyframe to the next
+    keeps = [b.t_s for a, b in zip(op.keyframes, op.keyframes[1:]) if a.ui_episode_keep and not b.ui_episode_keep]
     now = 10**18
     loop.on_lift({"stamp_ns": now, "height_m": lift, "velocity_m_s": 0.0, "homed": True})
     js = sim.joint_state()
