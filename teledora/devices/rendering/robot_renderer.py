@@ -28,6 +28,7 @@ from teledora.operators.rendering.camera_intrinsics import (
 from teledora.operators.rendering.camera_rendering import (
     camera_frame_metadata,
 )
+from teledora.operators.rendering.object_poses import free_body_qpos_addresses, write_object_poses
 from teledora.operators.rendering.pose_sources import PoseSources, joint_groups
 from teledora.runtime.node_io import NodeIO
 
@@ -35,7 +36,9 @@ OUTPUTS = CAMERA_NAMES + ("diagnostics",)
 STATE_INPUTS = {"joint_states": "JointState", "lift": "LiftState", "odom": "Odometry", "ground_truth": "GroundTruth"}
 # Joint states are all applied (an arm may publish alone: keeping only the newest
 # message could starve the other arm); for the rest only the newest counts.
-LATEST_ONLY = {"lift", "odom", "ground_truth", "tick"}
+LATEST_ONLY = {"lift", "odom", "ground_truth", "tick", "objects"}
+# the sim's free objects (ObjectPoses): posed in the render model, sim only
+OBJECTS_INPUT = "objects"
 
 
 class RobotRenderer:
@@ -57,12 +60,22 @@ class RobotRenderer:
         self.frames = dict.fromkeys(rig.cameras, 0)
         self.render_ms = dict.fromkeys(rig.cameras, 0.0)
         self._applied_version = -1
+        self.object_addresses = free_body_qpos_addresses(rig.model)
+        self.objects: Mapping[str, Any] | None = None
+        self._objects_version = 0
+        self._applied_objects = 0
         self._view_period_ns = int(1e9 / config.window_rate_hz)
         self._next_view_ns = 0
 
     # ---------------------------------------------------------------- inputs
     def on_input(self, event: Mapping[str, Any]) -> None:
         source = event["id"]
+        if source == OBJECTS_INPUT:
+            msg = self.io.decode(event, "ObjectPoses")
+            if msg is not None:
+                self.objects = msg
+                self._objects_version += 1
+            return
         kind = STATE_INPUTS.get(source)
         if kind is None:
             return
@@ -98,10 +111,15 @@ class RobotRenderer:
         due = self.schedule.due(now_ns)[: self.config.max_renders_per_cycle]
         if not due and not self._window_due(now_ns):
             return  # states come at 50-90 Hz, frames far less often: kinematics only for a frame drawn
-        if self.pose.version != self._applied_version:
+        if self.pose.version != self._applied_version or self._objects_version != self._applied_objects:
             self.pose.write(self.rig.data.qpos)
+            if self.objects is not None:
+                unknown = write_object_poses(self.rig.data.qpos, self.object_addresses, self.objects)
+                if unknown:
+                    self.io.reject(f"objects: no free body to pose, or an invalid pose, for {unknown}")
             self.rig.forward()
             self._applied_version = self.pose.version
+            self._applied_objects = self._objects_version
         self._refresh_window(now_ns)
         for name in due:
             self._render(name, now_ns)

@@ -84,3 +84,21 @@ def test_kinematics_run_only_for_frames_that_are_drawn(tmp_path: Path, monkeypat
     # 40 new poses at 2 Hz over a couple of seconds of clock: a few frames, one forward pass each
     assert 1 <= frames < 20
     assert len(forwards) == frames
+
+
+def test_frames_show_the_objects_where_the_sim_says_they_are(config_path: str, monkeypatch) -> None:
+    from teledora.operators.contract.messages import encode
+
+    monkeypatch.setenv("CAMERAS_NICE", "0")
+    rig = shared_rig(config_path, ("chest",))
+    moved = {"stamp_ns": 1, "frame_id": "world", "names": ["cube_red"], "x": [0.66], "y": [-1.27], "z": [0.42],
+             "qx": [0.0], "qy": [0.0], "qz": [0.0], "qw": [1.0]}
+    # the objects come first: the shared rig may carry a slow camera rate from
+    # another test, and the first frame is then the only one
+    events = [event("objects", encode("ObjectPoses", moved)), event("joint_states", arms()), event("lift", lift(0.2)),
+              event("odom", odom()), event(*TICK), event(*TICK)]
+    node = PacedNode(events)
+    clock = itertools.count(start=10**9, step=20_000_000)
+    cameras_sim.main(["--config", config_path, "--cameras", "chest"], node=node, clock=lambda: next(clock), rig=rig)
+    assert node.images("chest")
+    np.testing.assert_allclose(rig.data.body("cube_red").xpos, [0.66, -1.27, 0.42], atol=1e-9)
