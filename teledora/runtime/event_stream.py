@@ -106,6 +106,7 @@ class EventStream:
         self.ends_with = None if ends_with is None else frozenset(ends_with)
         self.closed: set[str] = set()
         self.finished = False
+        self.channel_closed = False  # dora raised: its event channel is gone
 
     def next_batch(self, timeout_s: float | None = None, ending: frozenset[str] | None = None,
                    max_events: int | None = None) -> list[Mapping[str, Any]] | None:
@@ -131,7 +132,13 @@ class EventStream:
             self.finished = True
             return None
         rest = self._drain() if max_events is None else self._take(max_events - 1)
-        return self._close_batch([first] + rest, ending)
+        batch = self._close_batch([first] + rest, ending)
+        if self.finished and max_events is not None and not self.channel_closed:
+            # the stream ends in this slice: what is still queued behind it is
+            # the producers' last data (dora can deliver an input's close ahead
+            # of it), taken here as an unsliced batch would have
+            batch += [ev for ev in self._drain() if not _is_timeout(ev)]
+        return batch
 
     def _take(self, limit: int) -> list[Mapping[str, Any]]:
         """Up to ``limit`` queued events, one ``try_recv`` each, without waiting."""
@@ -144,7 +151,7 @@ class EventStream:
                 out.append(event)
         except RuntimeError:
             # as for drain: dora raises once the event channel has closed
-            self.finished = True
+            self.finished = self.channel_closed = True
         return out
 
     def poll(self) -> list[Mapping[str, Any]] | None:
@@ -164,7 +171,7 @@ class EventStream:
             return list(self.node.drain() or [])
         except RuntimeError:
             # dora raises once the event channel has closed: nothing more will come
-            self.finished = True
+            self.finished = self.channel_closed = True
             return []
 
     def _close_batch(self, batch: list[Mapping[str, Any]], ending: frozenset[str] | None) -> list[Mapping[str, Any]]:

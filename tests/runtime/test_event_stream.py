@@ -91,3 +91,13 @@ def test_a_closed_channel_while_taking_a_slice_ends_the_stream():
     stream = EventStream(Closing([("a", pa.array([1])), ("a", pa.array([2]))]), ends_with=set())
     assert [ev["id"] for ev in stream.next_batch(max_events=5)] == ["a"]
     assert stream.finished and stream.next_batch(max_events=5) is None
+
+
+def test_a_slice_that_ends_the_stream_takes_the_data_queued_behind_the_close():
+    # dora can deliver an input's INPUT_CLOSED ahead of that producer's last
+    # data; a node reading in slices must not end with those still queued
+    events = [("a", pa.array([1])), {"type": "INPUT_CLOSED", "id": "a"}, ("a", pa.array([2])), ("a", pa.array([3]))]
+    stream = EventStream(MockNode(events), ends_with={"a"})
+    batch = stream.next_batch(max_events=2)
+    assert stream.finished
+    assert [ev["value"][0].as_py() for ev in batch if ev["type"] == "INPUT"] == [1, 2, 3]
