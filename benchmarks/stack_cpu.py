@@ -211,10 +211,11 @@ class Sampler(threading.Thread):
                     name = _node_name(pid)
                     if name is None:
                         try:
-                            exe = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+                            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:2]
                         except OSError:
                             continue
-                        if not exe.endswith(b"dora"):
+                        # the dora CLI is a Python entry script: argv is [python, .../dora, run, ...]
+                        if not any(a.endswith(b"dora") for a in argv):
                             continue  # a shell or helper between dora and a node: not counted
                         name = "dora"
                     self.names[pid] = name
