@@ -14,6 +14,9 @@ Nothing is shown or published until every joint group (left arm, right arm,
 lift, base) has had one valid state; diagnostics name the missing ones. A
 window opens when a display exists (``viewer: auto``), otherwise rendering is
 offscreen with ``MUJOCO_GL=egl``. Closing the window ends only the window.
+With no window and no cameras (``--cameras none`` on a machine without a
+display, as in the headless demo) there is nothing to do: the node sends one
+diagnostics message saying so and ends, instead of reading every state.
 
 Args: ``--config`` renderer YAML (default: the shipped alohamini2/renderer.yaml),
 ``--model`` MJCF to render instead of the configured one, ``--viewer
@@ -71,11 +74,14 @@ def main(
     try:
         config = load_renderer_config(args.config)
         window = wants_window(args.viewer or config.viewer, os.environ)
+        cameras = chosen_cameras(config, args.cameras)
+        if not window and not cameras:
+            return _end_idle(io)
         if not window:
             os.environ.setdefault("MUJOCO_GL", "egl")  # before the first mujoco.Renderer
         if rig is None:
             model_path = resolve_model(args.model or config.model.path, io.log)
-            rig = CameraRig(model_path, config, chosen_cameras(config, args.cameras))
+            rig = CameraRig(model_path, config, cameras)
         factory = (window_factory or passive_viewer) if window else None
         app = RobotRenderer(io, config, rig, models.load_profile(), factory)
     except (ValueError, OSError, RuntimeError, yaml.YAMLError) as exc:
@@ -99,6 +105,20 @@ def main(
     finally:
         app.close(close_rig=owns_rig)
     return app.window_state
+
+
+def _end_idle(io: NodeIO) -> str:
+    """No window (no display, or ``--viewer off``) and no cameras (``--cameras
+    none``, as in the shipped dataflows): nothing would ever be shown or
+    published. The node says so in one diagnostics message and ends, so that
+    dora stops delivering it the states (about 130 a second in the sim demo)
+    that it would only have read and dropped."""
+    reason = "idle: no window and no cameras to render; the node ended"
+    io.diag.set_status("ok", reason)
+    io.diag.details = {"window": "off", "cameras": [], "idle": True}
+    io.log("info", reason)
+    io.publish_diagnostics(force=True)
+    return "off"
 
 
 def exit_process(window_state: str) -> None:

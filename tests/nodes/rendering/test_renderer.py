@@ -558,3 +558,18 @@ def test_a_vendor_urdf_is_rendered_with_joints_mapped_by_name(tmp_path):
     images = [frames[0], frames[-1]]
     assert images[0].std() > 5
     assert changed_fraction(images[0], images[1]) > 0.01  # the vendor jaw moves in its own wrist camera
+
+
+def test_with_no_window_and_no_cameras_the_renderer_says_so_and_ends(config_path):
+    """Headless with ``--cameras none`` (the shipped dataflows without a
+    display): one diagnostics message, no input read, no model loaded."""
+    events = [event("joint_states", arms()), event("lift", lift(0.3)), event("odom", odom()), event(*TICK)]
+    node = PacedNode(list(events))
+    state = renderer.main(["--config", config_path, "--viewer", "off", "--cameras", "none",
+                           "--model", "/nonexistent/model.xml"], node=node)
+    assert state == "off"
+    assert [o for o, _, _ in node.sent] == ["diagnostics"]
+    diag = node.diagnostics()
+    assert diag["level"] == "ok" and diag["message"].startswith("idle: no window and no cameras")
+    assert json.loads(diag["details_json"])["idle"] is True
+    assert node.next() is not None  # its inputs were left unread
