@@ -50,6 +50,14 @@ class RunWriter:
         large_message_bytes: A flat message (an image) at least this large is
             written at once as its own batch, without a concatenation copy.
         fsync: Also ``fsync`` at each flush (survives power loss, costs latency).
+        manifest_interval_s: A flush rewrites ``manifest.json`` only when a
+            topic or an error count is new, or when this long has passed since
+            the last rewrite: the manifest carries its whole provenance (the
+            dataflow text, versions), so rewriting it at every flush cost more
+            than writing the rows. Until the run is complete its counts are
+            therefore lower bounds of what the files hold (what ``log check``
+            expects of an incomplete run); the rows themselves are in the
+            files at every flush.
     """
 
     def __init__(
@@ -61,6 +69,7 @@ class RunWriter:
         max_batch_bytes: int = 16 * 1024 * 1024,
         large_message_bytes: int = 256 * 1024,
         fsync: bool = False,
+        manifest_interval_s: float = 1.0,
         start_ns: int,
     ) -> None:
         if flush_interval_s <= 0:
@@ -71,6 +80,9 @@ class RunWriter:
         self.max_batch_bytes = int(max_batch_bytes)
         self.large_message_bytes = int(large_message_bytes)
         self.fsync = fsync
+        self.manifest_interval_ns = int(manifest_interval_s * 1e9)
+        self._manifest_ns = start_ns
+        self._manifest_dirty = False
         self._topics: dict[str, TopicWriter] = {}
         self._next_seq = 0
         self._last_flush_ns = start_ns
@@ -128,6 +140,7 @@ class RunWriter:
                 split_topic(topic)
             except TopicNameError:
                 self.name_errors[topic] = self.name_errors.get(topic, 0) + 1
+                self._manifest_dirty = True
                 raise
             if len(value) == 0:
                 self._held.setdefault(topic, []).append((dora_ns, recv_ns, dict(metadata), value))
@@ -136,6 +149,7 @@ class RunWriter:
             rejected = self._release_held(topic, writer)
         elif value.type != writer.value_type:
             self.type_errors[topic] = self.type_errors.get(topic, 0) + 1
+            self._manifest_dirty = True
             raise TopicTypeError(f"topic {topic!r} carries {writer.value_type}, got {value.type}")
         seq = self._add(writer, dora_ns, recv_ns, metadata, value)
         return AppendResult(seq, topic, dora_ns, rejected)
@@ -143,6 +157,7 @@ class RunWriter:
     def _open_topic(self, topic: str, value_type: pa.DataType) -> TopicWriter:
         writer = TopicWriter(self.run_dir / f"{topic}{TOPIC_SUFFIX}", topic, value_type, self.fsync)
         self._topics[topic] = writer
+        self._manifest_dirty = True
         return writer
 
     def _release_held(self, topic: str, writer: TopicWriter) -> list[str]:
@@ -152,6 +167,7 @@ class RunWriter:
         for dora_ns, recv_ns, metadata, value in self._held.pop(topic, []):
             if value.type != writer.value_type:
                 self.type_errors[topic] = self.type_errors.get(topic, 0) + 1
+                self._manifest_dirty = True
                 rejected.append(f"topic {topic!r} carries {writer.value_type}, got an empty {value.type}")
                 continue
             self._add(writer, dora_ns, recv_ns, metadata, value)
@@ -172,10 +188,13 @@ class RunWriter:
         return now_ns - self._last_flush_ns >= self.flush_interval_ns
 
     def flush(self, now_ns: int) -> int:
-        """Writes every buffered row and refreshes the manifest; returns rows written."""
+        """Writes every buffered row; refreshes the manifest when a topic or an
+        error is new or ``manifest_interval_s`` has passed. Returns rows written."""
         written = sum(w.write_pending() for w in self._topics.values())
         self._last_flush_ns = now_ns
-        self._write_manifest()
+        if self._manifest_dirty or now_ns - self._manifest_ns >= self.manifest_interval_ns:
+            self._manifest_ns = now_ns
+            self._write_manifest()
         return written
 
     def close(self, end_ns: int) -> list[str]:
@@ -195,8 +214,9 @@ class RunWriter:
 
     def _write_manifest(self) -> None:
         self.manifest["topics"] = {
-            t: {"count": w.written, "type": str(w.value_type)} for t, w in sorted(self._topics.items())
+            t: {"count": w.written, "type": w.type_text} for t, w in sorted(self._topics.items())
         }
+        self._manifest_dirty = False
         self.manifest["type_errors"] = dict(self.type_errors)
         self.manifest["name_errors"] = dict(self.name_errors)
         write_manifest(self.run_dir, self.manifest)

@@ -33,7 +33,7 @@ def _stamp_column(values: pa.Array, one_per_row: bool, rows: list[pa.Array], met
         if idx >= 0 and pa.types.is_integer(vtype.field(idx).type):
             column = values.field(idx)
             if column.null_count == 0:
-                return column.cast(pa.int64())
+                return column if column.type == pa.int64() else column.cast(pa.int64())
     return pa.array([message_stamp_ns(v, m) for v, m in zip(rows, metas)], type=pa.int64())
 
 
@@ -43,6 +43,7 @@ class TopicWriter:
     def __init__(self, path: Path, topic: str, value_type: pa.DataType, fsync: bool) -> None:
         self.topic = topic
         self.value_type = value_type
+        self.type_text = str(value_type)  # for the manifest: a nested type's text is slow to build
         self.schema = record_schema(value_type, topic)
         self._fsync = fsync
         self._file = open(path, "wb")

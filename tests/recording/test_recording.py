@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 from teledora.operators.contract.messages import encode
+from teledora.recording.run_check import check_run
 from teledora.recording import (
     MANIFEST_NAME,
     RunFormatError,
@@ -129,3 +130,25 @@ def test_reader_refuses_a_directory_that_is_not_a_run(tmp_path):
         RunReader(tmp_path)
     with pytest.raises(RunFormatError):
         RunReader(tmp_path / "missing")
+
+
+def test_the_manifest_is_rewritten_for_a_new_topic_or_after_its_interval_not_at_every_flush(tmp_path):
+    """Counts in the manifest of an unfinished run are lower bounds (what
+    ``log check`` expects of a killed run); the rows are in the files at
+    every flush, and a new topic reaches the manifest at its first flush."""
+    w = RunWriter(tmp_path, start_ns=0, flush_interval_s=0.25, manifest_interval_s=1.0)
+    counts = lambda: json.loads((tmp_path / MANIFEST_NAME).read_text())["topics"]  # noqa: E731
+    w.append("lift__state", lift(0), {}, recv_ns=0)
+    w.flush(250_000_000)
+    assert counts() == {"lift__state": {"count": 1, "type": str(lift(0).type)}}  # a new topic
+    w.append("lift__state", lift(1), {}, recv_ns=300_000_000)
+    w.flush(500_000_000)
+    assert RunReader(tmp_path).read_topic("lift__state").table.num_rows == 2
+    assert counts()["lift__state"]["count"] == 1  # within the interval: not rewritten
+    report = check_run(tmp_path)
+    assert not report.topics["lift__state"].problems, report.topics["lift__state"].problems
+    w.append("lift__state", lift(2), {}, recv_ns=600_000_000)
+    w.flush(1_250_000_000)
+    assert counts()["lift__state"]["count"] == 3  # the interval has passed
+    w.close(1_300_000_000)
+    assert counts()["lift__state"]["count"] == 3 and json.loads((tmp_path / MANIFEST_NAME).read_text())["complete"]
