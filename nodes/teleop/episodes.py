@@ -2,7 +2,10 @@
 
 Inputs: ``controllers`` (XrControllers: the left X+Y chord starts or keeps an
 episode, the right A+B chord discards it, and the headset page's episode
-buttons arrive as its ``ui_episode_*`` levels; operators/teleop/episode_marker.py),
+buttons arrive as its ``ui_episode_*`` levels; operators/teleop/episode_marker.py).
+The dataflows wire it to ``xr/buttons``, the reports at which a level changes
+(and one a second): they hold every edge the marker acts on, at about 1 Hz
+instead of 90 (operators/xr/level_changes.py); ``xr/controllers`` works the same.
 ``tick`` (dora timer, polls the request socket).
 Outputs: ``marks`` (EpisodeMark, one per start / keep / discard), ``state``
 (EpisodeState: open or not, task, episode number, armed discard; on every

@@ -1,6 +1,8 @@
 """`xr` node, scripted variant: plays an operator script as controller reports.
 
-Outputs: controllers (XrControllers), diagnostics
+Outputs: controllers (XrControllers), buttons (the reports at which a button,
+         connection or page level changes, and one a second without a change;
+         operators/xr/level_changes.py), diagnostics
 Inputs:  optional; the node paces itself and exits when the script ends,
          which ends the demo dataflow, or when dora asks it to stop. With
          TELEDORA_XR_WAIT_FOR=<input id>[,<input id>...] the script starts only
@@ -23,6 +25,7 @@ import os
 import time
 from teledora.models.config_files import load_demo_script, load_node_profile, load_rate_table, load_teleop_config
 from teledora.runtime.node_io import NodeIO, make_node, node_id
+from teledora.operators.xr.level_changes import LevelChanges
 from teledora.operators.xr.scripted_operator import ScriptClock, ScriptedOperator
 
 ODOM_INPUT = "odom"
@@ -87,12 +90,15 @@ def main(argv: list[str] | None = None, node=None, clock=time.monotonic, sleep=t
     pose: tuple[float, float, float] | None = None
     lift_m: float | None = None
     script_clock = ScriptClock(script)
+    changes = LevelChanges()
     while True:
         now = clock()
         t = script_clock.advance((now - last) * speed, pose, lift_m)
         last = now
-        report = script.report(min(t, script.duration_s), time.time_ns(), seq, pose, script_clock.waiting, lift_m)
-        io.send("controllers", "XrControllers", report)
+        stamp_ns = time.time_ns()
+        report = script.report(min(t, script.duration_s), stamp_ns, seq, pose, script_clock.waiting, lift_m)
+        if io.send("controllers", "XrControllers", report) and changes.due(report, stamp_ns):
+            io.send("buttons", "XrControllers", report)
         seq += 1
         io.diag.details["script_time_s"] = round(t, 3)
         io.publish_diagnostics()

@@ -1,6 +1,7 @@
 """xr node, UDP variant: authenticated JSON controller frames from a bridge (e.g.
-a PICO SDK poller) or the replay tool -> ``controllers`` (XrControllers) +
-``diagnostics``.
+a PICO SDK poller) or the replay tool -> ``controllers`` (XrControllers),
+``buttons`` (the reports that change a button, connection or page level, and
+one a second; operators/xr/level_changes.py) + ``diagnostics``.
 
 The frame format is documented in :mod:`teledora.operators.xr.xr_feed_format`,
 the envelope (a MAC with the pairing token over each numbered datagram) in

@@ -1,5 +1,7 @@
 """xr node, WebXR variant: serves the headset page and its WebSocket from one HTTPS
-origin and publishes ``controllers`` (XrControllers) + ``diagnostics``.
+origin and publishes ``controllers`` (XrControllers), ``buttons`` (the reports
+that change a button, connection or page level, and one a second;
+operators/xr/level_changes.py) + ``diagnostics``.
 
 The page (nodes/xr/web/) enters ``immersive-vr``, reads both controllers' target-ray
 poses in ``local-floor`` and their xr-standard gamepads every XR frame, and sends

@@ -16,6 +16,10 @@ once, and services dora events between reads.
 * Display inputs go to the page: ``state`` (TeleopState, the stop
   controls and the heads-up line), ``episode`` (EpisodeState, the episode
   panel) and the camera images.
+* Each report that changes a button, connection or page level (and one a
+  second without a change) also goes out on ``buttons``
+  (:mod:`teledora.operators.xr.level_changes`), for consumers that act on
+  presses only.
 * When the controlling client goes (the device says so, or another client
   takes over) a message with both hands disconnected is published first; it
   is built from the assembler's state alone, so no frame can prevent it.
@@ -33,6 +37,7 @@ from teledora.operators.contract.messages import MessageError, decode, decode_im
 from teledora.operators.rendering.camera_intrinsics import CAMERA_NAMES
 from teledora.operators.xr.feed_assembler import FeedAssembler, StaleFrameError
 from teledora.operators.xr.feed_rejection import FeedRejected
+from teledora.operators.xr.level_changes import LevelChanges
 from teledora.operators.xr.xr_feed_format import parse_frame
 
 READ_TIMEOUT_S = 0.005
@@ -86,6 +91,7 @@ class RejectionTally:
 def run_feed(io: NodeIO, backend: FeedDevice, assembler: FeedAssembler) -> None:
     """Runs until dora sends STOP; ``backend`` must be connected already."""
     tally = RejectionTally(io)
+    changes = LevelChanges()
     client: int | None = None
     try:
         while True:
@@ -93,13 +99,13 @@ def run_feed(io: NodeIO, backend: FeedDevice, assembler: FeedAssembler) -> None:
                 io.diag.received += 1
                 if rx.client != client:
                     if client is not None and assembler.live:
-                        _publish_disconnect(io, assembler, rx.recv_ns, f"controlling client changed to {rx.peer}")
+                        _publish_disconnect(io, assembler, changes, rx.recv_ns, f"controlling client changed to {rx.peer}")
                     client = rx.client
                     assembler.new_client()
                 if rx.disconnect:
-                    _publish_disconnect(io, assembler, rx.recv_ns, f"controlling client {rx.peer} disconnected")
+                    _publish_disconnect(io, assembler, changes, rx.recv_ns, f"controlling client {rx.peer} disconnected")
                     continue
-                _handle_frame(io, assembler, tally, rx)
+                _handle_frame(io, assembler, tally, rx, changes)
             if not _service_events(io, backend, tally):
                 return
             _publish_diagnostics(io, backend, assembler, tally)
@@ -108,7 +114,17 @@ def run_feed(io: NodeIO, backend: FeedDevice, assembler: FeedAssembler) -> None:
         backend.close()
 
 
-def _handle_frame(io: NodeIO, assembler: FeedAssembler, tally: RejectionTally, rx: ReceivedFrame) -> None:
+def _send_report(io: NodeIO, changes: LevelChanges, message: Mapping[str, Any], now_ns: int) -> bool:
+    """Sends one report on ``controllers``, and on ``buttons`` when its levels changed."""
+    if not io.send("controllers", "XrControllers", message):
+        return False
+    if changes.due(message, now_ns):
+        io.send("buttons", "XrControllers", message)
+    return True
+
+
+def _handle_frame(io: NodeIO, assembler: FeedAssembler, tally: RejectionTally, rx: ReceivedFrame,
+                  changes: LevelChanges) -> None:
     try:
         pending = assembler.prepare(parse_frame(rx.data), rx.recv_ns, rx.clock)
     except FeedRejected as exc:
@@ -122,14 +138,14 @@ def _handle_frame(io: NodeIO, assembler: FeedAssembler, tally: RejectionTally, r
         tally.reject("internal_error", f"frame from {rx.peer}: {type(exc).__name__}: {exc}")
         io.log("error", f"frame handling raised:\n{traceback.format_exc()}")
         return
-    if io.send("controllers", "XrControllers", pending.message):
+    if _send_report(io, changes, pending.message, rx.recv_ns):
         pending.commit()
         io.diag.details.update(peer=rx.peer, last_seq=pending.message["seq"])
 
 
-def _publish_disconnect(io: NodeIO, assembler: FeedAssembler, now_ns: int, why: str) -> None:
+def _publish_disconnect(io: NodeIO, assembler: FeedAssembler, changes: LevelChanges, now_ns: int, why: str) -> None:
     io.log("info", f"{why}: both hands reported disconnected, new epochs for the next client")
-    io.send("controllers", "XrControllers", assembler.disconnect(now_ns))
+    _send_report(io, changes, assembler.disconnect(now_ns), now_ns)
 
 
 def _publish_diagnostics(io: NodeIO, backend: FeedDevice, assembler: FeedAssembler, tally: RejectionTally,
