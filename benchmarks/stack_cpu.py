@@ -363,6 +363,15 @@ def main(argv: list[str] | None = None) -> int:
         row["pss_kb"] += sampler.pss_kb.get(pid, 0)
         row["procs"] += 1
     counts = message_counts(flow, topic_counts, probe_counts, window_s)
+    # a node that ended before the window (the renderer with no window and no
+    # cameras) was delivered nothing in it, whatever its inputs' topics carried
+    last_seen: dict[str, int] = {}
+    for pid, name in sampler.names.items():
+        if sampler.series.get(pid):
+            last_seen[name] = max(last_seen.get(name, 0), sampler.series[pid][-1][0])
+    ended = sorted(n for n, t in last_seen.items() if t < t0 and n in counts)
+    for name in ended:
+        counts[name] = (0, counts[name][1])
     commands = command_counts(flow, topic_counts, probe_counts)
     echo_per = None
     if "echo" in per_node and counts.get("echo", (0, 0))[0]:
@@ -383,6 +392,9 @@ def main(argv: list[str] | None = None) -> int:
         report["nodes"][name] = {"cores": r["cpu_s"] / window_s, "in": n_in, "out": n_out, "ms_per_msg_in": per * 1e3 if per else None,
                                  "x_echo": ratio, "peak_rss_mb": r["hwm_kb"] / 1024,
                                  "peak_pss_mb": r["pss_kb"] / 1024}
+    if ended:
+        print(f"ended before the window (nothing delivered to them in it): {', '.join(ended)}")
+    report["ended_before_window"] = ended
     extra = ("echo", "probe", "counter")
     total_cpu = sum(r["cpu_s"] for n, r in per_node.items() if n not in extra)
     total_rss = sum(r["hwm_kb"] for n, r in per_node.items() if n not in extra) / 1024
