@@ -2,7 +2,11 @@
 the reported states (the same rig and code as the renderer's window, with no window).
 
 Inputs: ``joint_states`` (JointState), ``lift`` (LiftState), ``odom`` (Odometry),
-``tick`` (dora timer: wakes the loop so due cameras render). Outputs: ``chest``,
+or instead, with ``--pose-source ground_truth`` (as in the sim dataflows),
+``ground_truth`` (GroundTruth: the sim's own arm joints, lift and base, one
+message at 50 Hz in place of about 190 state messages a second; a camera sees
+the robot itself, not its reports); ``objects`` (ObjectPoses, the scene's free
+bodies); ``tick`` (dora timer: wakes the loop so due cameras render). Outputs: ``chest``,
 ``top_front``, ``top_back``, ``left_wrist``, ``right_wrist`` (flat uint8 RGB with
 image metadata; ``capture_ns`` is the render time), ``calibration``
 (CameraCalibration per rendered camera, at start and every
@@ -15,12 +19,15 @@ are best effort: the process lowers its own CPU priority (``nice`` +10, or
 and the cameras fall behind their rate instead (late frames are skipped).
 
 Args: ``--config`` renderer YAML, ``--cameras-config`` cameras YAML,
-``--model`` MJCF, ``--cameras a,b`` to render only those.
+``--model`` MJCF, ``--cameras a,b`` to render only those, ``--pose-source
+reports|ground_truth`` (``reports``, the default, follows ``sources:`` of the
+renderer YAML; ``ground_truth`` poses every group from ``ground_truth``).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import time
 from typing import Any, Callable, Sequence
@@ -37,6 +44,7 @@ from teledora.runtime.node_io import NodeIO, make_node, node_id
 
 SOURCE = "sim"
 NICE = 10
+POSE_SOURCES = ("reports", "ground_truth")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -45,6 +53,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--cameras-config", default=os.environ.get("CAMERAS_CONFIG"))
     p.add_argument("--model", default=os.environ.get("RENDERER_MODEL"))
     p.add_argument("--cameras", default=os.environ.get("RENDERER_CAMERAS"), help="comma-separated subset")
+    p.add_argument("--pose-source", choices=POSE_SOURCES, default="reports",
+                   help="reports: the renderer YAML's sources; ground_truth: every group from the ground_truth input")
     return p.parse_args(argv)
 
 
@@ -60,6 +70,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, *, clock: Callable
     owns_rig = rig is None
     try:
         config = load_renderer_config(args.config)
+        if args.pose_source == "ground_truth":
+            config = dataclasses.replace(config, sources={group: "ground_truth" for group in config.sources})
         mounts = load_cameras_config(args.cameras_config)
         os.environ.setdefault("MUJOCO_GL", "egl")  # before the first mujoco.Renderer
         if rig is None:
