@@ -46,6 +46,9 @@ DEVICE_TOPICS = ["arms__joint_states", "base__odom", "lift__state", "lidar_front
                  "scan_merger__scan", "ekf__pose", "mocap__pose", "cameras__chest", "cameras__right_wrist",
                  "cameras__calibration", "renderer__diagnostics", "xr__diagnostics"]
 CAMERAS = ("chest", "top_front", "top_back", "left_wrist", "right_wrist")
+# rows each topic must reach; the renderer here has no window and no cameras,
+# so it sends one diagnostics message and ends (docs/rendering.md)
+MIN_ROWS = {"renderer__diagnostics": 1}
 
 
 def _left_bus() -> list[FakeServo]:
@@ -135,7 +138,7 @@ def hardware_run(tmp_path_factory):
                                         stderr=subprocess.STDOUT)
                 deadline = time.monotonic() + 75.0
                 while time.monotonic() < deadline and proc.poll() is None:
-                    if all(_rows(run_dir, t) >= 2 for t in DEVICE_TOPICS):
+                    if all(_rows(run_dir, t) >= MIN_ROWS.get(t, 2) for t in DEVICE_TOPICS):
                         break
                     time.sleep(0.5)
                 counts = {t: _rows(run_dir, t) for t in DEVICE_TOPICS}
@@ -158,7 +161,7 @@ def hardware_run(tmp_path_factory):
 
 def test_every_device_node_and_the_cameras_published(hardware_run) -> None:
     counts = hardware_run["counts"]
-    assert all(n >= 2 for n in counts.values()), (counts, hardware_run["log"][-4000:])
+    assert all(n >= MIN_ROWS.get(t, 2) for t, n in counts.items()), (counts, hardware_run["log"][-4000:])
 
 
 def test_the_run_ends_cleanly_on_stop_with_a_complete_recording(hardware_run) -> None:
