@@ -306,3 +306,30 @@ def test_record_udp_keeps_authenticated_valid_frames_only(tmp_path: Path):
     lines = out.read_text().splitlines()
     assert result["rc"] == 0 and len(lines) == 2
     assert all(json.loads(x)["seq"] < 1000 for x in lines)
+
+
+def test_buttons_carries_the_reports_that_change_a_level_and_the_disconnect():
+    """``buttons``: the first report, a press, its release and the old client's
+    disconnect on takeover and the new client's first (numbered on); analog motion
+    alone adds nothing."""
+    def send(port):
+        a, b = Sender(), Sender()
+        pressed = json.loads(frame(3, session="a"))
+        pressed["hands"]["left"]["primary"] = True
+        moved = json.loads(frame(2, session="a"))
+        moved["hands"]["left"]["stick"] = [0.3, -0.2]
+        for payload in [frame(1, session="a"), json.dumps(moved).encode(), json.dumps(pressed).encode(),
+                        frame(4, session="a"), frame(5, session="a")]:
+            a.send(port, payload)
+            time.sleep(0.002)
+        time.sleep(0.4)  # beyond the 0.2 s takeover silence
+        b.send(port, frame(1, session="b"))
+
+    node, _ = run_node(send, n_published(7), takeover_s=0.2)
+    assert len(published(node)) == 7
+    buttons = [decode("XrControllers", v) for v in node.outputs.get("buttons", [])]
+    got = [(m["seq"], m["left"]["connected"], m["left"]["primary"]) for m in buttons]
+    # a heartbeat (one a second without a change) may repeat a report on a slow machine
+    changes = [g for i, g in enumerate(got) if i == 0 or g[1:] != got[i - 1][1:] or g[0] == 7]
+    assert changes == [(1, True, False), (3, True, True), (4, True, False), (6, False, False), (7, True, False)]
+    assert 2 not in [g[0] for g in got]  # the stick alone moved
