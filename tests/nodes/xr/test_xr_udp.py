@@ -330,6 +330,6 @@ def test_buttons_carries_the_reports_that_change_a_level_and_the_disconnect():
     buttons = [decode("XrControllers", v) for v in node.outputs.get("buttons", [])]
     got = [(m["seq"], m["left"]["connected"], m["left"]["primary"]) for m in buttons]
     # a heartbeat (one a second without a change) may repeat a report on a slow machine
-    changes = [g for i, g in enumerate(got) if i == 0 or g[1:] != got[i - 1][1:] or g[0] == 7]
+    changes = [g for i, g in enumerate(got) if i == 0 or g[1:] != got[i - 1][1:]]
     assert changes == [(1, True, False), (3, True, True), (4, True, False), (6, False, False), (7, True, False)]
     assert 2 not in [g[0] for g in got]  # the stick alone moved
