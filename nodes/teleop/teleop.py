@@ -1,6 +1,6 @@
 """teleop node: XR controller reports -> arm targets, base and lift commands.
 
-Inputs: ``controllers`` (XrControllers), ``tick`` (dora timer, ~100 Hz, so
+Inputs: ``controllers`` (XrControllers), ``tick`` (dora timer, 50 Hz, so
 timeouts are evaluated without XR traffic), ``joint_states`` (JointState of the
 arms) and ``lift`` (LiftState), the last two for the robot's current grip poses
 (MuJoCo forward kinematics), which (re)anchoring needs: arms stay disabled until
