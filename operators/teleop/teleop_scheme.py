@@ -430,7 +430,9 @@ class TeleopScheme:
         poses with the lift at height 0, and the published targets (base_link)
         add the current ``lift_height_m``. The operator's hands thus ride with
         the lift, as the arms do: raising the lift raises the targets instead of
-        making the arms reach down to hold them where they were."""
+        making the arms reach down to hold them where they were.
+        ``robot_grips`` is read only for an arm that anchors or holds, so it
+        may compute its poses on first access."""
         cfg = self.config
         self._stop.expire(now_ns)
         lift_offset = np.array([0.0, 0.0, float(lift_height_m)])
@@ -455,19 +457,25 @@ class TeleopScheme:
                     st.mapping = None
                     st.late_since_ns = None
                     self._event(f"{hand}_anchor_dropped")
-            robot = robot_grips.get(hand)
             can_track = (
                 pose_fresh and not self.estop_latched and not self.arms_paused and self._focused and not self._clutched[hand]
             )
-            if can_track and st.mapping is None and robot is not None:
-                scale = cfg.slow_factor if self._slow[hand] else 1.0
-                st.mapping = AnchoredMapping(st.pose, robot, scale)
-                self._event(f"{hand}_anchored")
+            # the robot's grip pose is asked for only when anchoring or holding
+            # needs it: a tracking arm's step does without (the node's forward
+            # kinematics then run only when used)
+            if can_track and st.mapping is None:
+                robot = robot_grips.get(hand)
+                if robot is not None:
+                    scale = cfg.slow_factor if self._slow[hand] else 1.0
+                    st.mapping = AnchoredMapping(st.pose, robot, scale)
+                    self._event(f"{hand}_anchored")
             tracking = can_track and st.mapping is not None
             if tracking:
                 st.hold = st.mapping.target(st.pose)
-            elif robot is not None:
-                st.hold = robot  # a held arm's target is where the arm is
+            else:
+                robot = robot_grips.get(hand)
+                if robot is not None:
+                    st.hold = robot  # a held arm's target is where the arm is
             if tracking != st.tracking:
                 st.tracking = tracking
                 self._event(f"{hand}_{'tracking' if tracking else 'holding'}")
