@@ -1,10 +1,10 @@
 """teleop node: XR controller reports -> arm targets, base and lift commands.
 
-Inputs: ``controllers`` (XrControllers), ``tick`` (dora timer, ~100 Hz, so
+Inputs: ``controllers`` (XrControllers), ``tick`` (dora timer, 50 Hz, so
 timeouts are evaluated without XR traffic), ``joint_states`` (JointState of the
 arms) and ``lift`` (LiftState), the last two for the robot's current grip poses
-(MuJoCo forward kinematics), which (re)anchoring needs: arms stay disabled until
-both have arrived.
+(MuJoCo forward kinematics, run only for a step that anchors or holds an arm),
+which (re)anchoring needs: arms stay disabled until both have arrived.
 Outputs: ``arm_targets``, ``base_cmd``, ``lift_cmd``, ``state``, ``journal``
 (InputJournal, see teledora/runtime/node_journal.py), ``diagnostics``.
 
@@ -30,7 +30,7 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import mujoco
 import numpy as np
@@ -93,6 +93,30 @@ class RobotGrips:
         return dict(self._grips)
 
 
+class LazyGrips(Mapping):
+    """The robot's grip poses for one step, computed (forward kinematics, when
+    the joint or lift state changed) only if the scheme reads them: an arm
+    that tracks the controller needs no grip pose."""
+
+    def __init__(self, kin: RobotGrips) -> None:
+        self._kin = kin
+        self._grips: dict[str, Pose | None] | None = None
+
+    def _all(self) -> dict[str, Pose | None]:
+        if self._grips is None:
+            self._grips = self._kin.grips()
+        return self._grips
+
+    def __getitem__(self, side: str) -> Pose | None:
+        return self._all()[side]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(SIDES)
+
+    def __len__(self) -> int:
+        return len(SIDES)
+
+
 def apply_newest_valid(io: NodeIO, kin: RobotGrips, robot_state: dict[str, list]) -> None:
     """Applies the newest valid joint and lift state of a batch; older ones are skipped
     unread (only the newest matters), invalid newer ones are counted and passed over."""
@@ -148,7 +172,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
 
     def publish(now_ns: int) -> None:
         nonlocal last_publish_ns
-        out = scheme.step(now_ns, kin.grips(), kin.lift_m)
+        out = scheme.step(now_ns, LazyGrips(kin), kin.lift_m)
         for output, kind in _OUTPUTS:
             io.send(output, kind, getattr(out, output), dict(trace))
         last_publish_ns = now_ns

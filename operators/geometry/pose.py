@@ -35,7 +35,7 @@ class Pose:
                 finite values with a usable norm.
         """
         p = np.array(position, dtype=np.float64).reshape(-1)
-        if p.shape != (3,) or not np.all(np.isfinite(p)):
+        if p.shape != (3,) or not np.isfinite(p).all():
             raise PoseError(f"position must be 3 finite values, got {p.tolist()}")
         return Pose(p, quat_normalize(orientation))
 

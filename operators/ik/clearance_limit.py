@@ -68,7 +68,11 @@ class ClearanceLimit(mink.Limit):
         self.detection_distance_m = float(detection_distance_m)
         nv = self.model.nv
         self._fromto = np.empty(6)
+        self._from, self._to = self._fromto[:3], self._fromto[3:]  # views, made once
         self._normal = np.empty(3)
+        # per pair: its geoms and their bodies, as python ints, looked up once
+        self._pair_bodies = [(g1, g2, int(self.model.geom_bodyid[g1]), int(self.model.geom_bodyid[g2]))
+                             for g1, g2 in pairs.id_pairs]
         self._jac1 = np.empty((3, nv))
         self._jac2 = np.empty((3, nv))
         self.active = np.zeros(0, dtype=int)
@@ -85,21 +89,22 @@ class ClearanceLimit(mink.Limit):
         not used: the bound is per step)."""
         model, data = self.model, configuration.data
         distmax = self.detection_distance_m
-        rows, bounds, active, dists = [], [], [], []
-        for k in self.pairs.near(data, distmax):
-            g1, g2 = self.pairs.id_pairs[int(k)]
-            d = mujoco.mj_geomDistance(model, data, g1, g2, distmax, self._fromto)
+        fromto, p_from, p_to, normal, jac1, jac2 = self._fromto, self._from, self._to, self._normal, self._jac1, self._jac2
+        rows, bounds, active = [], [], []
+        for k in self.pairs.near(data, distmax).tolist():
+            g1, g2, b1, b2 = self._pair_bodies[k]
+            d = mujoco.mj_geomDistance(model, data, g1, g2, distmax, fromto)
             if d >= distmax:
                 continue
-            self._normal[:] = self._fromto[3:] - self._fromto[:3]
-            mujoco.mju_normalize3(self._normal)
-            mujoco.mj_jac(model, data, self._jac2, None, self._fromto[3:], model.geom_bodyid[g2])
-            mujoco.mj_jac(model, data, self._jac1, None, self._fromto[:3], model.geom_bodyid[g1])
-            row = self._normal @ (self._jac2 - self._jac1)
+            np.subtract(p_to, p_from, out=normal)
+            mujoco.mju_normalize3(normal)
+            mujoco.mj_jac(model, data, jac2, None, p_to, b2)
+            mujoco.mj_jac(model, data, jac1, None, p_from, b1)
+            row = normal @ (jac2 - jac1)
             # the from-to segment turns round when the geoms overlap
             rows.append(-row if d >= 0 else row)
             bounds.append(d)
-            active.append(int(k))
+            active.append(k)
         self.active = np.array(active, dtype=int)
         self.active_distances = np.array(bounds, dtype=float)
         if not rows:

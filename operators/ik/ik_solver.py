@@ -101,6 +101,12 @@ class BimanualIk:
         self._frozen_dofs = [int(model.jnt_dofadr[self._joint_id(n)]) for n in s.frozen_joints]
         self._lift_adr = int(model.jnt_qposadr[self._joint_id(profile.lift_joint)])
         self._gripper_adr = {side: int(model.jnt_qposadr[self._joint_id(profile.arms[side].gripper)]) for side in SIDES}
+        # ranges read once: asked for on every solve and every lift state
+        lift_lo, lift_hi = model.jnt_range[self._joint_id(profile.lift_joint)]
+        self._lift_range = (lift_lo, lift_hi)
+        self._gripper_ranges = {
+            side: tuple(float(v) for v in model.jnt_range[self._joint_id(profile.arms[side].gripper)]) for side in SIDES
+        }
 
         self.frame_tasks = {
             side: MeritFrameTask(
@@ -215,7 +221,7 @@ class BimanualIk:
 
     def set_lift(self, lift_joint: float) -> None:
         """Moves the (frozen) lift joint of the reference configuration."""
-        lo, hi = self.model.jnt_range[self._joint_id(self.profile.lift_joint)]
+        lo, hi = self._lift_range
         q = self.configuration.q.copy()
         q[self._lift_adr] = float(np.clip(lift_joint, lo, hi))
         self.configuration.update(q)
@@ -346,7 +352,7 @@ class BimanualIk:
             if exitflag <= 0:
                 raise IkSolveError(f"QP failed: DAQP exit flag {exitflag}")
             v = np.asarray(x) / dt
-        if not np.all(np.isfinite(v)):
+        if not np.isfinite(v).all():
             raise IkSolveError("QP returned non-finite velocities")
         return v
 
@@ -517,8 +523,7 @@ class BimanualIk:
         return q_safe - q_prev
 
     def gripper_range(self, side: str) -> tuple[float, float]:
-        lo, hi = self.model.jnt_range[self._joint_id(self.profile.arms[side].gripper)]
-        return float(lo), float(hi)
+        return self._gripper_ranges[side]
 
     def joint_index(self, names: Sequence[str]) -> np.ndarray:
         """Positions of ``names`` in arm_joint_names."""

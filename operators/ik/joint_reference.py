@@ -231,7 +231,7 @@ class JointReference:
 
     def _check(self, q: npt.ArrayLike, what: str) -> np.ndarray:
         q = np.asarray(q, dtype=float)
-        if q.shape != self._q.shape or not np.all(np.isfinite(q)):
+        if q.shape != self._q.shape or not np.isfinite(q).all():
             raise JointReferenceError(f"{what} needs {len(self.names)} finite values")
         return q
 

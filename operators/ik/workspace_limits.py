@@ -72,7 +72,7 @@ class WorkspaceLimits:
     def contains(self, side: str, position: npt.ArrayLike, tol: float = 1e-9) -> bool:
         p = np.asarray(position, dtype=float)
         c = self.config
-        in_box = bool(np.all(p >= c.box_min_m - tol) and np.all(p <= c.box_max_m + tol))
+        in_box = bool((p >= c.box_min_m - tol).all() and (p <= c.box_max_m + tol).all())
         r = float(np.linalg.norm(p[:2] - c.shoulder_xy_m[side]))
         return in_box and r <= c.max_radius_m + tol
 
@@ -91,7 +91,7 @@ class WorkspaceLimits:
         if side not in SIDES:
             raise WorkspaceError(f"unknown arm side {side!r}")
         p0 = np.asarray(position, dtype=float)
-        if p0.shape != (3,) or not np.all(np.isfinite(p0)):
+        if p0.shape != (3,) or not np.isfinite(p0).all():
             raise WorkspaceError("target position must be 3 finite values")
         if self.contains(side, p0):
             return ProjectedPosition(p0.copy(), 0.0)

@@ -107,6 +107,17 @@ class EventStream:
         self.closed: set[str] = set()
         self.finished = False
         self.channel_closed = False  # dora raised: its event channel is gone
+        # read from the environment at the first batch, not at every one: the
+        # node config is a few kB of text that every lookup decodes and hashes
+        self._ending: frozenset[str] | None = None
+        self._data_inputs: frozenset[str] | None = None
+
+    @property
+    def data_inputs(self) -> frozenset[str]:
+        """:func:`data_inputs`, read once per stream."""
+        if self._data_inputs is None:
+            self._data_inputs = data_inputs()
+        return self._data_inputs
 
     def next_batch(self, timeout_s: float | None = None, ending: frozenset[str] | None = None,
                    max_events: int | None = None) -> list[Mapping[str, Any]] | None:
@@ -179,7 +190,12 @@ class EventStream:
             if ev.get("type") == "INPUT_CLOSED":
                 self.closed.add(ev.get("id"))
         if ending is None:
-            ending = ending_inputs() if self.ends_with is None else self.ends_with
+            if self.ends_with is not None:
+                ending = self.ends_with
+            else:
+                if self._ending is None:
+                    self._ending = ending_inputs()
+                ending = self._ending
         if ending and ending <= self.closed:
             self.finished = True
         return [ev for ev in batch if not _is_timeout(ev)]

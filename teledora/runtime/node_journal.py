@@ -21,7 +21,6 @@ from typing import Any, Mapping
 
 import pyarrow as pa
 
-from teledora.runtime.event_stream import data_inputs
 from teledora.operators.recording.input_journal import (
     TICK_SEQ,
     FollowReport,
@@ -94,7 +93,7 @@ class NodeJournal:
     def _warn_unnumbered(self, batch: list[Mapping[str, Any]]) -> None:
         """Once per input: a data input whose messages carry no ``seq`` is
         journaled like a tick, and an exact replay cannot bring it back."""
-        fed = data_inputs()
+        fed = self.io.stream.data_inputs
         for ev in batch:
             input_id = ev.get("id")
             if ev.get("type") == "INPUT" and input_id in fed and input_id not in self._unnumbered and event_seq(ev) == TICK_SEQ:
@@ -116,7 +115,7 @@ class NodeJournal:
                 break
             # a replay ends when every input has been replayed, not when the
             # live dataflow's command input closes (replayers finish unevenly)
-            raw = self.io.stream.next_batch(ending=data_inputs())
+            raw = self.io.stream.next_batch(ending=self.io.stream.data_inputs)
             if raw is None:
                 waiting = follower.blocker()
                 follower.report.missing = f"inputs ended while waiting for {waiting[0]} seq {waiting[1]}" if waiting else "inputs ended"
