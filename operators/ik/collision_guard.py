@@ -18,6 +18,9 @@ from teledora.operators.ik.clearance_limit import ClearanceLimit
 from teledora.operators.ik.collision_pairs import CollisionPairs
 
 
+NEAR_BAND_OF_MARGIN = 0.25
+
+
 class CollisionGuard:
     """Exact check of a joint step against every pair of ``pairs``.
 
@@ -39,8 +42,9 @@ class CollisionGuard:
         self.detection = limit.detection_distance_m
         self.levers = levers
         # distances are measured (and reported) up to this far above the guard
-        # distance: the band the rows aim to keep pairs in contact within
-        self.band = max(limit.margin_m, 1e-6)
+        # distance: a quarter of the band above it the rows aim for, so pairs
+        # held in contact at the rows' aim (guard + margin) stay outside it
+        self.band = max(NEAR_BAND_OF_MARGIN * limit.margin_m, 1e-6)
 
     def _fast_accept(self, q_from: np.ndarray, q_to: np.ndarray, data: mujoco.MjData) -> float | None:
         """Min distance when the step is provably fine from the QP's rows alone, else None."""
