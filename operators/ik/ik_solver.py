@@ -70,7 +70,7 @@ class TickResult:
     dq: np.ndarray  # feedforward velocity (the reference's; zero once it has stopped)
     active: dict[str, bool] = field(default_factory=dict)
     step_fraction: float = 1.0  # < 1 when the collision guard shortened the step
-    min_distance_m: float = float("inf")  # smallest proxy distance seen by the guard (capped at the guard distance plus the guard's band)
+    min_distance_m: float = float("inf")  # closest proxy pair the guard saw (capped just above the guard distance)
     error: str = ""
     goal_mode: dict[str, bool] = field(default_factory=dict)  # arms moving to a global-search joint goal
     arrived: dict[str, bool] = field(default_factory=dict)  # arms that reached it this tick
