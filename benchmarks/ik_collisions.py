@@ -15,11 +15,17 @@ published arm references of each episode at their publish times, how many
 solves broke the joint speed, acceleration or jerk cap (divided differences,
 which a motion within a cap cannot exceed; relative tolerance 1e-6).
 
+Each episode is self-contained (its own random stream, ``[seed, episode]``, and
+a fresh IK), so ``--first N --episodes K`` replays episodes N..N+K-1 exactly as
+a longer run meets them; ``--violations`` prints every solve inside the
+clearance with what the IK did on that tick (guard cut, relaxed QP, global
+search goal, reference modes, refused plans).
+
 ``--qp-only`` measures the QP's clearance rows alone (no post-step guard);
 ``--barrier mink`` swaps them for mink's stock ``CollisionAvoidanceLimit``
 (bound divided by dt) on the same pairs.
 
-    python benchmarks/ik_collisions.py [--episodes 1000] [--legs 4] [--seed 0] [--qp-only] [--barrier ours|mink]
+    python benchmarks/ik_collisions.py [--episodes 1000] [--legs 4] [--seed 0] [--first 0] [--violations] [--qp-only] [--barrier ours|mink]
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import mink
 import numpy as np
@@ -53,6 +60,7 @@ class AdversarialResult:
     min_distance_m: float = np.inf
     worst_pair: str = ""
     worst_attack: str = ""
+    worst_episode: int = -1
     below_clearance: int = 0
     penetrations: int = 0
     penetrating_episodes: int = 0
@@ -128,26 +136,60 @@ def attack_point(loop: IkLoop, side: str, attack: str, rng: np.random.Generator)
     return np.array([rng.uniform(0.1, 0.55), sign * rng.uniform(-0.1, 0.45), rng.uniform(-0.15, 0.02)])
 
 
-def run(loop: IkLoop, episodes: int, seed: int = 0, legs: int = 4, check: MujocoCollisionCheck | None = None,
-        progress: bool = False) -> AdversarialResult:
-    rng = np.random.default_rng(seed)
+@dataclass
+class Violation:
+    """One published solve that ended inside the clearance, and what the IK did
+    on the ticks since the previous published solve."""
+
+    episode: int
+    t_ns: int
+    distance_m: float
+    pair: str
+    attacks: str
+    status: str
+    step_fraction: float  # < 1: the guard shortened the goal
+    relaxed: int  # QPs solved again with approach-only rows
+    goal_mode: str  # arms moving to a global-search joint goal
+    modes: str  # reference modes taken (goal / brake / keep per arm and solve)
+    plans_refused: int  # plans whose path the guard refused
+    dt_ms: float  # length of this tick
+
+    def line(self) -> str:
+        return (f"episode {self.episode} t {self.t_ns / 1e6:.1f} ms: {self.distance_m * 1000:.3f} mm {self.pair} "
+                f"(attack {self.attacks}); status {self.status}, dt {self.dt_ms:.2f} ms, step kept "
+                f"{self.step_fraction:.3f}, relaxed {self.relaxed}, goal mode [{self.goal_mode}], modes {self.modes}, "
+                f"plans refused {self.plans_refused}")
+
+
+def run(loop: IkLoop | None, episodes: int, seed: int = 0, legs: int = 4, check: MujocoCollisionCheck | None = None,
+        progress: bool = False, first: int = 0, make: Callable[[], IkLoop] | None = None,
+        on_violation: Callable[[Violation], None] | None = None) -> AdversarialResult:
+    """Episodes ``first`` .. ``first + episodes - 1``. Each is self-contained, so
+    any range replays exactly: its draws come from ``default_rng([seed, episode])``
+    and, when ``make`` is given, it runs on a fresh loop (a fresh IK, whose global
+    search starts its random stream anew); otherwise ``loop``'s IK carries over
+    from one episode to the next."""
     check = check or MujocoCollisionCheck()
     res = AdversarialResult(episodes)
+    loop = loop if loop is not None else make()
     clearance = loop.ik.settings.collision.minimum_distance_m
     home = loop.profile.home_q()
     travel = loop.profile.lift.travel_mm / 1000.0
-    ik = loop.ik
-    stats0 = (ik.failures, ik.guard_shortened, ik.relaxed_solves)
-    arm_names = set(ik.arm_joint_names)
     t0 = time.perf_counter()
-    for episode in range(episodes):
-        loop = restart(loop)
+    for episode in range(first, first + episodes):
+        rng = np.random.default_rng([seed, episode])
+        loop = restart(loop) if make is None else make()
+        ik = loop.ik
+        stats0 = (ik.failures, ik.guard_shortened, ik.relaxed_solves)
+        arm_names = set(ik.arm_joint_names)
         lift = float(rng.uniform(0.0, travel))
         driver = NodeDriver(loop, home, lift)
         target = {s: ik.grip_pose(s) for s in SIDES}
         penetrated = False
         times: list[int] = []
         refs: list[np.ndarray] = []
+        seen = {"relaxed": ik.relaxed_solves, "refused": ik.plans_refused, "counts": dict(ik.reference.counts),
+                "t_ns": 0}
         for _ in range(legs):
             attacks = {s: ATTACKS[int(rng.integers(len(ATTACKS)))] for s in SIDES}
             for s in SIDES:
@@ -159,8 +201,9 @@ def run(loop: IkLoop, episodes: int, seed: int = 0, legs: int = 4, check: Mujoco
                 target[s] = Pose.of(target[s].position + jump, quat_normalize(rng.normal(size=4)))
             msg = arm_targets(loop.profile, target)
 
-            def on_solve(solve, attacks=attacks) -> None:
+            def on_solve(solve, attacks=attacks, episode=episode, loop=loop) -> None:
                 nonlocal penetrated
+                ik = loop.ik
                 cmd = solve.command
                 check.set(cmd["names"], cmd["q_ref"], lift)
                 times.append(solve.t_ns)
@@ -171,6 +214,17 @@ def run(loop: IkLoop, episodes: int, seed: int = 0, legs: int = 4, check: Mujoco
                 res.per_attack_min[key] = min(res.per_attack_min.get(key, np.inf), d)
                 if d < clearance - 1e-9:
                     res.below_clearance += 1
+                    if on_violation is not None:
+                        r = loop.last_result
+                        counts = {m: ik.reference.counts[m] - seen["counts"][m] for m in ik.reference.counts}
+                        on_violation(Violation(
+                            episode, solve.t_ns, d, f"{check.name(pair[0])} x {check.name(pair[1])}", key, r.status,
+                            r.step_fraction, ik.relaxed_solves - seen["relaxed"],
+                            ",".join(s for s, on in r.goal_mode.items() if on),
+                            ",".join(f"{m} {c}" for m, c in counts.items() if c), ik.plans_refused - seen["refused"],
+                            (solve.t_ns - seen["t_ns"]) / 1e6))
+                seen.update(relaxed=ik.relaxed_solves, refused=ik.plans_refused, counts=dict(ik.reference.counts),
+                            t_ns=solve.t_ns)
                 if d < 0:
                     res.penetrations += 1
                     penetrated = True
@@ -178,17 +232,19 @@ def run(loop: IkLoop, episodes: int, seed: int = 0, legs: int = 4, check: Mujoco
                     res.min_distance_m = d
                     res.worst_pair = f"{check.name(pair[0])} x {check.name(pair[1])}"
                     res.worst_attack = key
+                    res.worst_episode = episode
 
             driver.run(LEG_S, lambda t, msg=msg: msg, on_solve)
         res.penetrating_episodes += penetrated
         count_cap_violations(res, times, refs, ik.settings.joint_reference)
-        if progress and (episode + 1) % 10 == 0:
-            print(f"  {episode + 1}/{episodes} episodes, {res.solves} solves, min {res.min_distance_m * 1000:.3f} mm, "
-                  f"{res.below_clearance} under the clearance, {res.penetrations} penetrating, cap violations "
+        res.failed_solves += ik.failures - stats0[0]
+        res.guard_shortened += ik.guard_shortened - stats0[1]
+        res.relaxed_solves += ik.relaxed_solves - stats0[2]
+        done = episode + 1 - first
+        if progress and done % 10 == 0:
+            print(f"  {done}/{episodes} episodes (to {episode}), {res.solves} solves, min {res.min_distance_m * 1000:.3f} "
+                  f"mm, {res.below_clearance} under the clearance, {res.penetrations} penetrating, cap violations "
                   f"{res.cap_violations}, {time.perf_counter() - t0:.0f} s", flush=True)
-    res.failed_solves = ik.failures - stats0[0]
-    res.guard_shortened = ik.guard_shortened - stats0[1]
-    res.relaxed_solves = ik.relaxed_solves - stats0[2]
     res.seconds = time.perf_counter() - t0
     return res
 
@@ -198,18 +254,25 @@ def main() -> None:
     ap.add_argument("--episodes", type=int, default=1000)
     ap.add_argument("--legs", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--first", type=int, default=0, help="first episode to run (each episode replays on its own)")
+    ap.add_argument("--violations", action="store_true", help="print every solve inside the clearance")
     ap.add_argument("--qp-only", action="store_true", help="no post-step guard: the QP's rows alone")
     ap.add_argument("--barrier", choices=("ours", "mink"), default="ours")
     ap.add_argument("--progress", action="store_true")
     args = ap.parse_args()
-    loop = make_adversarial_loop(args.qp_only, args.barrier)
+    def make() -> IkLoop:
+        return make_adversarial_loop(args.qp_only, args.barrier)
+
+    loop = make()
     check = MujocoCollisionCheck()
-    res = run(loop, args.episodes, args.seed, args.legs, check, args.progress)
+    report = (lambda v: print("  under: " + v.line(), flush=True)) if args.violations else None
+    res = run(loop, args.episodes, args.seed, args.legs, check, args.progress, args.first, make, report)
     clearance = loop.ik.settings.collision.minimum_distance_m
     mode = f"{args.barrier} barrier, " + ("QP rows only" if args.qp_only else "QP rows + exact guard")
-    print(f"episodes             {res.episodes} x {args.legs} legs x {LEG_S} s, targets jump <= {MAX_JUMP_M} m ({mode})")
+    print(f"episodes             {args.first}..{args.first + res.episodes - 1}: {res.episodes} x {args.legs} legs x {LEG_S} s, targets jump <= {MAX_JUMP_M} m ({mode})")
     print(f"checked              {res.solves} solves x {len(check.pairs)} geom pairs (MuJoCo's filter, robot + floor)")
-    print(f"min distance         {res.min_distance_m * 1000:.3f} mm  ({res.worst_pair}; attack {res.worst_attack})")
+    print(f"min distance         {res.min_distance_m * 1000:.3f} mm  ({res.worst_pair}; attack {res.worst_attack}; "
+          f"episode {res.worst_episode})")
     print(f"below clearance      {res.below_clearance} solves under {clearance * 1000:.0f} mm")
     print(f"penetrations         {res.penetrations} solves in {res.penetrating_episodes}/{res.episodes} episodes")
     caps = loop.ik.settings.joint_reference

@@ -18,6 +18,9 @@ from teledora.operators.ik.clearance_limit import ClearanceLimit
 from teledora.operators.ik.collision_pairs import CollisionPairs
 
 
+NEAR_BAND_OF_MARGIN = 0.25
+
+
 class CollisionGuard:
     """Exact check of a joint step against every pair of ``pairs``.
 
@@ -38,6 +41,10 @@ class CollisionGuard:
         self.guard = guard_distance_m
         self.detection = limit.detection_distance_m
         self.levers = levers
+        # distances are measured (and reported) up to this far above the guard
+        # distance: a quarter of the band above it the rows aim for, so pairs
+        # held in contact at the rows' aim (guard + margin) stay outside it
+        self.band = max(NEAR_BAND_OF_MARGIN * limit.margin_m, 1e-6)
 
     def _fast_accept(self, q_from: np.ndarray, q_to: np.ndarray, data: mujoco.MjData) -> float | None:
         """Min distance when the step is provably fine from the QP's rows alone, else None."""
@@ -48,13 +55,13 @@ class CollisionGuard:
             return None  # something outside the detection range could get close
         if self.limit.active.size == 0:
             return self.detection
-        d_near = self.pairs.distances_of(data, self.limit.active, self.guard + 1e-6)
+        d_near = self.pairs.distances_of(data, self.limit.active, self.guard + self.band)
         return float(d_near.min()) if d_near.min() >= self.guard else None
 
     def check(self, q_from: np.ndarray, q_to: np.ndarray,
               move: Callable[[np.ndarray], mujoco.MjData]) -> tuple[np.ndarray, float, float]:
-        """Returns (q, fraction of the step kept, min distance seen near the guard
-        distance); ``move(q)`` sets the kinematics to q and returns the data. The
+        """Returns (q, fraction of the step kept, min distance seen, capped at
+        the guard distance plus the band); ``move(q)`` sets the kinematics to q and returns the data. The
         kinematics are left at the returned q."""
         data = move(q_to)
         if self.guard is None:
@@ -62,7 +69,7 @@ class CollisionGuard:
         fast = self._fast_accept(q_from, q_to, data)
         if fast is not None:
             return q_to, 1.0, fast
-        guard, distmax = self.guard, self.guard + 1e-6
+        guard, distmax = self.guard, self.guard + self.band
         d_to = self.pairs.distances_near(data, distmax)
         if d_to.min() >= guard:
             return q_to, 1.0, float(d_to.min())
@@ -83,3 +90,27 @@ class CollisionGuard:
                 hi = mid
         q = q_from + lo * (q_to - q_from)
         return q, lo, float(self.pairs.distances_near(move(q), distmax).min())
+
+    def check_between(self, q_from: np.ndarray, q_a: np.ndarray, q_b: np.ndarray, inner: np.ndarray,
+                      move: Callable[[np.ndarray], mujoco.MjData]) -> bool:
+        """Whether the configurations ``inner``, between two points of a path
+        that each passed :meth:`check` from ``q_from``, pass it too on the pairs
+        that are within the band above the guard distance at either end (the
+        ones a bend of the path between the points can take inside it)."""
+        if self.guard is None:
+            return True
+        distmax = self.guard + self.band
+        watch: set[int] = set()
+        for q in (q_a, q_b):
+            data = move(q)
+            near = self.pairs.near(data, distmax)
+            watch.update(int(k) for k in near[self.pairs.distances_of(data, near, distmax) < distmax])
+        if not watch:
+            return True
+        pairs = np.array(sorted(watch))
+        d_from = self.pairs.distances_of(move(q_from), pairs, distmax)
+        for q in inner:
+            d = self.pairs.distances_of(move(q), pairs, distmax)
+            if not np.all((d >= self.guard) | (d >= d_from)):
+                return False
+        return True

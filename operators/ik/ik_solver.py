@@ -53,6 +53,8 @@ from teledora.operators.model.robot_profile import RobotProfile
 from teledora.operators.model.sides import SIDES
 
 GOAL_COST = 2.0  # posture cost (1/rad) pulling an arm to its global-search joint goal
+# a plan's path near the guard distance is also checked at this many points per control period
+PATH_SUBDIVISIONS = 10
 
 
 class IkSolveError(TeledoraError, RuntimeError):
@@ -68,7 +70,7 @@ class TickResult:
     dq: np.ndarray  # feedforward velocity (the reference's; zero once it has stopped)
     active: dict[str, bool] = field(default_factory=dict)
     step_fraction: float = 1.0  # < 1 when the collision guard shortened the step
-    min_distance_m: float = float("inf")  # smallest proxy distance seen by the guard (capped near the guard distance)
+    min_distance_m: float = float("inf")  # closest proxy pair the guard saw (capped just above the guard distance)
     error: str = ""
     goal_mode: dict[str, bool] = field(default_factory=dict)  # arms moving to a global-search joint goal
     arrived: dict[str, bool] = field(default_factory=dict)  # arms that reached it this tick
@@ -154,6 +156,7 @@ class BimanualIk:
         self.plans_refused = 0  # reference plans whose path failed the collision guard
         self.relaxed_solves = 0  # QPs solved again with approach-only clearance rows
         self._scratch = mujoco.MjData(model)  # kinematics for checking plan paths
+        self.path_subdivisions = PATH_SUBDIVISIONS  # 1: a plan's path is checked every control period only
         # optional per-phase timing of tick(): a clock passed in by the caller (benchmarks)
         self.phase_clock: Callable[[], float] | None = None
         self.phase_times: dict[str, float] = {}
@@ -486,7 +489,22 @@ class BimanualIk:
             mujoco.mj_kinematics(self.model, scratch)
             return scratch
 
-        return all(self.guard.check(q_prev, q, move)[1] >= 1.0 for q in path)
+        closest = []
+        for q in path:
+            _, kept, d = self.guard.check(q_prev, q, move)
+            if kept < 1.0:
+                return False
+            closest.append(d)
+        # between the points a later tick of another length commands: every
+        # 1/PATH_SUBDIVISIONS of the spacing where a pair is near the guard
+        close = self.guard.guard + self.guard.band
+        inner = np.arange(1, self.path_subdivisions) / self.path_subdivisions
+        for k in range(len(path) - 1 if inner.size else 0):
+            if min(closest[k], closest[k + 1]) < close:
+                points = self.reference.pending_points((k + inner) * self.dt)
+                if not self.guard.check_between(q_prev, path[k], path[k + 1], points, move):
+                    return False
+        return True
 
     def _coast(self, status: str, dt: float, active: dict[str, bool], error: str = "") -> TickResult:
         """No new goal: the reference follows its current plans for ``dt``."""

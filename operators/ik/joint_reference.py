@@ -313,7 +313,14 @@ class JointReference:
             raise JointReferenceError(f"spacing must be > 0, got {spacing_s}")
         remaining = max((p.plan.duration - p.time for p in self._pending if p.plan is not None), default=0.0)
         steps = int(np.ceil(max(remaining, 0.0) / spacing_s))
-        return np.array([self._at(self._pending, k * spacing_s) for k in range(steps + 1)])
+        return self.pending_points(np.arange(steps + 1) * spacing_s)
+
+    def pending_points(self, later_s: npt.ArrayLike) -> np.ndarray:
+        """The last proposal's configurations ``later_s`` seconds after the
+        tick (rows; times past a plan's end give where it stops)."""
+        if self._pending is None:
+            raise JointReferenceError("no proposal to trace")
+        return np.array([self._at(self._pending, float(t)) for t in np.asarray(later_s, dtype=float).ravel()])
 
     def pending_stop(self) -> np.ndarray:
         """Where the last proposal's plans stop."""

@@ -191,6 +191,21 @@ def test_pending_path_runs_from_the_next_sample_to_the_stop():
     assert np.max(np.abs(np.diff(path, axis=0))) <= CAPS.max_speed_rad_s * DT * (1 + 1e-9)
 
 
+def test_pending_points_lie_on_the_path_between_its_samples():
+    ref = make(2)
+    for _ in range(5):
+        step(ref, [0.5, 0.2])
+    ref.propose([0.5, 0.2], DT)
+    path = ref.pending_path(DT)
+    points = ref.pending_points(np.arange(len(path) * 4) * DT / 4)
+    np.testing.assert_array_equal(points[::4], path)
+    between = points[1::4][: len(path) - 1]
+    lo, hi = np.minimum(path[:-1], path[1:]), np.maximum(path[:-1], path[1:])
+    assert np.all((between >= lo - 1e-12) & (between <= hi + 1e-12))  # moving towards the goal: monotone here
+    assert not np.array_equal(between, path[:-1])
+    np.testing.assert_array_equal(ref.pending_points([1e3])[0], ref.pending_stop())
+
+
 def test_reset_joints_stops_whole_groups_only():
     ref = make(4, groups=[[0, 1], [2, 3]])
     for _ in range(10):
