@@ -102,7 +102,6 @@ class BimanualIk:
         self._side_dofs = {side: [self._dofadr[j] for j in profile.arms[side].joints] for side in SIDES}
         self._frozen_dofs = [int(model.jnt_dofadr[self._joint_id(n)]) for n in s.frozen_joints]
         self._lift_adr = int(model.jnt_qposadr[self._joint_id(profile.lift_joint)])
-        self._gripper_adr = {side: int(model.jnt_qposadr[self._joint_id(profile.arms[side].gripper)]) for side in SIDES}
         # ranges read once: asked for on every solve and every lift state
         lift_lo, lift_hi = model.jnt_range[self._joint_id(profile.lift_joint)]
         self._lift_range = (lift_lo, lift_hi)
