@@ -241,9 +241,11 @@ class SampleStreamParser:
     continue it in turn (so a sample is handed out one sample late). A window
     that fails is not a sample: the parser loses sync at that window and takes a new anchor only
     where ``confirm_windows`` consecutive windows pass every check among
-    themselves, dropping one byte at a time until they do. So a sample that
-    breaks the run is dropped, while a good one after a bad anchor starts the
-    new run and is kept.
+    themselves, dropping one byte at a time until they do. The anchor (the
+    run's first window) sets the angle the next must continue but is not
+    handed out itself (its start flag passes to the next sample), since
+    nothing before it vouches for it. So a sample that breaks the run is
+    dropped, and after a bad anchor the good samples start the new run.
 
     Counters: ``resync_bytes`` (bytes dropped), ``resync_events`` (losses of
     sync), ``rejected_windows`` (windows that passed the bit checks but not
@@ -270,13 +272,15 @@ class SampleStreamParser:
         self.samples = 0
         self.bytes_fed = 0
         self._in_sync = False  # the first bytes after a flush may start mid-sample
-        self._ref_q6: int | None = None  # angle of the last accepted sample
+        self._ref_q6: int | None = None  # angle of the last accepted sample (or of the anchor)
+        self._carry_start = False  # a dropped anchor carried the start flag
 
     def reset(self) -> None:
         """Forgets buffered bytes (after a stop / flush / restart)."""
         self._pending = b""
         self._in_sync = False
         self._ref_q6 = None
+        self._carry_start = False
         self.bytes_fed = 0
 
     def _continues(self, prev_q6: int, b0: int, b1: int, b2: int) -> bool:
@@ -314,6 +318,7 @@ class SampleStreamParser:
         base = len(self._pending)  # offsets reported relative to ``chunk``
         self.bytes_fed += len(chunk)
         starts: list[int] = []
+        carried: list[int] = []  # samples that take over a dropped anchor's start flag
         i = 0
         n = len(data)
         while i + SAMPLE_LEN <= n:
@@ -323,8 +328,15 @@ class SampleStreamParser:
                 if i + SAMPLE_LEN * self.confirm_windows > n:
                     break
                 if self._run_passes(data, i):
+                    # The run's first window is vouched for from one side only: the last
+                    # garbage window before real samples passes that about once in 800
+                    # bursts. It anchors the angle but is not handed out, so every sample
+                    # handed out continues a window before it and is continued by the next.
                     self._in_sync = True
-                    self._ref_q6 = None  # the run is the new anchor
+                    self._ref_q6 = sample_angle_q6(data[i + 1], data[i + 2])
+                    self._carry_start = self._carry_start or bool(data[i] & 0x1)
+                    self.resync_bytes += SAMPLE_LEN
+                    i += SAMPLE_LEN
                     continue
                 self.resync_bytes += 1
                 i += 1
@@ -358,6 +370,9 @@ class SampleStreamParser:
                 self._in_sync = False
                 continue
             starts.append(i)
+            if self._carry_start:  # the anchor dropped above began a turn: this sample does now
+                carried.append(len(starts) - 1)
+                self._carry_start = False
             self._ref_q6 = sample_angle_q6(b1, b2)
             i += SAMPLE_LEN
         self._pending = data[i:]
@@ -374,8 +389,10 @@ class SampleStreamParser:
         angle_q6 = (b1 >> 1) | (b2 << 7)
         distance_q2 = b3 | (b4 << 8)
         self.samples += len(starts)
+        start = (b0 & 0x1).astype(bool)
+        start[carried] = True
         return SampleBatch(
-            start=(b0 & 0x1).astype(bool),
+            start=start,
             quality=(b0 >> 2).astype(np.uint8),
             angle_deg=angle_q6 / 64.0,
             distance_m=distance_q2 / 4000.0,

@@ -62,6 +62,7 @@ def test_info_and_health_payloads():
 
 def test_hand_computed_sample():
     parser = SampleStreamParser(confirm_windows=1)
+    assert len(parser.feed(encode_sample(False, 15, 89.0, 900.0))) == 0  # the anchor: never handed out
     assert len(parser.feed(HAND_SAMPLE)) == 0  # handed out once the next window confirms it
     batch = parser.feed(encode_sample(False, 15, 91.0, 1000.0))
     assert len(batch) == 1
@@ -78,28 +79,29 @@ def test_samples_split_across_chunks_keep_offsets_relative_to_each_chunk():
     parser = SampleStreamParser()
     a = parser.feed(stream[:13])  # not enough windows yet to confirm sync
     b = parser.feed(stream[13:])
-    assert len(a) + len(b) == 6  # the seventh waits for the window that confirms it
-    np.testing.assert_allclose(np.concatenate([a.angle_deg, b.angle_deg]), np.arange(6) * 1.5)
+    assert len(a) + len(b) == 5  # the first anchors, the seventh waits for the window that confirms it
+    np.testing.assert_allclose(np.concatenate([a.angle_deg, b.angle_deg]), np.arange(1, 6) * 1.5)
+    assert b.start[0]  # the anchor began the turn: its successor carries the flag
     assert b.end_offset[-1] == 6 * 5 - 13
 
 
-def test_resync_after_a_stray_byte_loses_only_the_sample_it_follows():
+def test_resync_after_a_stray_byte_loses_the_sample_it_follows_and_the_new_anchor():
     samples = [encode_sample(i == 0, 40, i * 1.0, 1000 + i) for i in range(21)]
     stream = b"".join(samples[:10]) + b"\x00" + b"".join(samples[10:])
     parser = SampleStreamParser()
     batch = parser.feed(stream)
-    # sample 9 cannot be confirmed by the window after it; the last waits for its successor
-    np.testing.assert_allclose(batch.distance_m * 1000, 1000 + np.delete(np.arange(20), 9))
-    assert parser.resync_events == 1 and parser.resync_bytes == 6
+    # 0 and 10 anchor runs, 9 cannot be confirmed by the window after it; the last waits
+    np.testing.assert_allclose(batch.distance_m * 1000, 1000 + np.delete(np.arange(20), [0, 9, 10]))
+    assert parser.resync_events == 1 and parser.resync_bytes == 6 + 2 * 5
 
 
 def test_starting_mid_sample_finds_the_sample_boundary():
     samples = b"".join(encode_sample(False, 40, 10.0 + i, 2000) for i in range(30))
     parser = SampleStreamParser()
     batch = parser.feed(samples[3:])  # the first two and a half bytes belong to a lost sample
-    assert len(batch) == 28  # the last waits for the window that confirms it
-    np.testing.assert_allclose(batch.angle_deg, 11.0 + np.arange(28))
-    assert parser.resync_bytes == 2
+    assert len(batch) == 27  # the first whole one anchors, the last waits for the window that confirms it
+    np.testing.assert_allclose(batch.angle_deg, 12.0 + np.arange(27))
+    assert parser.resync_bytes == 2 + 5
 
 
 def test_window_with_broken_check_bit_or_angle_over_360_is_not_a_sample():
@@ -124,16 +126,18 @@ def test_phantom_window_that_passes_the_bit_checks_is_rejected():
     stream = data[: 30 * 5] + phantom + data[30 * 5:]
     parser = SampleStreamParser()
     batch = parser.feed(stream)
-    # lost: the phantom, the sample before it (no window confirms it) and the last (still waiting)
-    np.testing.assert_allclose(batch.angle_deg, np.delete(np.round(angles * 64) / 64, [29, 59]))
-    assert parser.rejected_windows == 1 and parser.resync_bytes == 10
+    # lost: the two anchors (the first window, the one after the phantom), the phantom,
+    # the sample before it (no window confirms it) and the last (still waiting)
+    np.testing.assert_allclose(batch.angle_deg, np.delete(np.round(angles * 64) / 64, [0, 29, 30, 59]))
+    assert parser.rejected_windows == 1 and parser.resync_bytes == 10 + 2 * 5
 
 
 def test_start_flag_in_mid_turn_is_a_phantom():
     data, angles = _turn_stream(60)
     stream = data[: 20 * 5] + encode_sample(True, 40, float(angles[19]) + 0.5, 1500.0) + data[20 * 5:]
     batch = SampleStreamParser().feed(stream)
-    assert len(batch) == 58 and int(batch.start.sum()) == 1  # the phantom, sample 19 and the waiting last are out
+    # out: the phantom, sample 19, the two anchors (samples 0 and 20) and the waiting last
+    assert len(batch) == 56 and int(batch.start.sum()) == 1
 
 
 def test_flipped_high_angle_bit_drops_that_sample_and_the_one_it_should_confirm():
@@ -141,7 +145,8 @@ def test_flipped_high_angle_bit_drops_that_sample_and_the_one_it_should_confirm(
     broken = bytearray(data)
     broken[25 * 5 + 2] ^= 0x10  # angle + 32 degrees
     batch = SampleStreamParser().feed(bytes(broken))
-    expected = np.delete(np.round(angles * 64) / 64, [24, 25, 59])  # and the one before it, and the waiting last
+    # and the one before it, the anchors (the first, and the one after the flip) and the waiting last
+    expected = np.delete(np.round(angles * 64) / 64, [0, 24, 25, 26, 59])
     np.testing.assert_allclose(batch.angle_deg, expected)
 
 
@@ -150,7 +155,8 @@ def test_a_good_sample_after_a_bad_anchor_starts_the_new_run():
     parser = SampleStreamParser()
     parser.feed(encode_sample(False, 40, 90.0, 1.0) * 3)  # a wrong anchor
     batch = parser.feed(data)  # the first good sample does not continue it
-    assert len(batch) == 59 and batch.angle_deg[0] == pytest.approx(0.6, abs=1 / 64)  # the last waits
+    # the first good sample anchors the new run (its start flag passes on), the last waits
+    assert len(batch) == 58 and batch.angle_deg[0] == pytest.approx(1.8, abs=1 / 64) and batch.start[0]
 
 
 def test_random_garbage_bursts_never_decode_as_samples():
@@ -166,6 +172,25 @@ def test_random_garbage_bursts_never_decode_as_samples():
     assert decoded <= truth
     assert np.all(batch.distance_m == pytest.approx(1.5))
     assert len(batch) > 1700 and parser.resync_bytes > 0
+
+
+def test_a_garbage_window_just_before_real_samples_is_not_handed_out():
+    """The last window of a burst can pass the bit checks with an angle the first
+    real sample after it continues; only the samples after it vouch for it."""
+    real = b"".join(encode_sample(False, 47, 11.0 + k, 1500.0) for k in range(6))
+    lucky = encode_sample(False, 9, 10.2, 7000.0)  # bit-valid, 0.8 degrees before the first real one
+    parser = SampleStreamParser()
+    batch = parser.feed(b"\x00\x13\x77" + lucky + real)
+    assert len(batch) == 5  # the lucky window anchors the run, the last waits for the next
+    assert np.all(batch.distance_m == pytest.approx(1.5))
+    assert batch.angle_deg[0] == pytest.approx(11.0, abs=1 / 64)
+    assert parser.samples * SAMPLE_LEN + parser.resync_bytes + len(parser._pending) == len(lucky + real) + 3
+
+
+def test_an_anchor_that_starts_a_turn_passes_its_start_flag_on():
+    data = encode_sample(True, 47, 0.2, 1500.0) + b"".join(encode_sample(False, 47, 1.2 + k, 1500.0) for k in range(5))
+    batch = SampleStreamParser().feed(data)
+    assert len(batch) == 4 and batch.start.tolist() == [True, False, False, False]
 
 
 @settings(max_examples=300, deadline=None)
