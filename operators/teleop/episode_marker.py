@@ -12,8 +12,8 @@ The operator marks demonstrations while teleoperating:
   rising edge; discard takes two rising edges, the first *arms* it and a second
   within ``discard_confirm_s`` discards (the page shows a separate CONFIRM button
   for that second step, so a stray or repeated press cannot discard). An armed
-  discard is voided by any other mark, by the episode closing, by the feed going
-  away, and by its window running out. The levels of the first report seen are a
+  discard is voided by any other mark, by the episode closing, by both
+  controllers disconnecting, and by its window running out. The levels of the first report seen are a
   baseline, not presses;
 * **requests** (``teledora episode start --task ... / keep / discard``): the
   same three actions, in one step; ``start`` may set the task text.
@@ -97,6 +97,7 @@ class EpisodeMarker:
         self._confirm_ns = int(round(discard_confirm_s * 1e9))
         self._armed_ns: int | None = None
         self._ui: dict[str, bool] | None = None  # None: the next report is the baseline
+        self._hands_on: bool | None = None  # a controller was connected in the last report
         self._chords = {side: _Chord() for side in SIDES}
         self._marks: list[dict[str, Any]] = []
         self.refused: list[str] = []
@@ -136,8 +137,13 @@ class EpisodeMarker:
     def _on_ui(self, msg: Mapping[str, Any], now_ns: int) -> None:
         new = {k: bool(msg[k]) for k in UI_FIELDS}
         old, self._ui = self._ui, new
-        if not (msg["left"]["connected"] or msg["right"]["connected"]):
-            self._armed_ns = None  # the feed went away (or nothing is held): start over
+        hands_on = bool(msg["left"]["connected"] or msg["right"]["connected"])
+        if self._hands_on and not hands_on:
+            # both controllers went away: start over. On the change, not on every report
+            # without them: a page used without controllers can still arm and confirm,
+            # and a feed of level changes only (xr/buttons) voids exactly as the full one.
+            self._armed_ns = None
+        self._hands_on = hands_on
         if old is None:
             return
         for key, event in UI_FIELDS.items():

@@ -23,10 +23,10 @@ def EpisodeMarker_(task="t"):
     return EpisodeMarker(task, CONFIRM_S)
 
 
-def press(m, field, t_ns):
+def press(m, field, t_ns, connected=True):
     """One page press: the level up in one report, down in the next (1 ms later)."""
-    m.on_controllers(hands(ui=(field,)), t_ns)
-    m.on_controllers(hands(), t_ns + 1_000_000)
+    m.on_controllers(hands(ui=(field,), connected=connected), t_ns)
+    m.on_controllers(hands(connected=connected), t_ns + 1_000_000)
 
 
 def feed(m, seq, t0=0):
@@ -162,6 +162,18 @@ def test_an_armed_discard_is_voided_by_anything_else(voider):
     before = [x["event"] for x in m.take_marks()]
     press(m, "ui_episode_discard", t + S)  # a stray press now only arms (or is refused)
     assert "discard" not in before and m.take_marks() == []
+
+
+def test_a_page_used_without_controllers_can_arm_and_confirm_a_discard():
+    """Only both controllers going away voids an arming, not every report without them."""
+    m = EpisodeMarker_()
+    m.on_controllers(hands(connected=False), 0)
+    press(m, "ui_episode_start", 1 * S, connected=False)
+    press(m, "ui_episode_discard", 2 * S, connected=False)
+    m.on_controllers(hands(connected=False), 2 * S + 1)  # the next report, nothing pressed
+    assert m.discard_armed
+    press(m, "ui_episode_discard", 3 * S, connected=False)
+    assert [x["event"] for x in m.take_marks()] == ["start", "discard"]
 
 
 def test_page_keep_or_discard_with_nothing_open_is_refused():
