@@ -416,11 +416,30 @@ class _Spec:
     hashing and comparing ``pa.DataType`` objects per field and per message
     cost more than the checks themselves."""
 
-    __slots__ = ("field", "name", "category", "nested")
+    __slots__ = ("field", "name", "category", "nested", "check")
 
     def __init__(self, f: Field) -> None:
         self.field, self.name, self.category = f, f.name, _category_of(f.type)
         self.nested = _Plan(_NESTED[f.type]) if f.type in _NESTED else None
+        self.check = _check_of(self)
+
+
+# What _validate_fields does with a field, worked out once per field (dispatching on
+# the value's type per field and per message cost more than most checks).
+_NO_CHECK, _NESTED_CHECK, _ARRAY_CHECK, _FLOAT_CHECK, _NAMES_CHECK = range(5)
+
+
+def _check_of(spec: "_Spec") -> int:
+    f = spec.field
+    if f.unique and spec.category != "str_list":
+        raise MessageError(f"{f.name}: only a string list can require unique names")  # pragma: no cover
+    if spec.nested is not None:
+        return _NESTED_CHECK
+    if spec.category in ("num_list", "int_list"):
+        return _ARRAY_CHECK if (f.length is not None or f.finite or f.same_length_as or f.quaternion) else _NO_CHECK
+    if spec.category == "float":
+        return _FLOAT_CHECK if f.finite else _NO_CHECK
+    return _NAMES_CHECK if f.unique else _NO_CHECK
 
 
 class _Plan:
@@ -437,29 +456,35 @@ _PLANS: dict[str, _Plan] = {kind: _Plan(fields) for kind, fields in KINDS.items(
 
 
 def _validate_fields(where: str, plan: _Plan, msg: Mapping[str, Any]) -> None:
-    """Checks values already converted to python/numpy against field rules."""
+    """Checks values already converted to python/numpy (by ``_normalise`` or
+    ``_from_row``: arrays for numeric lists, floats, lists of names) against
+    the field rules."""
     for spec in plan.specs:
-        v = msg[spec.name]
-        if spec.nested is not None:
-            _validate_fields(f"{where}.{spec.name}", spec.nested, v)
+        check = spec.check
+        if check == _NO_CHECK:
             continue
-        f = spec.field
-        if isinstance(v, np.ndarray):
-            if f.length is not None and v.shape[0] != f.length:
-                raise MessageError(f"{where}.{f.name}: expected length {f.length}, got {v.shape[0]}")
-            if f.finite and v.size and not np.isfinite(v).all():
+        v = msg[spec.name]
+        if check == _FLOAT_CHECK:
+            if v - v != 0.0:  # NaN or +-Inf: the only floats whose difference with themselves is not 0
+                raise MessageError(f"{where}.{spec.name}: {v} is not finite")
+        elif check == _ARRAY_CHECK:
+            f = spec.field
+            n = v.shape[0]
+            if f.length is not None and n != f.length:
+                raise MessageError(f"{where}.{f.name}: expected length {f.length}, got {n}")
+            # count_nonzero is one C call; ndarray.all() goes through a python wrapper
+            if f.finite and n and spec.category == "num_list" and np.count_nonzero(np.isfinite(v)) != v.size:
                 raise MessageError(f"{where}.{f.name}: contains NaN or Inf")
             if f.same_length_as is not None:
                 other = len(msg[f.same_length_as])
-                if v.shape[0] != other and not (f.optional_empty and v.shape[0] == 0):
-                    raise MessageError(f"{where}.{f.name}: length {v.shape[0]} does not match {f.same_length_as} ({other})")
+                if n != other and not (f.optional_empty and n == 0):
+                    raise MessageError(f"{where}.{f.name}: length {n} does not match {f.same_length_as} ({other})")
             if f.quaternion:
                 _check_quaternion(f"{where}.{f.name}", v)
-        elif isinstance(v, float):
-            if f.finite and not math.isfinite(v):
-                raise MessageError(f"{where}.{f.name}: {v} is not finite")
-        elif isinstance(v, list) and f.unique:
-            path = f"{where}.{f.name}"
+        elif check == _NESTED_CHECK:
+            _validate_fields(f"{where}.{spec.name}", spec.nested, v)
+        else:  # _NAMES_CHECK
+            path = f"{where}.{spec.name}"
             if len(v) == 0:
                 raise MessageError(f"{path}: empty name list")
             if any(not isinstance(s, str) or not s for s in v):
@@ -469,44 +494,52 @@ def _validate_fields(where: str, plan: _Plan, msg: Mapping[str, Any]) -> None:
                 raise MessageError(f"{path}: duplicate names {dup}")
 
 
-def _to_python(spec: _Spec, v: Any, where: str) -> Any:
-    """Normalises an encode() input value for validation."""
+def _to_python(spec: _Spec, v: Any, parent: str) -> Any:
+    """Normalises an encode() input value for validation (``parent``: the path
+    of the struct holding it, for error messages)."""
     cat = spec.category
+    t = type(v)
     if cat == "float":
+        if t is float:
+            return v
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
-            raise MessageError(f"{where}: expected float, got {type(v).__name__}")
+            raise MessageError(f"{parent}.{spec.name}: expected float, got {t.__name__}")
         return float(v)
     if cat == "num_list":
         try:
             arr = np.asarray(v, dtype=np.float64)
         except (TypeError, ValueError) as exc:
-            raise MessageError(f"{where}: expected a numeric list ({exc})") from None
+            raise MessageError(f"{parent}.{spec.name}: expected a numeric list ({exc})") from None
         if arr.ndim != 1:
-            raise MessageError(f"{where}: expected a flat list, got shape {arr.shape}")
+            raise MessageError(f"{parent}.{spec.name}: expected a flat list, got shape {arr.shape}")
         return arr
     if cat == "nested":
         if not isinstance(v, Mapping):
-            raise MessageError(f"{where}: expected a mapping")
-        return _normalise(where, spec.nested, v)
+            raise MessageError(f"{parent}.{spec.name}: expected a mapping")
+        return _normalise(f"{parent}.{spec.name}", spec.nested, v)
     if cat == "bool":
-        if not isinstance(v, (bool, np.bool_)):
-            raise MessageError(f"{where}: expected bool, got {type(v).__name__}")
+        if t is bool:
+            return v
+        if not isinstance(v, np.bool_):
+            raise MessageError(f"{parent}.{spec.name}: expected bool, got {t.__name__}")
         return bool(v)
     if cat == "int":
+        if t is int:
+            return v
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-            raise MessageError(f"{where}: expected int, got {type(v).__name__}")
+            raise MessageError(f"{parent}.{spec.name}: expected int, got {t.__name__}")
         return int(v)
     if cat == "int_list":
         arr = np.asarray(v)
         if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
-            raise MessageError(f"{where}: expected a flat list of integers")
+            raise MessageError(f"{parent}.{spec.name}: expected a flat list of integers")
         return arr.astype(np.int64)
     if cat == "str_list":
         if isinstance(v, (str, bytes)) or not isinstance(v, Iterable):
-            raise MessageError(f"{where}: expected a list of strings")
+            raise MessageError(f"{parent}.{spec.name}: expected a list of strings")
         return list(v)
-    if not isinstance(v, str):
-        raise MessageError(f"{where}: expected str, got {type(v).__name__}")
+    if t is not str and not isinstance(v, str):
+        raise MessageError(f"{parent}.{spec.name}: expected str, got {t.__name__}")
     return v
 
 
@@ -519,7 +552,7 @@ def _normalise(where: str, plan: _Plan, msg: Mapping[str, Any]) -> dict[str, Any
             raise MessageError(f"{where}: missing fields {missing}")
         if extra:
             raise MessageError(f"{where}: unknown fields {extra}")
-    return {s.name: _to_python(s, msg[s.name], f"{where}.{s.name}") for s in specs}
+    return {s.name: _to_python(s, msg[s.name], where) for s in specs}
 
 
 def _check(kind: str, msg: Mapping[str, Any]) -> None:
