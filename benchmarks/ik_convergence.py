@@ -14,7 +14,13 @@ move faster than the joint speed cap over the solve's step. Prints the
 fraction converged, the time it took (percentiles), how many trials used the
 global fallback, and the largest joint speed seen.
 
-    python benchmarks/ik_convergence.py [--targets 200] [--max-s 6] [--starts home random] [--no-fallback]
+    python benchmarks/ik_convergence.py [--targets 200] [--max-s 6] [--starts home random] [--no-fallback] [--explain]
+
+``--explain`` lists, for every trial that did not converge, each arm that
+missed: its final error, what the global fallback was doing (in goal mode
+away from the target or at it but turned, searching, or inside the stall
+limit where no search starts) and the checked proxy pairs within 13 mm
+that hold it.
 """
 
 from __future__ import annotations
@@ -98,7 +104,44 @@ def run_trial(loop: IkLoop, trial: dict, start: str, max_s: float) -> dict:
         pass
     pos = max(float(np.linalg.norm(ik.grip_pose(s).position - trial["goal"][s].position)) for s in SIDES)
     return {"t": state["t"], "max_speed": state["max_speed"], "final_pos": pos,
-            "fallback": (ik.fallback.goals_engaged - engaged0) if ik.fallback else 0}
+            "fallback": (ik.fallback.goals_engaged - engaged0) if ik.fallback else 0,
+            "missed": {} if state["t"] is not None else explain_miss(loop, trial)}
+
+
+NEAR_M = 0.013  # pairs this close at the end hold an arm (the rows aim at 10 mm)
+
+
+def explain_miss(loop: IkLoop, trial: dict) -> dict[str, dict]:
+    """Per arm that missed its target at the end of a trial: how far off, what
+    the fallback was doing, and the checked pairs closer than ``NEAR_M``
+    that involve it."""
+    ik, fb = loop.ik, loop.ik.fallback
+    cfg = fb.config if fb else None
+    pairs, data = ik.collision_pairs, ik.configuration.data
+    d = pairs.distances(data, 0.05) if pairs is not None else []
+    out = {}
+    for s in SIDES:
+        pos = float(np.linalg.norm(ik.grip_pose(s).position - trial["goal"][s].position))
+        ori = quat_angle(ik.grip_pose(s).orientation, trial["goal"][s].orientation)
+        if pos <= POS_TOL_M and ori <= ORI_TOL_RAD:
+            continue
+        arm = fb.arms[s] if fb else None
+        if arm is not None and arm.goal_q is not None:
+            state = "goal mode, at the position, turned" if pos <= 2 * POS_TOL_M else "goal mode, away"
+        elif cfg is not None and pos <= cfg.stall_min_position_m and ori <= cfg.stall_min_orientation_rad:
+            state = "inside the stall limit (no search)"
+        elif arm is not None and arm.search is not None:
+            state = "searching" if not arm.search.exhausted else "search given up"
+        else:
+            state = "tracking"
+        near = []
+        if pairs is not None:
+            for (g1, g2), dist in zip(pairs.id_pairs, d):
+                a, b = pairs.name(g1), pairs.name(g2)
+                if dist < NEAR_M and (a.startswith(s) or b.startswith(s)):
+                    near.append(f"{a} x {b} {dist * 1000:.1f} mm")
+        out[s] = {"pos": pos, "ori": ori, "state": state, "near": near}
+    return out
 
 
 def run(n: int, max_s: float, starts: list[str], seed: int = 0, fallback: bool = True, clearance: float = 0.02,
@@ -134,6 +177,8 @@ def main() -> None:
     ap.add_argument("--library-size", type=int, default=None,
                     help="global_search.library_size (default: the shipped ik.yaml's)")
     ap.add_argument("--progress", action="store_true")
+    ap.add_argument("--explain", action="store_true",
+                    help="per trial not converged: each missing arm's error, fallback state and the pairs holding it")
     args = ap.parse_args()
     res = run(args.targets, args.max_s, args.starts, args.seed, not args.no_fallback, args.target_clearance,
               args.library_size, args.progress)
@@ -151,6 +196,14 @@ def main() -> None:
         failed = [r["final_pos"] for r in results if r["t"] is None]
         if failed:
             print(f"              not converged: final position error median {np.median(failed) * 1000:.1f} mm")
+        if args.explain:
+            states: dict[str, int] = {}
+            for k, r in enumerate(results):
+                for side, m in r["missed"].items():
+                    states[m["state"]] = states.get(m["state"], 0) + 1
+                    held = "; ".join(m["near"]) or "no pair under 13 mm"
+                    print(f"              trial {k} {side}: {m['pos'] * 1000:.1f} mm, {m['ori']:.3f} rad, {m['state']}: {held}")
+            print("              arms that missed, by state: " + ", ".join(f"{n} {st}" for st, n in sorted(states.items(), key=lambda x: -x[1])))
         used = sum(r["fallback"] > 0 for r in results)
         speed = max(r["max_speed"] for r in results)
         print(f"              fallback goals used in {used} trials; largest joint speed {speed:.3f} rad/s "
