@@ -1,0 +1,234 @@
+"""What one message costs a Python dora node, and whether dora's operator runtime is cheaper.
+
+Runs two small dataflows one after the other, ``--rounds`` times each in
+alternation: a source node sending a 20-field struct at ``--rate-hz``
+through a chain of three echo stages to a sink. In ``node`` the echo stages
+are custom Python nodes (as every teledora node is); in ``operator`` each is
+a Python operator in its own runtime node (``operator: python:``). Each echo
+receives the message and sends it on, nothing else. Per round it samples
+``/proc`` for every echo process after a warm-up and prints, per variant, the
+median over rounds and echo stages of:
+
+* CPU per message (ms) and cores per stage;
+* the share of that CPU spent in the process's other threads than the Python
+  one (dora's transport and runtime threads: what a message costs before the
+  node's own code runs);
+* peak PSS per stage.
+
+It also asks dora for three operators in one runtime node (the only way dora
+offers to run several nodes' logic in one process) and prints its answer.
+
+    python benchmarks/dora_delivery.py [--seconds 20] [--rate-hz 90] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from stack_cpu import CLK_TCK, _descendants, _pss_kb  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+STAGES = ("e1", "e2", "e3")
+
+SOURCE = """
+import pyarrow as pa
+from dora import Node
+node = Node()
+struct = pa.struct([(f"f{i}", pa.float64()) for i in range(20)])
+n = 0
+for event in node:
+    if event["type"] == "INPUT":
+        n += 1
+        node.send_output("out", pa.array([{f"f{i}": float(n + i) for i in range(20)}], type=struct), {"seq": n})
+"""
+
+ECHO_NODE = """
+from dora import Node
+node = Node()
+for event in node:
+    if event["type"] == "INPUT":
+        node.send_output("out", event["value"], event["metadata"])
+"""
+
+ECHO_OPERATOR = """
+from dora import DoraStatus
+class Operator:
+    def on_event(self, dora_event, send_output):
+        if dora_event["type"] == "INPUT":
+            send_output("out", dora_event["value"], dora_event["metadata"])
+        return DoraStatus.CONTINUE
+"""
+
+SINK = """
+from dora import Node
+for event in Node():
+    pass
+"""
+
+
+def write_flows(tmp: Path, rate_hz: float) -> dict[str, Path]:
+    for name, text in (("source.py", SOURCE), ("echo_node.py", ECHO_NODE), ("echo_operator.py", ECHO_OPERATOR), ("sink.py", SINK)):
+        (tmp / name).write_text(text)
+    period_ms = max(1, round(1000.0 / rate_hz))
+    source = {"id": "source", "path": str(tmp / "source.py"), "inputs": {"tick": f"dora/timer/millis/{period_ms}"}, "outputs": ["out"]}
+    flows = {}
+    prev = "source/out"
+    nodes = [source]
+    for stage in STAGES:
+        nodes.append({"id": stage, "path": str(tmp / "echo_node.py"), "inputs": {"x": prev}, "outputs": ["out"]})
+        prev = f"{stage}/out"
+    nodes.append({"id": "sink", "path": str(tmp / "sink.py"), "inputs": {"x": prev}})
+    flows["node"] = nodes
+    prev = "source/out"
+    nodes = [source]
+    for stage in STAGES:
+        op = {"python": str(tmp / "echo_operator.py"), "inputs": {"x": prev}, "outputs": ["out"]}
+        nodes.append({"id": stage, "operator": op})
+        prev = f"{stage}/out"  # a single operator's outputs are addressed by its node
+    nodes.append({"id": "sink", "path": str(tmp / "sink.py"), "inputs": {"x": prev}})
+    flows["operator"] = nodes
+    merged = {"id": "echoes", "operators": []}
+    prev = "source/out"
+    for stage in STAGES:
+        merged["operators"].append({"id": stage, "python": str(tmp / "echo_operator.py"), "inputs": {"x": prev}, "outputs": ["out"]})
+        prev = f"echoes/{stage}/out"
+    flows["merged"] = [source, merged, {"id": "sink", "path": str(tmp / "sink.py"), "inputs": {"x": prev}}]
+    paths = {}
+    for name, nodes in flows.items():
+        paths[name] = tmp / f"{name}.yml"
+        paths[name].write_text(yaml.safe_dump({"nodes": nodes}, sort_keys=False))
+    return paths
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def _stage_of(pid: int) -> str | None:
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        env = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return None
+    if "echo_node.py" not in cmd and "start_runtime" not in cmd:
+        return None
+    for stage in STAGES:
+        if f"node_id: {stage}\n".encode() in env:
+            return stage
+    return None
+
+
+def _threads_cpu(pid: int) -> tuple[float, float] | None:
+    """(CPU s of the Python main thread, CPU s of all other threads) of a process."""
+    main = other = 0.0
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+            fields = stat[stat.rindex(")") + 2:].split()
+            cpu = (int(fields[11]) + int(fields[12])) / CLK_TCK
+            if int(tid) == pid:
+                main += cpu
+            else:
+                other += cpu
+    except OSError:
+        return None
+    return main, other
+
+
+def measure(flow: Path, seconds: float, rate_hz: float, warmup_s: float = 6.0) -> list[dict]:
+    """Runs ``flow``; per echo stage: cores, ms per message, other-thread share, peak PSS."""
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "dora"), "run", str(flow), "--stop-after", f"{int(seconds + warmup_s + 2)}s"],
+                            env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=flow.parent)
+    t_start = time.monotonic()
+    first: dict[int, tuple[float, tuple[float, float]]] = {}
+    last: dict[int, tuple[float, tuple[float, float]]] = {}
+    stage: dict[int, str] = {}
+    pss: dict[int, int] = {}
+    while proc.poll() is None:
+        now = time.monotonic()
+        if now - t_start >= warmup_s:
+            for pid in _descendants(proc.pid):
+                if pid not in stage:
+                    name = _stage_of(pid)
+                    if name is None:
+                        continue
+                    stage[pid] = name
+                cpu = _threads_cpu(pid)
+                if cpu is None:
+                    continue
+                first.setdefault(pid, (now, cpu))
+                if now - first[pid][0] <= seconds:
+                    last[pid] = (now, cpu)
+                    pss[pid] = max(pss.get(pid, 0), _pss_kb(pid))
+        time.sleep(0.5)
+    out = []
+    for pid, (t0, (m0, o0)) in first.items():
+        t1, (m1, o1) = last[pid]
+        if t1 - t0 < seconds / 2:
+            continue
+        total = (m1 - m0) + (o1 - o0)
+        cores = total / (t1 - t0)
+        out.append({"stage": stage[pid], "cores": cores, "ms_per_msg": cores / rate_hz * 1e3,
+                    "other_share": (o1 - o0) / total if total else float("nan"), "pss_mb": pss[pid] / 1024})
+    return out
+
+
+def merged_answer(flow: Path) -> str:
+    """What dora says to three Python operators in one runtime node."""
+    res = subprocess.run([str(Path(sys.executable).parent / "dora"), "run", str(flow), "--stop-after", "5s"],
+                         env=_env(), capture_output=True, text=True, cwd=flow.parent, timeout=60)
+    text = res.stdout + res.stderr
+    for line in text.splitlines():
+        if "Python Operator" in line or "operator" in line.lower() and "fail" in line.lower():
+            return f"exit {res.returncode}: {line.strip()}"
+    return f"exit {res.returncode}" + (" (ran)" if res.returncode == 0 else "")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=20.0, help="measured window per round")
+    ap.add_argument("--rate-hz", type=float, default=90.0)
+    ap.add_argument("--rounds", type=int, default=2, help="runs per variant, alternating")
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="dora-delivery-") as tmp:
+        flows = write_flows(Path(tmp), args.rate_hz)
+        results: dict[str, list[dict]] = {"node": [], "operator": []}
+        load0 = os.getloadavg()
+        for r in range(args.rounds):
+            for variant in (("node", "operator") if r % 2 == 0 else ("operator", "node")):
+                rows = measure(flows[variant], args.seconds, args.rate_hz)
+                results[variant] += rows
+                print(f"round {r + 1}/{args.rounds} {variant:8s}: " + ", ".join(f"{x['stage']} {x['ms_per_msg']:.3f} ms/msg" for x in sorted(rows, key=lambda x: x["stage"])), flush=True)
+        load1 = os.getloadavg()
+        answer = merged_answer(flows["merged"])
+    print(f"\none echo stage, {args.rate_hz:.0f} Hz of a 20-field struct, median over {args.rounds} rounds x {len(STAGES)} stages "
+          f"({os.cpu_count()} CPUs, load average {load0[0]:.2f} at the start, {load1[0]:.2f} at the end)")
+    print(f"{'variant':<10} {'ms CPU/msg':>10} {'cores':>7} {'other threads':>14} {'peak PSS MB':>12}")
+    med = {}
+    for variant, rows in results.items():
+        if not rows:
+            print(f"{variant:<10} no echo process measured")
+            continue
+        m = {k: statistics.median(x[k] for x in rows) for k in ("ms_per_msg", "cores", "other_share", "pss_mb")}
+        med[variant] = m
+        print(f"{variant:<10} {m['ms_per_msg']:10.3f} {m['cores']:7.3f} {m['other_share']:13.0%} {m['pss_mb']:12.1f}")
+    if len(med) == 2:
+        print(f"operator / node, CPU per message: {med['operator']['ms_per_msg'] / med['node']['ms_per_msg']:.2f}")
+    print(f"three Python operators in one runtime node: {answer}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
