@@ -14,10 +14,16 @@ measurement, so enabling it again does not jump back.
 
 Homing: each increase of the teleop ``reset_count`` after the first TeleopState
 (which only sets the baseline) sends both arms to the profile's home
-configuration. The home grip poses (forward kinematics of the home arm joints
-at the current lift) become the targets of the normal solve, through a homing
-speed limiter, so the joint caps and collision constraints apply as for any
-target; the grippers go to their home value. An arm stops homing when all its
+configuration, in two phases. First the home grip poses (forward kinematics
+of the home arm joints at the current lift) become the targets of the normal
+solve, through a homing speed limiter, so the joint caps and collision
+constraints apply as for any target; the posture task usually brings the
+joints home with the grip. An arm that has held the home grip target for
+``home_settle_s`` without reaching the home joints (it is on another joint
+branch: the same grip pose, other joints) then moves along a straight
+joint-space line to the home joints, its farthest joint at most
+``home_joint_speed_rad_s``, through the same solve (a joint goal in place of
+its grip task). The grippers go to their home value. An arm stops homing when all its
 joints are within ``home_tolerance_rad`` of home, when a new enabled target
 arrives for it (the operator resumed), when the joint feedback goes stale,
 when the e-stop latches, or after ``home_timeout_s`` without reaching home
@@ -56,15 +62,17 @@ class IkNodeConfig:
     home_tolerance_rad: float
     home_linear_speed_m_s: float
     home_angular_speed_rad_s: float
+    home_settle_s: float
+    home_joint_speed_rad_s: float
     home_timeout_s: float
 
     def __post_init__(self) -> None:
         if not self.min_solve_spacing_s > 0:
             raise IkConfigError("min_solve_spacing_s must be > 0")
         if not (self.home_tolerance_rad > 0 and self.home_linear_speed_m_s > 0 and self.home_angular_speed_rad_s > 0
-                and self.home_timeout_s > 0):
-            raise IkConfigError("home_tolerance_rad, home_linear_speed_m_s, home_angular_speed_rad_s and "
-                                "home_timeout_s must be > 0")
+                and self.home_settle_s > 0 and self.home_joint_speed_rad_s > 0 and self.home_timeout_s > 0):
+            raise IkConfigError("home_tolerance_rad, home_linear_speed_m_s, home_angular_speed_rad_s, home_settle_s, "
+                                "home_joint_speed_rad_s and home_timeout_s must be > 0")
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> "IkNodeConfig":
@@ -122,7 +130,12 @@ class IkLoop:
         self.home_limiters = {s: CartesianSpeedLimiter(home_caps) for s in SIDES}
         self.home_kinematics = GripKinematics(self.ik.model, self.profile)
         self.home_q = self.profile.home_q()
+        self.home_arm_q = {s: np.array([self.home_q[j] for j in self.profile.arms[s].joints]) for s in SIDES}
+        # second homing phase: when the grip target arrived home (ns), and the joint goal moving home
+        self.home_grip_since_ns: dict[str, int | None] = {s: None for s in SIDES}
+        self.home_ramp: dict[str, np.ndarray | None] = {s: None for s in SIDES}
         self.goals: dict[str, Pose | None] = {s: None for s in SIDES}
+        self.joint_goals: dict[str, np.ndarray] = {}
         self._lift_adr = int(self.ik.model.joint(self.profile.lift_joint).qposadr[0])
 
     # -- inputs ---------------------------------------------------------------
@@ -186,6 +199,7 @@ class IkLoop:
             for s in SIDES:
                 self.homing[s] = True
                 self.home_limiters[s] = CartesianSpeedLimiter(self.home_limiters[s].config)  # restarts at the first homing step
+                self.home_grip_since_ns[s], self.home_ramp[s] = None, None
         return requested
 
     def _stop_homing(self, side: str) -> None:
@@ -216,6 +230,7 @@ class IkLoop:
         """This step's target for one arm (None: it holds); its unshaped goal
         is left in ``self.goals``."""
         self.goals[side] = None
+        self.joint_goals.pop(side, None)
         target = self._shaped_target(side, now_ns, dt)
         if target is not None and self.goals[side] is None:
             self.goals[side] = target
@@ -242,6 +257,9 @@ class IkLoop:
                 self._stop_homing(side)
                 self.home_timeouts += 1
                 arm.status = "home_timeout"
+                return None
+            elif self.home_ramp[side] is not None or self._home_grip_settled(side, now_ns):
+                self._home_joint_step(side, dt)
                 return None
             else:
                 return self._home_target(side, dt)
@@ -291,6 +309,34 @@ class IkLoop:
         arm.status = "homing"
         return Pose.of(shaped.position, shaped.orientation)
 
+    def _home_grip_settled(self, side: str, now_ns: int) -> bool:
+        """True once the homing grip target has rested on the home grip pose
+        for ``home_settle_s`` (the local solve has done what it can)."""
+        limiter = self.home_limiters[side]
+        if not limiter.initialized or self.arms[side].rate_limited:
+            self.home_grip_since_ns[side] = None
+            return False
+        if self.home_grip_since_ns[side] is None:
+            self.home_grip_since_ns[side] = now_ns
+        return now_ns - self.home_grip_since_ns[side] >= self.config.home_settle_s * 1e9
+
+    def _home_joint_step(self, side: str, dt: float) -> None:
+        """The second homing phase: the arm's joint goal moves from where the
+        phase began towards the home joints, every joint arriving together,
+        the farthest at ``home_joint_speed_rad_s``."""
+        ramp = self.home_ramp[side]
+        if ramp is None:
+            ramp = self.ik.reference.q[self.ik.joint_index(self.profile.arms[side].joints)]
+        gap = self.home_arm_q[side] - ramp
+        largest = float(np.max(np.abs(gap)))
+        step = self.config.home_joint_speed_rad_s * dt
+        self.home_ramp[side] = self.home_arm_q[side].copy() if largest <= step else ramp + gap * (step / largest)
+        self.joint_goals[side] = self.home_ramp[side]
+        arm = self.arms[side]
+        arm.rate_limited = largest > step
+        arm.projection_m = 0.0
+        arm.status = "homing"
+
     def solve(self, now_ns: int) -> dict[str, Any] | None:
         """One control step; the JointCommands dict to publish (None while waiting)."""
         if not self.initialized:
@@ -301,8 +347,9 @@ class IkLoop:
         elapsed = self.ik.dt if self.last_solve_ns is None else (now_ns - self.last_solve_ns) / 1e9
         dt = min(2.0 * self.ik.dt, max(elapsed, self.config.min_solve_spacing_s))
         targets = {s: self._arm_target(s, now_ns, dt) for s in SIDES}
-        self._resync_holding_arms(targets, now_ns)
-        result = self.ik.tick(targets, dt, goals=dict(self.goals))
+        moving = {s: targets[s] is not None or s in self.joint_goals for s in SIDES}
+        self._resync_holding_arms(moving, now_ns)
+        result = self.ik.tick(targets, dt, goals=dict(self.goals), joint_goals=dict(self.joint_goals))
         for s in SIDES:
             self.arms[s].was_active = targets[s] is not None and result.status == "ok"
             if result.arrived.get(s):
@@ -310,7 +357,7 @@ class IkLoop:
                 # the speed-shaped target continues from where the grip is
                 pose = self.ik.grip_pose(s)
                 (self.home_limiters if self.homing[s] else self.limiters)[s].reset(pose.position, pose.orientation)
-            if result.status == "failed" and targets[s] is not None:
+            if result.status == "failed" and moving[s]:
                 self.arms[s].status = "failed"
         self.last_solve_ns = now_ns
         self.pending = False
@@ -325,7 +372,7 @@ class IkLoop:
             q[pos[self.profile.arms[s].gripper]] = self.gripper_ref[s]
         return {"stamp_ns": int(now_ns), "names": self.names, "q_ref": q, "dq_ref": dq, "status": result.status}
 
-    def _resync_holding_arms(self, targets: Mapping[str, Pose | None], now_ns: int) -> None:
+    def _resync_holding_arms(self, moving: Mapping[str, bool], now_ns: int) -> None:
         """A holding arm whose fresh measurement is far from its reference
         (moved by hand, sagged with torque off) restarts from the measurement,
         so enabling it again does not jump back."""
@@ -333,7 +380,7 @@ class IkLoop:
             return
         q_ref = dict(zip(self.ik.arm_joint_names, self.ik.reference.q))
         for s in SIDES:
-            if targets[s] is not None:
+            if moving[s]:
                 continue
             joints = self.profile.arms[s].joints
             if max(abs(self.measured[j] - q_ref[j]) for j in joints) > self.config.resync_threshold_rad:

@@ -263,14 +263,12 @@ class BimanualIk:
         tasks: list[mink.Task] = [self.posture_task]
         for side in SIDES:
             target = targets.get(side)
-            if target is None:
-                continue
             if joint_goals and side in joint_goals:
                 q = self.configuration.q.copy()
                 q[self._qadr[self.joint_index(self.profile.arms[side].joints)]] = joint_goals[side]
                 self.goal_tasks[side].set_target(q)
                 tasks.append(self.goal_tasks[side])
-            else:
+            elif target is not None:
                 self.frame_tasks[side].set_target(pose_to_se3(target))
                 tasks.append(self.frame_tasks[side])
         return tasks
@@ -372,7 +370,8 @@ class BimanualIk:
         return self.guard.check(q_from, q_to, move)
 
     def tick(self, targets: Mapping[str, Pose | None], dt: float | None = None,
-             goals: Mapping[str, Pose | None] | None = None) -> TickResult:
+             goals: Mapping[str, Pose | None] | None = None,
+             joint_goals: Mapping[str, npt.ArrayLike] | None = None) -> TickResult:
         """Solves for a goal, guards it and advances the reference by one step.
 
         Args:
@@ -382,6 +381,9 @@ class BimanualIk:
             goals: Per arm, where the target is going (the requested pose before
                 any speed shaping; default: ``targets``): what the global
                 fallback searches for.
+            joint_goals: Per arm, joint values (the arm's 6 joints) to move to
+                instead of a grip target (homing); such an arm is active
+                whatever its target, and the global fallback leaves it alone.
 
         A hold or a failed QP sets no new goal: the reference keeps following
         its plan (a moving arm brakes to its last goal within the caps).
@@ -389,7 +391,8 @@ class BimanualIk:
         dt = self.dt if dt is None else float(dt)
         if not dt > 0:
             raise IkConfigError(f"tick dt must be > 0, got {dt}")
-        active = {side: targets.get(side) is not None for side in SIDES}
+        fixed = {side: np.asarray(q, dtype=float) for side, q in (joint_goals or {}).items()}
+        active = {side: targets.get(side) is not None or side in fixed for side in SIDES}
         q_prev = self.reference.q
         if not any(active.values()):
             if self.fallback is not None:
@@ -398,14 +401,15 @@ class BimanualIk:
         horizon = dt + self.lookahead_s
         lap = self._lap
         t = lap(None, 0.0)
-        joint_goals: dict[str, np.ndarray] = {}
+        searched: dict[str, np.ndarray] = {}
         if self.fallback is not None:
             goals = targets if goals is None else goals
-            joint_goals = self.fallback.plan({s: goals.get(s) if active[s] else None for s in SIDES})
-        goal_mode = {side: side in joint_goals for side in SIDES}
+            searched = self.fallback.plan({s: goals.get(s) if active[s] and s not in fixed else None
+                                           for s in SIDES})
+        goal_mode = {side: side in searched for side in SIDES}
         t = lap("fallback plan", t)
         try:
-            tasks = self._set_targets(targets, joint_goals)
+            tasks = self._set_targets(targets, {**searched, **fixed})
             v = self._solve(tasks, (active["left"], active["right"]), horizon)
             merit0 = sum(t.last_merit for t in tasks)  # recorded while the QP was assembled
         except IkSolveError as exc:

@@ -3,12 +3,15 @@ lift changes, speed-cap restart on re-enable, failed solves, homing on reset."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from teledora import models
 from teledora.models.config_files import load_ik_config
 from teledora.operators.ik.ik_loop import IkLoop
+from teledora.operators.ik.ik_settings import IkConfigError
 from teledora.operators.ik.ik_solver import BimanualIk
 from teledora.operators.ik.ik_model import build_ik_model
 from teledora.operators.contract.messages import MessageError
@@ -379,6 +382,47 @@ def test_a_latched_estop_stops_homing_and_refuses_a_reset_with_it():
     assert loop.solve(20 * MS)["status"] == "hold"
 
 
+# the left arm on the other elbow branch: its grip within 0.5 mm of the home
+# grip pose, its joints up to 1.66 rad from home (the shape a recorded demo ended in)
+OTHER_BRANCH = dict(HOME, left_shoulder_lift=HOME["left_shoulder_lift"] - 1.6559,
+                    left_elbow_flex=HOME["left_elbow_flex"] + 0.6093, left_wrist_flex=HOME["left_wrist_flex"] - 1.0455)
+
+
+def test_homing_goes_to_the_home_joints_not_just_the_home_grip_pose():
+    loop = started(0, OTHER_BRANCH)
+    loop.ik.reset(HOME)
+    home_grip = loop.ik.grip_pose("left").position
+    loop.ik.reset(OTHER_BRANCH)
+    assert np.linalg.norm(loop.ik.grip_pose("left").position - home_grip) < 5e-4  # the grip is (almost) home already
+    assert not loop.on_teleop_state(teleop_state(0))
+    assert loop.on_teleop_state(teleop_state(1))
+    speed, cap = loop.config.home_joint_speed_rad_s, SETTINGS.solver.arm_max_speed_rad_s
+    t, cmd, ramp, phases = 0, None, None, []
+    for _ in range(1000):
+        if not any(loop.homing.values()):
+            break
+        t += 10 * MS
+        track(loop, t, cmd, OTHER_BRANCH)
+        previous = cmd["q_ref"] if cmd else np.array([OTHER_BRANCH[n] for n in ARM])
+        cmd = loop.solve(t)
+        assert np.max(np.abs(cmd["q_ref"][ARM_ONLY] - previous[ARM_ONLY])) <= cap * loop.ik.dt + 1e-9
+        now = loop.home_ramp["left"] if loop.homing["left"] else None
+        if ramp is not None and now is not None:  # the joint goal moves at the homing speed
+            assert np.max(np.abs(now - ramp)) <= speed * loop.ik.dt + 1e-9
+        if loop.homing["left"]:
+            phases.append("joints" if now is not None else "grip")
+        ramp = None if now is None else now.copy()
+        assert loop.ik.min_proxy_distance() >= SETTINGS.collision.guard_distance_m - 1e-9
+    assert not any(loop.homing.values()) and loop.details()["home_timeouts"] == 0
+    ref = dict(zip(ARM, cmd["q_ref"]))
+    assert max(abs(ref[n] - HOME[n]) for n in ARM if not n.endswith("_gripper")) <= loop.config.home_tolerance_rad
+    # first the grip target rests on the home grip pose, then the joints go home
+    # along a line: 1.66 rad at the homing speed at the least
+    settle = round(loop.config.home_settle_s / loop.ik.dt)
+    assert phases[:settle] == ["grip"] * settle and phases[-1] == "joints"
+    assert phases.count("joints") >= 1.6559 / speed / loop.ik.dt
+
+
 def test_home_grip_poses_are_the_grip_poses_of_the_home_configuration():
     loop = started(0, OFFSET)
     loop.on_lift(lift(0.45))
@@ -387,3 +431,10 @@ def test_home_grip_poses_are_the_grip_poses_of_the_home_configuration():
     for s in ("left", "right"):
         np.testing.assert_allclose(poses[s].position, loop.ik.grip_pose(s).position, atol=1e-12)
         assert abs(float(np.dot(poses[s].orientation, loop.ik.grip_pose(s).orientation))) == pytest.approx(1.0)
+
+
+def test_homing_speed_must_be_positive():
+    with pytest.raises(IkConfigError, match="home_joint_speed_rad_s"):
+        replace(CONFIG.node, home_joint_speed_rad_s=0.0)
+    with pytest.raises(IkConfigError, match="home_settle_s"):
+        replace(CONFIG.node, home_settle_s=-1.0)
