@@ -18,8 +18,9 @@ global fallback, and the largest joint speed seen.
 
 ``--explain`` lists, for every trial that did not converge, each arm that
 missed: its final error, what the global fallback was doing (in goal mode
-away from the target or at it but turned, searching, or inside the stall
-limit where no search starts) and the checked proxy pairs within 13 mm
+away from the target or at it but turned, and whether that goal's route was
+checked clear or it was engaged, last, without one; searching; or inside the
+stall limit where no search starts) and the checked proxy pairs within 13 mm
 that hold it.
 """
 
@@ -128,6 +129,7 @@ def explain_miss(loop: IkLoop, trial: dict) -> dict[str, dict]:
         arm = fb.arms[s] if fb else None
         if arm is not None and arm.goal_q is not None:
             state = "goal mode, at the position, turned" if pos <= 2 * POS_TOL_M else "goal mode, away"
+            state += ", on a checked route" if arm.route_checked else ", no clear route found"
         elif cfg is not None and pos <= cfg.stall_min_position_m and ori <= cfg.stall_min_orientation_rad:
             state = "inside the stall limit (no search)"
         elif arm is not None and arm.search is not None:

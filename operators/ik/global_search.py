@@ -115,6 +115,7 @@ class _Search:
     path: list[np.ndarray] | None = None  # samples of the route being checked
     route: list[np.ndarray] | None = None  # the route being checked
     blocked: list[list[np.ndarray]] = field(default_factory=list)  # solutions without a checked-clear route
+    unrouted_first: bool = False  # solutions[0] came from ``blocked``
     exhausted: bool = False
 
 
@@ -130,6 +131,7 @@ class _Arm:
     goal_best: float = np.inf
     goal_since_best: int = 0
     still_goal: Pose | None = None  # the target since it last moved
+    route_checked: bool = True  # the goal's route was checked clear (False: engaged without one, last)
 
 
 def _quat_matrix(q_xyzw: np.ndarray) -> np.ndarray:
@@ -299,8 +301,10 @@ class GlobalFallback:
                         arm.search.exhausted or (not arm.search.unchecked and arm.search.path is None
                                                  and not arm.search.active and stalled)):
                     arm.search.solutions.append(arm.search.blocked.pop(0))
+                    arm.search.unrouted_first = True
                 if (stalled or far) and arm.search is not None and arm.search.solutions:
                     route = arm.search.solutions.pop(0)
+                    arm.route_checked, arm.search.unrouted_first = not arm.search.unrouted_first, False
                     arm.goal_q, arm.route = route[0], list(route[1:])
                     arm.goal_best, arm.goal_since_best = np.inf, 0
                     self.goals_engaged += 1

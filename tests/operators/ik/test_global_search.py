@@ -131,3 +131,23 @@ def test_seed_library_holds_clear_configurations_with_their_grip_poses():
         assert ik.collision_pairs.min_distance(ik.configuration.data, 1.0, among=own) >= clearance
         # a goal at an entry's own grip pose ranks that entry first
         assert library.rank(pose, lift)[0] == k
+
+
+def test_a_goal_engaged_without_a_clear_route_is_marked_so():
+    ik = make_ik()
+    home = ik.grip_pose("left")
+    far = {"left": Pose.of(home.position + np.array([0.25, 0.0, 0.1]), home.orientation), "right": None}
+    fallback, idx = ik.fallback, ik.fallback.index["left"]
+    assert fallback.plan(far) == {} and fallback.arms["left"].search is not None  # far: a search starts
+    search = fallback.arms["left"].search
+    blocked_q = ik.arm_q()[idx] + 0.3
+    search.blocked, search.exhausted = [[blocked_q]], True  # only a solution whose routes were blocked is left
+    goals = fallback.plan(far)
+    np.testing.assert_array_equal(goals["left"], blocked_q)
+    assert not fallback.arms["left"].route_checked
+    # a solution whose route was checked clear is marked as such
+    fallback.arms["left"].goal_q = None
+    clear_q = ik.arm_q()[idx] - 0.3
+    search.solutions = [[clear_q]]
+    np.testing.assert_array_equal(fallback.plan(far)["left"], clear_q)
+    assert fallback.arms["left"].route_checked
