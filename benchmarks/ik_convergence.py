@@ -21,7 +21,10 @@ missed: its final error, what the global fallback was doing (in goal mode
 away from the target or at it but turned, and whether that goal's route was
 checked clear or it was engaged, last, without one; searching; or inside the
 stall limit where no search starts) and the checked proxy pairs within 13 mm
-that hold it.
+that hold it. ``--census SEEDS`` adds, per missing arm, how many distinct
+solutions SEEDS seeds find for its target and how many of those have a
+clear straight or through-home route from the start posture (far more
+search than the fallback's budget: a ceiling for a better search).
 """
 
 from __future__ import annotations
@@ -74,7 +77,7 @@ def make_trials(loop: IkLoop, n: int, seed: int, clearance: float) -> list[dict]
     return trials
 
 
-def run_trial(loop: IkLoop, trial: dict, start: str, max_s: float) -> dict:
+def run_trial(loop: IkLoop, trial: dict, start: str, max_s: float, census: int = 0, index: int = 0) -> dict:
     ik = loop.ik
     names = ik.arm_joint_names
     q0 = loop.profile.home_q() if start == "home" else dict(zip(names, trial["q_start"]))
@@ -104,9 +107,13 @@ def run_trial(loop: IkLoop, trial: dict, start: str, max_s: float) -> dict:
     except Done:
         pass
     pos = max(float(np.linalg.norm(ik.grip_pose(s).position - trial["goal"][s].position)) for s in SIDES)
+    missed = {} if state["t"] is not None else explain_miss(loop, trial)
+    if census:
+        start_q = np.array([q0[n] for n in names])
+        for side, m in missed.items():
+            m["census"] = solution_census(loop, trial, start_q, side, census, np.random.default_rng(index))
     return {"t": state["t"], "max_speed": state["max_speed"], "final_pos": pos,
-            "fallback": (ik.fallback.goals_engaged - engaged0) if ik.fallback else 0,
-            "missed": {} if state["t"] is not None else explain_miss(loop, trial)}
+            "fallback": (ik.fallback.goals_engaged - engaged0) if ik.fallback else 0, "missed": missed}
 
 
 NEAR_M = 0.013  # pairs this close at the end hold an arm (the rows aim at 10 mm)
@@ -146,9 +153,57 @@ def explain_miss(loop: IkLoop, trial: dict) -> dict[str, dict]:
     return out
 
 
+def solution_census(loop: IkLoop, trial: dict, start_q: np.ndarray, side: str, seeds: int,
+                    rng: np.random.Generator) -> tuple[int, int]:
+    """How many distinct solutions for one arm's target ``seeds`` seeds find
+    (the start posture, then uniform random ones), with the fallback's own
+    acceptance (0.5 mm / 0.005 rad within 60 search steps, arm pairs clear by
+    a solution's clearance), and how many of them have a straight or
+    through-home route from the start posture clear of the 10 mm band at
+    0.1 rad spacing: what a search with far more seeds than the fallback's
+    budget could offer. Uses the fallback's search solver and checks."""
+    fb = loop.ik.fallback
+    solver, idx = fb.solver, fb.index[side]
+    lift = loop.profile.lift_height_to_joint(trial["lift"])
+    goal = {s: (trial["goal"][side] if s == side else None) for s in SIDES}
+    cfg = fb.config
+    found: list[np.ndarray] = []
+    for k in range(seeds):
+        q = start_q.copy()
+        if k:
+            q[idx] = rng.uniform(fb.lower[idx], fb.upper[idx])
+        solver.reset(q, lift_joint=lift)
+        for _ in range(cfg.max_iterations_per_seed):
+            solver.settle_step(goal)
+            grip = solver.grip_pose(side)
+            if (np.linalg.norm(grip.position - goal[side].position) <= cfg.position_tolerance_m
+                    and quat_angle(grip.orientation, goal[side].orientation) <= cfg.orientation_tolerance_rad):
+                break
+        else:
+            continue
+        q_found = solver.arm_q()[idx].copy()
+        if fb._clear(side) and all(np.max(np.abs(q_found - f)) > 0.05 for f in found):
+            found.append(q_found)
+    routed = 0
+    for q_found in found:
+        for route in ([q_found], [fb.home[idx], q_found]):
+            clear = True
+            for point in fb._route_samples(start_q[idx], route):
+                q = start_q.copy()
+                q[idx] = point
+                solver.reset(q, lift_joint=lift)
+                if not fb._clear(side, fb.path_clearance):
+                    clear = False
+                    break
+            if clear:
+                routed += 1
+                break
+    return len(found), routed
+
+
 def run(n: int, max_s: float, starts: list[str], seed: int = 0, fallback: bool = True, clearance: float = 0.02,
         library_size: int | None = None,
-        progress: bool = False) -> dict[str, list[dict]]:
+        progress: bool = False, census: int = 0) -> dict[str, list[dict]]:
     data = ik_config(global_search__enabled=fallback)
     if library_size is not None:
         data["global_search"]["library_size"] = library_size
@@ -160,7 +215,7 @@ def run(n: int, max_s: float, starts: list[str], seed: int = 0, fallback: bool =
         t0 = time.perf_counter()
         for k, trial in enumerate(trials):
             loop = restart(loop)
-            results.append(run_trial(loop, trial, start, max_s))
+            results.append(run_trial(loop, trial, start, max_s, census, k))
             if progress and (k + 1) % 20 == 0:
                 ok = sum(r["t"] is not None for r in results)
                 print(f"  from {start}: {k + 1}/{n}, {ok} converged, {time.perf_counter() - t0:.0f} s", flush=True)
@@ -181,9 +236,14 @@ def main() -> None:
     ap.add_argument("--progress", action="store_true")
     ap.add_argument("--explain", action="store_true",
                     help="per trial not converged: each missing arm's error, fallback state and the pairs holding it")
+    ap.add_argument("--census", type=int, default=0, metavar="SEEDS",
+                    help="with --explain: per missing arm, the distinct solutions SEEDS seeds find and how many "
+                         "have a clear straight or through-home route from the start")
     args = ap.parse_args()
+    if args.census and (args.no_fallback or not args.explain):
+        ap.error("--census needs --explain and the global fallback")
     res = run(args.targets, args.max_s, args.starts, args.seed, not args.no_fallback, args.target_clearance,
-              args.library_size, args.progress)
+              args.library_size, args.progress, args.census)
     cap = ik_config()["solver"]["arm_max_speed_rad_s"]
     print(f"{args.targets} uniformly sampled reachable targets (proxies >= {args.target_clearance * 1000:.0f} mm apart, "
           f"grips inside the workspace), {args.max_s:.0f} s each, global fallback {'off' if args.no_fallback else 'on'}")
@@ -200,12 +260,23 @@ def main() -> None:
             print(f"              not converged: final position error median {np.median(failed) * 1000:.1f} mm")
         if args.explain:
             states: dict[str, int] = {}
+            kinds = {"a solution with a clear route": 0, "solutions, none with a clear route": 0, "no solution": 0}
             for k, r in enumerate(results):
                 for side, m in r["missed"].items():
                     states[m["state"]] = states.get(m["state"], 0) + 1
                     held = "; ".join(m["near"]) or "no pair under 13 mm"
-                    print(f"              trial {k} {side}: {m['pos'] * 1000:.1f} mm, {m['ori']:.3f} rad, {m['state']}: {held}")
+                    census = ""
+                    if "census" in m:
+                        found, routed = m["census"]
+                        census = f" [census: {found} solutions, {routed} with a clear route]"
+                        kinds[("a solution with a clear route" if routed else "solutions, none with a clear route")
+                              if found else "no solution"] += 1
+                    print(f"              trial {k} {side}: {m['pos'] * 1000:.1f} mm, {m['ori']:.3f} rad, "
+                          f"{m['state']}: {held}{census}")
             print("              arms that missed, by state: " + ", ".join(f"{n} {st}" for st, n in sorted(states.items(), key=lambda x: -x[1])))
+            if args.census:
+                print(f"              census ({args.census} seeds per missing arm): "
+                      + ", ".join(f"{n} {kind}" for kind, n in kinds.items()))
         used = sum(r["fallback"] > 0 for r in results)
         speed = max(r["max_speed"] for r in results)
         print(f"              fallback goals used in {used} trials; largest joint speed {speed:.3f} rad/s "
