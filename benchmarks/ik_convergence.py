@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ik_node_driver import NodeDriver, arm_targets, ik_config, make_loop, restart  # noqa: E402
 
 from teledora.operators.geometry import quat_angle  # noqa: E402
+from teledora.operators.ik.global_search import _pose_error  # noqa: E402
 from teledora.operators.ik.ik_loop import IkLoop  # noqa: E402
 from teledora.operators.model.sides import SIDES  # noqa: E402
 
@@ -175,9 +176,8 @@ def solution_census(loop: IkLoop, trial: dict, start_q: np.ndarray, side: str, s
         solver.reset(q, lift_joint=lift)
         for _ in range(cfg.max_iterations_per_seed):
             solver.settle_step(goal)
-            grip = solver.grip_pose(side)
-            if (np.linalg.norm(grip.position - goal[side].position) <= cfg.position_tolerance_m
-                    and quat_angle(grip.orientation, goal[side].orientation) <= cfg.orientation_tolerance_rad):
+            pos, ori = _pose_error(solver.grip_pose(side), goal[side])  # the search's own measure
+            if pos <= cfg.position_tolerance_m and ori <= cfg.orientation_tolerance_rad:
                 break
         else:
             continue
