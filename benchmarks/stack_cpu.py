@@ -21,9 +21,11 @@ plus the nodes' timer ticks.
 
 Per node it prints CPU seconds per second of robot time (cores), messages in
 (data inputs + timer ticks) and out, CPU per message in and the ratio of that
-to the echo node's, peak RSS; then totals, xr -> teleop / xr -> ik latency from
-the probe, and the load average at start and end (the machine may be shared:
-compare ratios, not absolute figures, across runs).
+to the echo node's, peak RSS and PSS; then totals (with the dataflow's peak
+PSS at one instant: all its processes summed in one sampling round), xr ->
+teleop / xr -> ik latency from the probe, and the load average at start and
+end (the machine may be shared: compare ratios, not absolute figures, across
+runs).
 
     python benchmarks/stack_cpu.py [--json out.json] [--keep-run DIR]
     python benchmarks/stack_cpu.py --control-only   # xr, teleop, ik, arms, base, lift, sim (+ echo, probe, and a
