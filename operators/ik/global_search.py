@@ -34,6 +34,7 @@ import numpy as np
 from teledora.operators.config import config_from_mapping
 from teledora.operators.errors import ConfigError
 from teledora.operators.geometry import Pose, quat_angle, quat_to_matrix
+from teledora.operators.ik.arm_chain_fk import ArmChainFk
 from teledora.operators.model.sides import SIDES
 
 if TYPE_CHECKING:  # the solver builds the search; no import cycle at run time
@@ -42,8 +43,7 @@ if TYPE_CHECKING:  # the solver builds the search; no import cycle at run time
 # an arm posture mirrored across the sagittal plane: pan, wrist yaw and wrist roll change sign
 MIRROR = np.array([-1.0, 1.0, 1.0, 1.0, -1.0, -1.0])
 STILL_M, STILL_RAD = 0.005, 0.05  # a target that moves more than this is followed, not stalled on
-SAMPLES_PER_ITERATION = 40  # random-seed samples (forward kinematics each) per search iteration
-SAMPLES_PER_SEED = 200  # samples ranked for one random seed
+SAMPLES_PER_SEED = 200  # uniform samples ranked for one random seed (one search iteration)
 PATH_STEP_RAD = 0.1  # a route is checked at points this far apart (largest joint change)
 PATH_SAMPLES_PER_ITERATION = 4  # route points checked per search iteration
 
@@ -100,7 +100,6 @@ class _Search:
 
     goal: Pose
     seeds_done: int = 0
-    candidates: list = field(default_factory=list)  # (pose error, joints) of the samples drawn for the next seed
     ranked: np.ndarray | None = None  # library entries ranked by grip pose error to the goal
     rank: int = 0  # next entry of ``ranked`` to look at
     chosen: list[np.ndarray] = field(default_factory=list)  # library seeds handed out
@@ -248,6 +247,8 @@ class GlobalFallback:
                           if self.pairs is not None else {})
         self._fk_data = mujoco.MjData(ik.model)
         self._grip_site = {s: ik.model.site(ik.profile.arms[s].grip_site).id for s in SIDES}
+        self._chain_fk = {s: ArmChainFk(ik.model, ik.profile.arms[s].joints, ik.profile.arms[s].grip_site)
+                          for s in SIDES}
         self._quat, self._goal_r = np.zeros(4), np.zeros(9)
         self.library: dict[str, SeedLibrary] = {}
         if config.library_size > 0:
@@ -379,8 +380,6 @@ class GlobalFallback:
             return
         if not search.active:
             seed = self._next_seed(side, search)
-            if seed is False:
-                return  # still sampling: this iteration's budget went there
             if seed is None:
                 # every seed tried: start over with fresh random seeds (the
                 # random stream moves on), until the goal changes
@@ -461,10 +460,9 @@ class GlobalFallback:
     def _lift(self) -> float:
         return float(self.ik.configuration.q[self.ik._lift_adr])
 
-    def _next_seed(self, side: str, search: _Search) -> np.ndarray | None | bool:
-        """The next seed: home, the other arm mirrored, then random ones. Returns
-        False when this call's sampling budget ran out before a random seed was
-        chosen (the next call goes on), None when every seed has been tried."""
+    def _next_seed(self, side: str, search: _Search) -> np.ndarray | None:
+        """The next seed: home, the other arm mirrored, then random ones; None
+        when every seed has been tried."""
         idx = self.index[side]
         while search.seeds_done < 2 + self.config.random_seeds:
             k = search.seeds_done
@@ -480,8 +478,6 @@ class GlobalFallback:
                     break  # the library has nothing more for this goal
             else:
                 seed = self._random_seed(side, search)
-                if seed is False:
-                    return False
             search.seeds_done += 1
             return np.clip(seed, self.lower[idx], self.upper[idx])
         return None
@@ -511,30 +507,20 @@ class GlobalFallback:
                 return q
         return None
 
-    def _random_seed(self, side: str, search: _Search) -> np.ndarray | None | bool:
-        """Uniform samples, ``SAMPLES_PER_ITERATION`` per call (forward
-        kinematics only, cheap), ranked by how close they put the grip to the
-        goal (position plus 0.1 m per rad); once ``SAMPLES_PER_SEED`` are drawn,
-        the best one. False: not decided yet, call again."""
+    def _random_seed(self, side: str, search: _Search) -> np.ndarray:
+        """The best of ``SAMPLES_PER_SEED`` uniform joint samples by how close
+        they put the grip to the goal (position plus 0.1 m per rad), their grip
+        poses computed together (forward kinematics of the arm's chain only)."""
         idx = self.index[side]
         data = self._fk_data
         data.qpos[:] = self.ik.configuration.q
-        adr = self.ik._qadr[idx]
-        site = self._grip_site[side]
-        goal_r = _quat_matrix(search.goal.orientation)
-        for _ in range(SAMPLES_PER_ITERATION):
-            seed = self.rng.uniform(self.lower[idx], self.upper[idx])
-            data.qpos[adr] = seed
-            mujoco.mj_kinematics(self.ik.model, data)
-            pos = float(np.linalg.norm(data.site_xpos[site] - search.goal.position))
-            cos = (float(np.sum(goal_r * data.site_xmat[site].reshape(3, 3))) - 1.0) / 2.0
-            ori = float(np.arccos(np.clip(cos, -1.0, 1.0)))
-            search.candidates.append((pos + 0.1 * ori, seed))
-        if len(search.candidates) < SAMPLES_PER_SEED:
-            return False
-        best = min(search.candidates, key=lambda c: c[0])[1]
-        search.candidates = []
-        return best
+        mujoco.mj_kinematics(self.ik.model, data)  # the body the arm hangs from, at this lift
+        samples = self.rng.uniform(self.lower[idx], self.upper[idx], size=(SAMPLES_PER_SEED, len(idx)))
+        pos, rot = self._chain_fk[side].poses(data, samples)
+        dist = np.linalg.norm(pos - search.goal.position, axis=1)
+        cos = (np.einsum("ij,nij->n", _quat_matrix(search.goal.orientation), rot) - 1.0) / 2.0
+        ori = np.arccos(np.clip(cos, -1.0, 1.0))
+        return samples[int(np.argmin(dist + 0.1 * ori))]
 
     def details(self) -> dict[str, Any]:
         return {
