@@ -12,9 +12,12 @@ Cartesian speed caps apply); a trial converges when both grips are within
 1 mm and 0.01 rad. Motion continuity is checked on every solve: no joint may
 move faster than the joint speed cap over the solve's step. Prints the
 fraction converged, the time it took (percentiles), how many trials used the
-global fallback, and the largest joint speed seen.
+global fallback, the largest joint speed seen and the CPU time of each solve
+(the tick with the search iterations it runs; process CPU time, so a shared
+machine inflates it less than wall time).
 
     python benchmarks/ik_convergence.py [--targets 200] [--max-s 6] [--starts home random] [--no-fallback] [--explain]
+                                        [--search-iterations N]
 
 ``--explain`` lists, for every trial that did not converge, each arm that
 missed: its final error, what the global fallback was doing (in goal mode
@@ -85,13 +88,14 @@ def run_trial(loop: IkLoop, trial: dict, start: str, max_s: float, census: int =
     driver = NodeDriver(loop, q0, trial["lift"])
     msg = arm_targets(loop.profile, trial["goal"])
     engaged0 = ik.fallback.goals_engaged if ik.fallback else 0
-    state = {"t": None, "max_speed": 0.0, "last": None}
+    state = {"t": None, "max_speed": 0.0, "last": None, "cpu_ns": []}
 
     class Done(Exception):
         pass
 
     def on_solve(solve) -> None:
         cmd = solve.command
+        state["cpu_ns"].append(solve.cpu_ns)
         q = np.array(cmd["q_ref"], dtype=float)
         if state["last"] is not None:
             t_prev, q_prev = state["last"]
@@ -114,7 +118,8 @@ def run_trial(loop: IkLoop, trial: dict, start: str, max_s: float, census: int =
         for side, m in missed.items():
             m["census"] = solution_census(loop, trial, start_q, side, census, np.random.default_rng(index))
     return {"t": state["t"], "max_speed": state["max_speed"], "final_pos": pos,
-            "fallback": (ik.fallback.goals_engaged - engaged0) if ik.fallback else 0, "missed": missed}
+            "fallback": (ik.fallback.goals_engaged - engaged0) if ik.fallback else 0, "missed": missed,
+            "cpu_ns": state["cpu_ns"]}
 
 
 NEAR_M = 0.013  # pairs this close at the end hold an arm (the rows aim at 10 mm)
@@ -203,10 +208,12 @@ def solution_census(loop: IkLoop, trial: dict, start_q: np.ndarray, side: str, s
 
 def run(n: int, max_s: float, starts: list[str], seed: int = 0, fallback: bool = True, clearance: float = 0.02,
         library_size: int | None = None,
-        progress: bool = False, census: int = 0) -> dict[str, list[dict]]:
+        progress: bool = False, census: int = 0, search_iterations: int | None = None) -> dict[str, list[dict]]:
     data = ik_config(global_search__enabled=fallback)
     if library_size is not None:
         data["global_search"]["library_size"] = library_size
+    if search_iterations is not None:
+        data["global_search"]["iterations_per_tick"] = search_iterations
     loop = make_loop(data)
     trials = make_trials(loop, n, seed, clearance)
     out: dict[str, list[dict]] = {}
@@ -233,6 +240,8 @@ def main() -> None:
     ap.add_argument("--no-fallback", action="store_true", help="local IK only (global_search disabled)")
     ap.add_argument("--library-size", type=int, default=None,
                     help="global_search.library_size (default: the shipped ik.yaml's)")
+    ap.add_argument("--search-iterations", type=int, default=None,
+                    help="global_search.iterations_per_tick (default: the shipped ik.yaml's)")
     ap.add_argument("--progress", action="store_true")
     ap.add_argument("--explain", action="store_true",
                     help="per trial not converged: each missing arm's error, fallback state and the pairs holding it")
@@ -243,7 +252,7 @@ def main() -> None:
     if args.census and (args.no_fallback or not args.explain):
         ap.error("--census needs --explain and the global fallback")
     res = run(args.targets, args.max_s, args.starts, args.seed, not args.no_fallback, args.target_clearance,
-              args.library_size, args.progress, args.census)
+              args.library_size, args.progress, args.census, args.search_iterations)
     cap = ik_config()["solver"]["arm_max_speed_rad_s"]
     print(f"{args.targets} uniformly sampled reachable targets (proxies >= {args.target_clearance * 1000:.0f} mm apart, "
           f"grips inside the workspace), {args.max_s:.0f} s each, global fallback {'off' if args.no_fallback else 'on'}")
@@ -281,6 +290,9 @@ def main() -> None:
         speed = max(r["max_speed"] for r in results)
         print(f"              fallback goals used in {used} trials; largest joint speed {speed:.3f} rad/s "
               f"(cap {cap} rad/s)")
+        cpu = np.array([c for r in results for c in r["cpu_ns"]]) / 1e6
+        print(f"              CPU per solve (the tick with its search share): median {np.median(cpu):.2f} ms, "
+              f"p99 {np.percentile(cpu, 99):.2f} ms, max {cpu.max():.2f} ms over {len(cpu)} solves")
 
 
 if __name__ == "__main__":

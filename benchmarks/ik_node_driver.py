@@ -18,6 +18,7 @@ the real geometry of the robot model plus a floor plane at z = 0.
 from __future__ import annotations
 
 import copy
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -77,6 +78,7 @@ class Solve:
 
     t_ns: int
     command: dict
+    cpu_ns: int = 0  # CPU time the loop's solve took
 
 
 class NodeDriver:
@@ -128,11 +130,13 @@ class NodeDriver:
                 self._solve(t, on_solve)
 
     def _solve(self, t: int, on_solve: Callable[[Solve], None]) -> None:
+        c0 = time.process_time_ns()
         cmd = self.loop.solve(t)
+        cpu = time.process_time_ns() - c0
         if cmd is None:
             return
         self.q = dict(zip(cmd["names"], (float(v) for v in cmd["q_ref"])))
-        on_solve(Solve(t, cmd))
+        on_solve(Solve(t, cmd, cpu))
 
 
 class MujocoCollisionCheck:
