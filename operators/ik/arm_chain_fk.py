@@ -17,9 +17,12 @@ from typing import Sequence
 import mujoco
 import numpy as np
 
+from teledora.operators.errors import ConfigError
 
-class ArmChainError(ValueError):
-    """The arm's joints do not form one chain of hinges ending at the site."""
+
+class ArmChainError(ConfigError):
+    """The arm's joints (from the robot profile) do not form one chain of hinges
+    ending at the site in the model."""
 
 
 def _quat_matrix(q_wxyz: np.ndarray) -> np.ndarray:
