@@ -12,6 +12,11 @@ where it is and has no collision rows (they trap a search in local minima);
 a solution counts only if its arm's proxy pairs are clear by the minimum
 distance, the barrier margin and 5 mm.
 
+A solution's route is checked in joint space before it is used: straight from
+where the arm is, then through home, then (``route_search_checks`` > 0) round
+the obstacles by a bounded RRT-Connect search (operators/ik/route_planner.py);
+a solution with none of them is used last.
+
 When the target is still far, or tracking has stalled, and the search holds
 configurations that reach the target, the one nearest in joint space becomes
 the arm's goal: the
@@ -35,6 +40,8 @@ from teledora.operators.config import config_from_mapping
 from teledora.operators.errors import ConfigError
 from teledora.operators.geometry import Pose, quat_angle, quat_to_matrix
 from teledora.operators.ik.arm_chain_fk import ArmChainFk
+from teledora.operators.ik.collision_pairs import CollisionPairs
+from teledora.operators.ik.route_planner import RoutePlanner
 from teledora.operators.model.sides import SIDES
 
 if TYPE_CHECKING:  # the solver builds the search; no import cycle at run time
@@ -46,6 +53,7 @@ STILL_M, STILL_RAD = 0.005, 0.05  # a target that moves more than this is follow
 SAMPLES_PER_SEED = 200  # uniform samples ranked for one random seed (one search iteration)
 PATH_STEP_RAD = 0.1  # a route is checked at points this far apart (largest joint change)
 PATH_SAMPLES_PER_ITERATION = 4  # route points checked per search iteration
+ROUTE_STEP_RAD = 0.3  # largest joint change of one step of that search
 
 
 class GlobalSearchConfigError(ConfigError):
@@ -74,6 +82,7 @@ class GlobalSearchConfig:
     goal_change_m: float
     goal_change_rad: float
     rng_seed: int
+    route_search_checks: int = 0  # per solution with no straight or through-home route; 0: none
 
     def __post_init__(self) -> None:
         positive = ("far_position_m", "far_orientation_rad", "stall_ticks", "stall_min_position_m",
@@ -85,6 +94,8 @@ class GlobalSearchConfig:
                 raise GlobalSearchConfigError(f"{name} must be > 0")
         if self.random_seeds < 0:
             raise GlobalSearchConfigError("random_seeds must be >= 0")
+        if self.route_search_checks < 0:
+            raise GlobalSearchConfigError("route_search_checks must be >= 0")
         if self.library_size < 0:
             raise GlobalSearchConfigError("library_size must be >= 0")
 
@@ -113,6 +124,8 @@ class _Search:
     unchecked: list[np.ndarray] = field(default_factory=list)  # solutions whose path is not checked yet
     path: list[np.ndarray] | None = None  # samples of the route being checked
     route: list[np.ndarray] | None = None  # the route being checked
+    route_try: int = 0  # routes tried for the first unchecked solution
+    planner: RoutePlanner | None = None  # the route search round obstacles, when neither simple route is clear
     blocked: list[list[np.ndarray]] = field(default_factory=list)  # solutions without a checked-clear route
     unrouted_first: bool = False  # solutions[0] came from ``blocked``
     exhausted: bool = False
@@ -245,6 +258,10 @@ class GlobalFallback:
         self.pairs = ik.collision_pairs
         self.arm_pairs = ({s: self.pairs.moved_by(ik.profile.arms[s].joints) for s in SIDES}
                           if self.pairs is not None else {})
+        # route checks: each arm's pairs alone (a smaller broadphase) on kinematics only
+        self._route_pairs = ({s: CollisionPairs(ik.model, [self.pairs.id_pairs[k] for k in self.arm_pairs[s]])
+                              for s in SIDES} if self.pairs is not None else {})
+        self._route_data = mujoco.MjData(ik.model)
         self._fk_data = mujoco.MjData(ik.model)
         self._grip_site = {s: ik.model.site(ik.profile.arms[s].grip_site).id for s in SIDES}
         self._chain_fk = {s: ArmChainFk(ik.model, ik.profile.arms[s].joints, ik.profile.arms[s].grip_site)
@@ -258,6 +275,7 @@ class GlobalFallback:
         self.searches_started = 0
         self.goals_engaged = 0
         self.iterations = 0
+        self.routes_planned = 0
         self._turn = 0
 
     def clear(self, side: str | None = None) -> None:
@@ -300,6 +318,7 @@ class GlobalFallback:
                     self.searches_started += 1
                 if arm.search is not None and not arm.search.solutions and arm.search.blocked and (
                         arm.search.exhausted or (not arm.search.unchecked and arm.search.path is None
+                                                 and arm.search.planner is None
                                                  and not arm.search.active and stalled)):
                     arm.search.solutions.append(arm.search.blocked.pop(0))
                     arm.search.unrouted_first = True
@@ -364,7 +383,8 @@ class GlobalFallback:
     def _wants_search(self, side: str) -> bool:
         arm = self.arms[side]
         return arm.search is not None and not arm.search.exhausted and arm.goal_q is None and (
-            not arm.search.solutions or arm.search.active or arm.search.path is not None)
+            not arm.search.solutions or arm.search.active or arm.search.path is not None
+            or arm.search.planner is not None)
 
     def _goal_changed(self, old: Pose, new: Pose) -> bool:
         pos, ori = _goal_delta(old, new)
@@ -375,7 +395,7 @@ class GlobalFallback:
     def _iterate(self, side: str) -> None:
         search = self.arms[side].search
         assert search is not None
-        if search.path is not None or (search.unchecked and not search.active):
+        if search.path is not None or search.planner is not None or (search.unchecked and not search.active):
             self._check_route(side, search)
             return
         if not search.active:
@@ -428,34 +448,66 @@ class GlobalFallback:
 
     def _check_route(self, side: str, search: _Search) -> None:
         """Checks ``PATH_SAMPLES_PER_ITERATION`` points of a solution's route for
-        clearance: first straight from where the arm is, then through home; a
-        route that passes is kept, a solution with neither is dropped."""
+        clearance: straight from where the arm is, then through home, then
+        (``route_search_checks`` > 0) a route searched round the obstacles; a
+        solution none of these clears is kept last, for when nothing better is
+        found."""
         idx = self.index[side]
+        if search.planner is not None:
+            if search.planner.advance(PATH_SAMPLES_PER_ITERATION):
+                route, search.planner = search.planner.route, None
+                self._route_done(search, route)
+            return
         if search.path is None:
             goal = search.unchecked[0]
-            if search.route is None:
-                search.route = [goal]
-            elif len(search.route) == 1:
-                search.route = [self.home[idx], goal]
-            else:
-                # neither route is clear at every checked point: kept last, the
-                # QP's clearance rows may still find a way round
-                search.blocked.append([search.unchecked.pop(0)])
-                search.route = None
+            candidates = [[goal], [self.home[idx], goal]]
+            search.route_try += 1
+            if search.route_try <= len(candidates):
+                search.route = candidates[search.route_try - 1]
+                search.path = self._route_samples(self.ik.arm_q()[idx], search.route)
+            elif self.config.route_search_checks > 0 and search.route_try == len(candidates) + 1:
+                self.routes_planned += 1  # each route search has its own random stream, the seeds' is left alone
+                search.planner = RoutePlanner(
+                    self.ik.arm_q()[idx], goal, self.lower[idx], self.upper[idx],
+                    lambda q: self._arm_clear(side, q), np.random.default_rng([self.config.rng_seed, self.routes_planned]),
+                    step_rad=ROUTE_STEP_RAD,
+                    resolution_rad=PATH_STEP_RAD, max_checks=self.config.route_search_checks)
                 return
-            search.path = self._route_samples(self.ik.arm_q()[idx], search.route)
-        q = self.ik.arm_q()
+            else:
+                # no route is clear at every checked point: kept last, the
+                # QP's clearance rows may still find a way round
+                self._route_done(search, None)
+                return
         for _ in range(PATH_SAMPLES_PER_ITERATION):
             if not search.path:
-                search.solutions.append(search.route)
-                search.unchecked.pop(0)
-                search.path, search.route = None, None
+                self._route_done(search, search.route)
                 return
-            q[idx] = search.path.pop(0)
-            self.solver.reset(q, lift_joint=self._lift())
-            if not self._clear(side, self.path_clearance):
+            if not self._arm_clear(side, search.path.pop(0)):
                 search.path = None  # blocked: the next call tries the next route
                 return
+
+    @staticmethod
+    def _route_done(search: _Search, route: list[np.ndarray] | None) -> None:
+        """The first unchecked solution leaves the queue: with its clear route,
+        or (None) among the blocked ones."""
+        goal = search.unchecked.pop(0)
+        if route is not None:
+            search.solutions.append(route)
+        else:
+            search.blocked.append([goal])
+        search.path, search.route, search.route_try = None, None, 0
+
+    def _arm_clear(self, side: str, arm_joints: np.ndarray) -> bool:
+        """Whether this arm at ``arm_joints`` (the other arm and the lift where
+        the tick solver has them) keeps its pairs a route's clearance apart."""
+        if self.pairs is None:
+            return True
+        data = self._route_data
+        data.qpos[:] = self.ik.configuration.q
+        data.qpos[self.ik._qadr[self.index[side]]] = arm_joints
+        mujoco.mj_kinematics(self.ik.model, data)
+        clearance = self.path_clearance
+        return self._route_pairs[side].min_distance(data, clearance + 1e-3) >= clearance
 
     def _lift(self) -> float:
         return float(self.ik.configuration.q[self.ik._lift_adr])

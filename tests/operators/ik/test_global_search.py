@@ -11,7 +11,7 @@ import pytest
 
 from teledora import models
 from teledora.operators.geometry import Pose, quat_angle, quat_multiply
-from teledora.operators.ik.global_search import GlobalSearchConfig, GlobalSearchConfigError
+from teledora.operators.ik.global_search import GlobalSearchConfig, GlobalSearchConfigError, _Search
 from teledora.operators.ik.ik_config import IkConfig
 from teledora.operators.ik.ik_model import build_ik_model
 from teledora.operators.ik.ik_solver import BimanualIk
@@ -151,3 +151,49 @@ def test_a_goal_engaged_without_a_clear_route_is_marked_so():
     search.solutions = [[clear_q]]
     np.testing.assert_array_equal(fallback.plan(far)["left"], clear_q)
     assert fallback.arms["left"].route_checked
+
+
+def test_a_solution_behind_an_obstacle_gets_a_route_round_it():
+    """With route search on, a solution whose straight and through-home routes
+    are blocked is routed round the obstacle; the route is clear of every
+    checked pair of the whole robot at a tenth of the check spacing."""
+    data = copy.deepcopy(DATA)
+    data["global_search"]["route_search_checks"] = 3000
+    ik = BimanualIk(MODEL, PROFILE, IkConfig.from_mapping(data).settings)
+    fallback, idx = ik.fallback, ik.fallback.index["left"]
+    start = ik.arm_q()[idx]
+    rng = np.random.default_rng(11)
+
+    def straight_clear(a, b):
+        return all(fallback._arm_clear("left", q) for q in fallback._route_samples(a, [b]))
+
+    for _ in range(2000):  # a clear goal that neither simple route reaches
+        goal = np.clip(start + rng.uniform(-1.2, 1.2, 6), fallback.lower[idx], fallback.upper[idx])
+        if not fallback._arm_clear("left", goal) or straight_clear(start, goal):
+            continue
+        if straight_clear(start, fallback.home[idx]) and straight_clear(fallback.home[idx], goal):
+            continue
+        break
+    else:
+        pytest.fail("no blocked goal found")
+    home = ik.grip_pose("left")
+    search = fallback.arms["left"].search = _Search(Pose.of(home.position, home.orientation))
+    search.unchecked = [goal]
+    for _ in range(3000):
+        fallback._check_route("left", search)
+        if not search.unchecked:
+            break
+    assert search.solutions and not search.blocked, "no route found"
+    route = search.solutions[0]
+    assert len(route) >= 2
+    np.testing.assert_array_equal(route[-1], goal)
+    assert fallback.routes_planned == 1
+    q = ik.arm_q()
+    a = start
+    for b in route:
+        n = max(1, int(np.ceil(np.max(np.abs(b - a)) / 0.01)))
+        for k in range(n + 1):
+            q[idx] = a + (b - a) * (k / n)
+            ik.reset(q)
+            assert ik.min_proxy_distance() >= SETTINGS.collision.minimum_distance_m
+        a = b
