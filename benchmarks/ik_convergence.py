@@ -17,7 +17,7 @@ global fallback, the largest joint speed seen and the CPU time of each solve
 machine inflates it less than wall time).
 
     python benchmarks/ik_convergence.py [--targets 200] [--max-s 6] [--starts home random] [--no-fallback] [--explain]
-                                        [--search-iterations N]
+                                        [--search-iterations N] [--route-checks N] [--search-seed N]
 
 ``--explain`` lists, for every trial that did not converge, each arm that
 missed: its final error, what the global fallback was doing (in goal mode
@@ -28,6 +28,18 @@ that hold it. ``--census SEEDS`` adds, per missing arm, how many distinct
 solutions SEEDS seeds find for its target and how many of those have a
 clear straight or through-home route from the start posture (far more
 search than the fallback's budget: a ceiling for a better search).
+``--connectivity CHECKS`` adds, per missing arm, whether a route search
+(RRT-Connect, CHECKS clearance checks) joins its start to the configuration
+its target was sampled from through postures clear of the arm's own links,
+mount, carriage and column: a target whose sampled configuration lies in
+another connected piece of the arm's free space may have no solution the
+arm can move to without passing through itself (not joined is evidence, not
+proof). ``--route-checks N`` sets the fallback's own route search budget
+(``global_search.route_search_checks``); ``--search-seed N`` the search's
+random stream (``global_search.rng_seed``): the same targets with another
+stream show how far a difference between two settings is chance.
+
+    python benchmarks/ik_convergence.py --explain --connectivity 20000
 """
 
 from __future__ import annotations
@@ -37,14 +49,17 @@ import sys
 import time
 from pathlib import Path
 
+import mujoco
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ik_node_driver import NodeDriver, arm_targets, ik_config, make_loop, restart  # noqa: E402
 
 from teledora.operators.geometry import quat_angle  # noqa: E402
+from teledora.operators.ik.collision_pairs import CollisionPairs  # noqa: E402
 from teledora.operators.ik.global_search import _pose_error  # noqa: E402
 from teledora.operators.ik.ik_loop import IkLoop  # noqa: E402
+from teledora.operators.ik.route_planner import RoutePlanner  # noqa: E402
 from teledora.operators.model.sides import SIDES  # noqa: E402
 
 POS_TOL_M = 1e-3
@@ -77,11 +92,12 @@ def make_trials(loop: IkLoop, n: int, seed: int, clearance: float) -> list[dict]
         ik.reset(q_target, lift_joint=loop.profile.lift_height_to_joint(lift))
         goal = {s: ik.grip_pose(s) for s in SIDES}
         q_start = random_configuration(loop, rng, clearance, lift)
-        trials.append({"lift": lift, "goal": goal, "q_start": q_start})
+        trials.append({"lift": lift, "goal": goal, "q_start": q_start, "q_target": q_target})
     return trials
 
 
-def run_trial(loop: IkLoop, trial: dict, start: str, max_s: float, census: int = 0, index: int = 0) -> dict:
+def run_trial(loop: IkLoop, trial: dict, start: str, max_s: float, census: int = 0, index: int = 0,
+              connectivity: int = 0) -> dict:
     ik = loop.ik
     names = ik.arm_joint_names
     q0 = loop.profile.home_q() if start == "home" else dict(zip(names, trial["q_start"]))
@@ -113,10 +129,13 @@ def run_trial(loop: IkLoop, trial: dict, start: str, max_s: float, census: int =
         pass
     pos = max(float(np.linalg.norm(ik.grip_pose(s).position - trial["goal"][s].position)) for s in SIDES)
     missed = {} if state["t"] is not None else explain_miss(loop, trial)
-    if census:
-        start_q = np.array([q0[n] for n in names])
-        for side, m in missed.items():
-            m["census"] = solution_census(loop, trial, start_q, side, census, np.random.default_rng(index))
+    start_q = np.array([q0[n] for n in names])
+    for side, m in missed.items():
+        if census:
+            m["census"] = solution_census(loop, trial, start_q, side, census, np.random.default_rng(index),
+                                          connectivity)
+        if connectivity:
+            m["connected"] = own_space_connected(loop, trial, start_q, side, connectivity)
     return {"t": state["t"], "max_speed": state["max_speed"], "final_pos": pos,
             "fallback": (ik.fallback.goals_engaged - engaged0) if ik.fallback else 0, "missed": missed,
             "cpu_ns": state["cpu_ns"]}
@@ -159,15 +178,50 @@ def explain_miss(loop: IkLoop, trial: dict) -> dict[str, dict]:
     return out
 
 
+def own_space_connected(loop: IkLoop, trial: dict, start_q: np.ndarray, side: str, checks: int,
+                        goal_q: np.ndarray | None = None) -> bool:
+    """Whether a route search (RRT-Connect, ``checks`` clearance checks at
+    0.1 rad spacing) joins the arm's start to the configuration its target was
+    sampled from, through postures where the arm keeps a route's clearance from
+    its own links, its mount, the carriage and the column (the pairs no other
+    joint moves; the other arm is left out). False is not a proof that no route
+    exists, only that this much search found none."""
+    ik, fb = loop.ik, loop.ik.fallback
+    pairs = ik.collision_pairs
+    other = "right" if side == "left" else "left"
+    own = np.setdiff1d(pairs.moved_by(loop.profile.arms[side].joints),
+                       np.union1d(pairs.moved_by(loop.profile.arms[other].joints),
+                                  pairs.moved_by([loop.profile.lift_joint])))
+    own_pairs = CollisionPairs(ik.model, [pairs.id_pairs[k] for k in own])
+    data = mujoco.MjData(ik.model)
+    data.qpos[:] = ik.configuration.q
+    adr = ik._qadr[fb.index[side]]
+
+    def clear(q: np.ndarray) -> bool:
+        data.qpos[adr] = q
+        mujoco.mj_kinematics(ik.model, data)
+        return own_pairs.min_distance(data, fb.path_clearance + 1e-3) >= fb.path_clearance
+
+    idx = fb.index[side]
+    goal = trial["q_target"][idx] if goal_q is None else goal_q
+    planner = RoutePlanner(start_q[idx], goal, fb.lower[idx], fb.upper[idx], clear,
+                           np.random.default_rng(0), max_checks=checks)
+    while not planner.advance(1000):
+        pass
+    return planner.route is not None
+
+
 def solution_census(loop: IkLoop, trial: dict, start_q: np.ndarray, side: str, seeds: int,
-                    rng: np.random.Generator) -> tuple[int, int]:
+                    rng: np.random.Generator, connectivity: int = 0) -> tuple[int, int, int]:
     """How many distinct solutions for one arm's target ``seeds`` seeds find
     (the start posture, then uniform random ones), with the fallback's own
     acceptance (0.5 mm / 0.005 rad within 60 search steps, arm pairs clear by
     a solution's clearance), and how many of them have a straight or
     through-home route from the start posture clear of the 10 mm band at
     0.1 rad spacing: what a search with far more seeds than the fallback's
-    budget could offer. Uses the fallback's search solver and checks."""
+    budget could offer; with ``connectivity``, also how many a route search
+    of that many checks joins to the start (:func:`own_space_connected`).
+    Uses the fallback's search solver and checks."""
     fb = loop.ik.fallback
     solver, idx = fb.solver, fb.index[side]
     lift = loop.profile.lift_height_to_joint(trial["lift"])
@@ -203,13 +257,21 @@ def solution_census(loop: IkLoop, trial: dict, start_q: np.ndarray, side: str, s
             if clear:
                 routed += 1
                 break
-    return len(found), routed
+    joined = sum(own_space_connected(loop, trial, start_q, side, connectivity, q_found) for q_found in found) \
+        if connectivity else 0
+    return len(found), routed, joined
 
 
 def run(n: int, max_s: float, starts: list[str], seed: int = 0, fallback: bool = True, clearance: float = 0.02,
         library_size: int | None = None,
-        progress: bool = False, census: int = 0, search_iterations: int | None = None) -> dict[str, list[dict]]:
+        progress: bool = False, census: int = 0, search_iterations: int | None = None,
+        route_checks: int | None = None, connectivity: int = 0,
+        search_seed: int | None = None) -> dict[str, list[dict]]:
     data = ik_config(global_search__enabled=fallback)
+    if route_checks is not None:
+        data["global_search"]["route_search_checks"] = route_checks
+    if search_seed is not None:
+        data["global_search"]["rng_seed"] = search_seed
     if library_size is not None:
         data["global_search"]["library_size"] = library_size
     if search_iterations is not None:
@@ -222,7 +284,7 @@ def run(n: int, max_s: float, starts: list[str], seed: int = 0, fallback: bool =
         t0 = time.perf_counter()
         for k, trial in enumerate(trials):
             loop = restart(loop)
-            results.append(run_trial(loop, trial, start, max_s, census, k))
+            results.append(run_trial(loop, trial, start, max_s, census, k, connectivity))
             if progress and (k + 1) % 20 == 0:
                 ok = sum(r["t"] is not None for r in results)
                 print(f"  from {start}: {k + 1}/{n}, {ok} converged, {time.perf_counter() - t0:.0f} s", flush=True)
@@ -242,17 +304,29 @@ def main() -> None:
                     help="global_search.library_size (default: the shipped ik.yaml's)")
     ap.add_argument("--search-iterations", type=int, default=None,
                     help="global_search.iterations_per_tick (default: the shipped ik.yaml's)")
+    ap.add_argument("--route-checks", type=int, default=None,
+                    help="global_search.route_search_checks (default: the shipped ik.yaml's)")
+    ap.add_argument("--search-seed", type=int, default=None,
+                    help="global_search.rng_seed: the search's random stream (default: the shipped ik.yaml's); "
+                         "runs with other streams show how much of a difference is chance")
     ap.add_argument("--progress", action="store_true")
     ap.add_argument("--explain", action="store_true",
                     help="per trial not converged: each missing arm's error, fallback state and the pairs holding it")
     ap.add_argument("--census", type=int, default=0, metavar="SEEDS",
                     help="with --explain: per missing arm, the distinct solutions SEEDS seeds find and how many "
                          "have a clear straight or through-home route from the start")
+    ap.add_argument("--connectivity", type=int, default=0, metavar="CHECKS",
+                    help="with --explain: per missing arm, whether a route search of CHECKS clearance checks joins "
+                         "its start to the configuration its target was sampled from (own links, mount, carriage "
+                         "and column only)")
     args = ap.parse_args()
     if args.census and (args.no_fallback or not args.explain):
         ap.error("--census needs --explain and the global fallback")
+    if args.connectivity and (args.no_fallback or not args.explain):
+        ap.error("--connectivity needs --explain and the global fallback")
     res = run(args.targets, args.max_s, args.starts, args.seed, not args.no_fallback, args.target_clearance,
-              args.library_size, args.progress, args.census, args.search_iterations)
+              args.library_size, args.progress, args.census, args.search_iterations,
+              args.route_checks, args.connectivity, args.search_seed)
     cap = ik_config()["solver"]["arm_max_speed_rad_s"]
     print(f"{args.targets} uniformly sampled reachable targets (proxies >= {args.target_clearance * 1000:.0f} mm apart, "
           f"grips inside the workspace), {args.max_s:.0f} s each, global fallback {'off' if args.no_fallback else 'on'}")
@@ -270,19 +344,31 @@ def main() -> None:
         if args.explain:
             states: dict[str, int] = {}
             kinds = {"a solution with a clear route": 0, "solutions, none with a clear route": 0, "no solution": 0}
+            joined = {True: 0, False: 0}
             for k, r in enumerate(results):
                 for side, m in r["missed"].items():
                     states[m["state"]] = states.get(m["state"], 0) + 1
                     held = "; ".join(m["near"]) or "no pair under 13 mm"
                     census = ""
                     if "census" in m:
-                        found, routed = m["census"]
-                        census = f" [census: {found} solutions, {routed} with a clear route]"
+                        found, routed, joined_n = m["census"]
+                        census = f" [census: {found} solutions, {routed} with a clear route" + (
+                            f", {joined_n} joined by route search]" if args.connectivity else "]")
+                        if args.connectivity:
+                            kinds["solutions, one joined by route search"] = kinds.get(
+                                "solutions, one joined by route search", 0) + (joined_n > 0)
                         kinds[("a solution with a clear route" if routed else "solutions, none with a clear route")
                               if found else "no solution"] += 1
+                    if "connected" in m:
+                        joined[m["connected"]] += 1
+                        census += (" [sampled configuration joined to the start]" if m["connected"] else
+                                   f" [sampled configuration not joined in {args.connectivity} checks]")
                     print(f"              trial {k} {side}: {m['pos'] * 1000:.1f} mm, {m['ori']:.3f} rad, "
                           f"{m['state']}: {held}{census}")
             print("              arms that missed, by state: " + ", ".join(f"{n} {st}" for st, n in sorted(states.items(), key=lambda x: -x[1])))
+            if args.connectivity:
+                print(f"              connectivity ({args.connectivity} checks per missing arm): {joined[True]} "
+                      f"sampled configurations joined to the start, {joined[False]} not")
             if args.census:
                 print(f"              census ({args.census} seeds per missing arm): "
                       + ", ".join(f"{n} {kind}" for kind, n in kinds.items()))
