@@ -82,7 +82,7 @@ class GlobalSearchConfig:
     goal_change_m: float
     goal_change_rad: float
     rng_seed: int
-    route_search_checks: int = 0  # per solution with no straight or through-home route; 0: none
+    route_search_checks: int  # per solution with no straight or through-home route; 0: none
 
     def __post_init__(self) -> None:
         positive = ("far_position_m", "far_orientation_rad", "stall_ticks", "stall_min_position_m",
