@@ -9,7 +9,7 @@ exact distances at the end of the step, removes that residue.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 import mujoco
 import numpy as np
@@ -90,6 +90,32 @@ class CollisionGuard:
                 hi = mid
         q = q_from + lo * (q_to - q_from)
         return q, lo, float(self.pairs.distances_near(move(q), distmax).min())
+
+    def path_passes(self, q_from: np.ndarray, path: Sequence[np.ndarray],
+                    move: Callable[[np.ndarray], mujoco.MjData]) -> tuple[bool, list[float]]:
+        """Whether :meth:`check` from ``q_from`` would keep every point of
+        ``path`` whole, and the min distance it would report for each point
+        (up to the first that fails). A yes/no answer: no bisection, and the
+        distances at ``q_from`` are measured once for the whole path."""
+        if self.guard is None:
+            return True, [float("nan")] * len(path)
+        guard, distmax = self.guard, self.guard + self.band
+        d_from: np.ndarray | None = None
+        closest: list[float] = []
+        for q in path:
+            data = move(q)
+            fast = self._fast_accept(q_from, q, data)
+            if fast is not None:
+                closest.append(fast)
+                continue
+            d_to = self.pairs.distances_near(data, distmax)
+            if d_to.min() < guard:
+                if d_from is None:
+                    d_from = self.pairs.distances_near(move(q_from), distmax)
+                if not np.all((d_to >= guard) | (d_to >= d_from)):
+                    return False, closest
+            closest.append(float(d_to.min()))
+        return True, closest
 
     def check_between(self, q_from: np.ndarray, q_a: np.ndarray, q_b: np.ndarray, inner: np.ndarray,
                       move: Callable[[np.ndarray], mujoco.MjData]) -> bool:

@@ -46,7 +46,7 @@ def filter_allowed_pairs(model: mujoco.MjModel) -> list[tuple[int, int]]:
     """Every geom id pair (g1 < g2) that MuJoCo's collision filter lets through.
 
     Mirrors the rules of MuJoCo's broadphase filter (see the module docstring);
-    ``tests/operators/ik/test_collision_pairs.py`` checks it against
+    ``tests/operators/ik/test_collision_model.py`` checks it against
     ``mj_collision`` itself.
     """
     filter_parent = not (model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_FILTERPARENT)
@@ -147,11 +147,14 @@ class CollisionPairs:
         self.id_pairs: list[tuple[int, int]] = [(int(a), int(b)) for a, b in ids]
         self._fromto = np.empty(6)
         self._g1, self._g2 = ids[:, 0], ids[:, 1]
+        # python ints, looked up once: the distance loops run thousands of times a second
+        self._g1_list, self._g2_list = self._g1.tolist(), self._g2.tolist()
         is_plane = model.geom_type == mujoco.mjtGeom.mjGEOM_PLANE
         plane1, plane2 = is_plane[self._g1], is_plane[self._g2]
         rbound = model.geom_rbound
         bounded = (rbound[self._g1] > 0) & (rbound[self._g2] > 0)
         self._sphere_idx = np.flatnonzero(bounded)
+        self._sphere_g1, self._sphere_g2 = self._g1[self._sphere_idx], self._g2[self._sphere_idx]
         self._sphere_rsum = (rbound[self._g1] + rbound[self._g2])[bounded]
         plane_idx = np.flatnonzero((plane1 | plane2) & ~bounded)
         self._plane_idx = plane_idx
@@ -159,6 +162,7 @@ class CollisionPairs:
         self._plane_other = np.where(plane1[plane_idx], self._g2[plane_idx], self._g1[plane_idx])
         self._plane_rother = rbound[self._plane_other]
         self._always_idx = np.flatnonzero(~bounded & ~(plane1 | plane2))
+        self._ones3 = np.ones(3)
 
     @classmethod
     def from_model(cls, model: mujoco.MjModel, joints: Sequence[str]) -> "CollisionPairs":
@@ -198,27 +202,37 @@ class CollisionPairs:
     def near(self, data: mujoco.MjData, distmax: float) -> np.ndarray:
         """Indices of pairs that may be closer than ``distmax`` (bounding-sphere
         and plane half-space test; never drops a pair that is that close)."""
+        # few, in-place numpy calls: each call costs microseconds of its own,
+        # and the IK's guard asks this several times per tick
         xpos = data.geom_xpos
-        keep = [self._always_idx]
+        keep = []
+        if self._always_idx.size:
+            keep.append(self._always_idx)
         if self._sphere_idx.size:
-            diff = xpos[self._g1[self._sphere_idx]] - xpos[self._g2[self._sphere_idx]]
+            diff = xpos.take(self._sphere_g1, 0)
+            diff -= xpos.take(self._sphere_g2, 0)
+            diff *= diff
             bound = self._sphere_rsum + distmax
-            keep.append(self._sphere_idx[np.einsum("ij,ij->i", diff, diff) <= bound * bound])
+            bound *= bound
+            keep.append(self._sphere_idx[diff @ self._ones3 <= bound])
         if self._plane_idx.size:
-            normal = data.geom_xmat[self._plane_geom][:, [2, 5, 8]]
-            height = np.einsum("ij,ij->i", normal, xpos[self._plane_other] - xpos[self._plane_geom])
-            keep.append(self._plane_idx[height <= distmax + self._plane_rother])
-        return np.concatenate(keep)
+            offset = xpos.take(self._plane_other, 0)
+            offset -= xpos.take(self._plane_geom, 0)
+            offset *= data.geom_xmat.take(self._plane_geom, 0)[:, 2::3]  # the plane's normal: its z axis
+            keep.append(self._plane_idx[offset @ self._ones3 <= distmax + self._plane_rother])
+        return keep[0] if len(keep) == 1 else np.concatenate(keep)
 
     def distances_of(self, data: mujoco.MjData, indices: np.ndarray, distmax: float) -> np.ndarray:
         """Signed distances of the pairs at ``indices`` (capped at ``distmax``)."""
-        return np.array([self.distance(data, int(k), distmax) for k in indices], dtype=float)
+        model, fromto, g1, g2, distance = self.model, self._fromto, self._g1_list, self._g2_list, mujoco.mj_geomDistance
+        return np.array([distance(model, data, g1[k], g2[k], distmax, fromto) for k in np.asarray(indices).tolist()],
+                        dtype=float)
 
     def distances_near(self, data: mujoco.MjData, distmax: float) -> np.ndarray:
         """Like :meth:`distances` but pairs outside the broadphase read ``distmax``."""
         out = np.full(len(self.id_pairs), distmax)
-        for k in self.near(data, distmax):
-            out[k] = self.distance(data, int(k), distmax)
+        near = self.near(data, distmax)
+        out[near] = self.distances_of(data, near, distmax)
         return out
 
     def moved_by(self, joints: Sequence[str]) -> np.ndarray:
@@ -233,8 +247,9 @@ class CollisionPairs:
         near = self.near(data, distmax)
         if among is not None:
             near = np.intersect1d(near, among, assume_unique=False)
-        for k in near:
-            d = self.distance(data, int(k), best)
+        model, fromto, g1, g2, distance = self.model, self._fromto, self._g1_list, self._g2_list, mujoco.mj_geomDistance
+        for k in near.tolist():
+            d = distance(model, data, g1[k], g2[k], best, fromto)
             if d < best:
                 best = d
         return float(best)

@@ -492,12 +492,9 @@ class BimanualIk:
             mujoco.mj_kinematics(self.model, scratch)
             return scratch
 
-        closest = []
-        for q in path:
-            _, kept, d = self.guard.check(q_prev, q, move)
-            if kept < 1.0:
-                return False
-            closest.append(d)
+        passed, closest = self.guard.path_passes(q_prev, path, move)
+        if not passed:
+            return False
         # between the points a later tick of another length commands: every
         # 1/PATH_SUBDIVISIONS of the spacing where a pair is near the guard
         close = self.guard.guard + self.guard.band

@@ -320,7 +320,13 @@ class JointReference:
         tick (rows; times past a plan's end give where it stops)."""
         if self._pending is None:
             raise JointReferenceError("no proposal to trace")
-        return np.array([self._at(self._pending, float(t)) for t in np.asarray(later_s, dtype=float).ravel()])
+        times = np.asarray(later_s, dtype=float).ravel()
+        out = np.tile(self._q, (times.size, 1))
+        for g, p in zip(self.groups, self._pending):
+            if p.plan is not None:  # positions only: the path check samples many points a tick
+                end = p.plan.duration
+                out[:, g.index] = [p.plan.at_time(min(p.time + float(t), end))[0] for t in times]
+        return self.clamp(out)
 
     def pending_stop(self) -> np.ndarray:
         """Where the last proposal's plans stop."""

@@ -16,6 +16,8 @@ import xml.etree.ElementTree as ET
 import mujoco
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from teledora import models
 from teledora.operators.ik.collision_pairs import CollisionPairs, filter_allowed_pairs, pairs_moved_by
@@ -325,3 +327,30 @@ def _mesh_gap_over_joints(model, meshes, b1: str, b2: str) -> float:
                     bb = model.body(name).id
                     best = min(best, float(tree.query(data.xpos[bb] + pts @ data.xmat[bb].reshape(3, 3).T)[0].min()))
     return best
+
+
+
+@pytest.fixture(scope="module")
+def solver() -> BimanualIk:
+    return BimanualIk(MODEL, PROFILE, SETTINGS)
+
+
+@settings(max_examples=60, deadline=None)
+@given(q=st.lists(st.floats(-np.pi, np.pi), min_size=len(ARM_JOINTS), max_size=len(ARM_JOINTS)),
+       lift=st.floats(0.0, 1.0), distmax=st.sampled_from([0.0, 0.008, 0.0085, 0.05, 0.2]))
+def test_broadphase_never_drops_a_pair_closer_than_asked(solver, q, lift, distmax):
+    """``near`` may keep far pairs but never one that MuJoCo measures closer than
+    ``distmax``; the capped distance helpers agree with a pair-by-pair measurement."""
+    top = PROFILE.lift_height_to_joint(PROFILE.lift.travel_mm / 1000.0)
+    solver.reset(np.clip(q, solver.reference.lower_inner, solver.reference.upper_inner), lift_joint=lift * top)
+    pairs, data = solver.collision_pairs, solver.configuration.data
+    cap = max(distmax, 1e-9)
+    exact = np.array([mujoco.mj_geomDistance(MODEL, data, a, b, cap, np.empty(6)) for a, b in pairs.id_pairs])
+    near = set(pairs.near(data, distmax).tolist())
+    assert {k for k in range(len(pairs)) if exact[k] < distmax} <= near
+    kept = np.array([k in near for k in range(len(pairs))])
+    assert np.allclose(pairs.distances_near(data, cap), np.where(kept, exact, cap))
+    closest = pairs.min_distance(data, cap)
+    assert (closest < cap) == (exact.min() < cap)
+    if exact.min() >= 0:  # a penetration's depth depends on the cap it is measured under
+        assert closest == pytest.approx(min(cap, float(exact.min())))
