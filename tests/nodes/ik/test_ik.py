@@ -320,7 +320,9 @@ def test_a_teleop_reset_request_homes_the_arms_with_status_homing():
     assert np.max(np.abs(dq)) <= 1.5 + 1e-9
     home_grips = fk(home, ARM)
     gap = [max(np.linalg.norm(g[s] - home_grips[s]) for s in g) for g in (fk(c["q_ref"], ARM) for c in cmds)]
-    assert gap[-1] < 0.5 * gap[0] and gap[-1] > 0.005  # on its way home, not there at once
+    # on its way home (about 3.8 mm a tick once under way: half the gap in 0.2 s), not there at once
+    assert gap[-1] < 0.6 * gap[0] and gap[-1] > 0.005
+    assert np.all(np.diff(gap[8:]) < -0.003)
     details = json.loads(diags[-1]["details_json"])
     assert details["resets"] == 1 and details["homing"] == {"left": True, "right": True}
     # homing is the robot's own motion, not a fault: the node's own level stays ok, and only the
