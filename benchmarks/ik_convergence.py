@@ -63,7 +63,7 @@ from ik_node_driver import NodeDriver, arm_targets, ik_config, make_loop, restar
 
 from teledora.operators.geometry import quat_angle  # noqa: E402
 from teledora.operators.ik.collision_pairs import CollisionPairs  # noqa: E402
-from teledora.operators.ik.global_search import _pose_error  # noqa: E402
+from teledora.operators.ik.global_search import _pose_error, own_pair_indices  # noqa: E402
 from teledora.operators.ik.ik_loop import IkLoop  # noqa: E402
 from teledora.operators.ik.route_planner import RoutePlanner  # noqa: E402
 from teledora.operators.model.sides import SIDES  # noqa: E402
@@ -194,11 +194,7 @@ def own_space_connected(loop: IkLoop, trial: dict, start_q: np.ndarray, side: st
     exists, only that this much search found none."""
     ik, fb = loop.ik, loop.ik.fallback
     pairs = ik.collision_pairs
-    other = "right" if side == "left" else "left"
-    own = np.setdiff1d(pairs.moved_by(loop.profile.arms[side].joints),
-                       np.union1d(pairs.moved_by(loop.profile.arms[other].joints),
-                                  pairs.moved_by([loop.profile.lift_joint])))
-    own_pairs = CollisionPairs(ik.model, [pairs.id_pairs[k] for k in own])
+    own_pairs = CollisionPairs(ik.model, [pairs.id_pairs[k] for k in own_pair_indices(ik, side)])
     data = mujoco.MjData(ik.model)
     data.qpos[:] = ik.configuration.q
     adr = ik._qadr[fb.index[side]]

@@ -165,6 +165,18 @@ LIBRARY_SPREAD_RAD = 0.3  # library seeds of one search differ by more than this
 _LIBRARIES: dict[tuple, "SeedLibrary"] = {}  # built once per model, arm and settings
 
 
+def own_pair_indices(ik: "BimanualIk", side: str) -> np.ndarray:
+    """Indices (into the IK's pairs) of the pairs only this arm's joints move:
+    its own links against each other, its mount, the carriage and the column;
+    not the other arm, and nothing the lift moves."""
+    pairs = ik.collision_pairs
+    other = "right" if side == "left" else "left"
+    mine = set(pairs.moved_by(ik.profile.arms[side].joints).tolist())
+    mine -= set(pairs.moved_by(ik.profile.arms[other].joints).tolist())
+    mine -= set(pairs.moved_by([ik.profile.lift_joint]).tolist())
+    return np.array(sorted(mine), dtype=int)
+
+
 class SeedLibrary:
     """Collision-free configurations of one arm with their grip poses, drawn once.
 
@@ -178,16 +190,10 @@ class SeedLibrary:
 
     def __init__(self, ik: "BimanualIk", side: str, size: int, clearance: float, rng_seed: int) -> None:
         model = ik.model
-        other = "right" if side == "left" else "left"
         pairs = ik.collision_pairs
         index = ik.joint_index(ik.profile.arms[side].joints)
         lower, upper = ik.reference.lower_inner[index], ik.reference.upper_inner[index]
-        among = None
-        if pairs is not None:
-            mine = set(pairs.moved_by(ik.profile.arms[side].joints).tolist())
-            mine -= set(pairs.moved_by(ik.profile.arms[other].joints).tolist())
-            mine -= set(pairs.moved_by([ik.profile.lift_joint]).tolist())
-            among = np.array(sorted(mine), dtype=int)
+        among = own_pair_indices(ik, side) if pairs is not None else None
         data = mujoco.MjData(model)
         data.qpos[:] = ik.configuration.q
         data.qpos[ik._lift_adr] = 0.0
