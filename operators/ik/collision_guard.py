@@ -21,6 +21,11 @@ from teledora.operators.ik.collision_pairs import CollisionPairs
 NEAR_BAND_OF_MARGIN = 0.25
 
 
+def _passes(d: np.ndarray, d_from: np.ndarray, guard: float) -> bool:
+    """Every pair at least ``guard`` apart, or no closer than it was (``d_from``)."""
+    return bool(np.all((d >= guard) | (d >= d_from)))
+
+
 class CollisionGuard:
     """Exact check of a joint step against every pair of ``pairs``.
 
@@ -76,7 +81,7 @@ class CollisionGuard:
         d_from = self.pairs.distances_near(move(q_from), distmax)
 
         def safe(d: np.ndarray) -> bool:
-            return bool(np.all((d >= guard) | (d >= d_from)))
+            return _passes(d, d_from, guard)
 
         if safe(d_to):
             move(q_to)
@@ -112,7 +117,7 @@ class CollisionGuard:
             if d_to.min() < guard:
                 if d_from is None:
                     d_from = self.pairs.distances_near(move(q_from), distmax)
-                if not np.all((d_to >= guard) | (d_to >= d_from)):
+                if not _passes(d_to, d_from, guard):
                     return False, closest
             closest.append(float(d_to.min()))
         return True, closest
@@ -136,7 +141,6 @@ class CollisionGuard:
         pairs = np.array(sorted(watch))
         d_from = self.pairs.distances_of(move(q_from), pairs, distmax)
         for q in inner:
-            d = self.pairs.distances_of(move(q), pairs, distmax)
-            if not np.all((d >= self.guard) | (d >= d_from)):
+            if not _passes(self.pairs.distances_of(move(q), pairs, distmax), d_from, self.guard):
                 return False
         return True
