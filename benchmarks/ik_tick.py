@@ -16,6 +16,9 @@ every tick.
 * "ours 10 ms" (``--compare-path-check``): our tick with a plan's path checked
   at every control period only, as before the check between those points
   (``path_subdivisions = 1``, distances measured up to 1 µm above the guard).
+* "ours, no bounds" (``--compare-bounds``): our tick without the distance
+  bounds (``operators/ik/distance_bounds.py``): the broadphase and exact
+  distances on every pair at every check, as before them (the same outputs).
 * "bare mink": ``mink.solve_ik`` (DAQP) with mink's stock
   ``CollisionAvoidanceLimit`` on the same pairs + ``integrate_inplace``.
 
@@ -23,7 +26,7 @@ Blocks of ticks alternate between the variants so machine load hits all
 alike; each tick is timed in thread CPU time. Prints median and p99 per tick,
 the ratios to bare mink, and our tick's cost by phase (mean per tick).
 
-    python benchmarks/ik_tick.py [--ticks 4000] [--block 200] [--no-collisions] [--center ready|home] [--far] [--compare-path-check]
+    python benchmarks/ik_tick.py [--ticks 4000] [--block 200] [--no-collisions] [--center ready|home] [--far] [--compare-path-check] [--compare-bounds]
 """
 
 from __future__ import annotations
@@ -140,7 +143,7 @@ class OurSolveIntegrate:
 
 
 def measure(ticks: int, block: int, collisions: bool, center: str = "ready", far: bool = False,
-            compare_path_check: bool = False):
+            compare_path_check: bool = False, compare_bounds: bool = False):
     ours, bare_ik, qp_ik = make(collisions, center), make(collisions, center), make(collisions, center)
     bare, qp_only = BareMink(bare_ik), OurSolveIntegrate(qp_ik)
     walk = far_targets(ours, ticks) if far else target_walk(ours, ticks)
@@ -151,12 +154,17 @@ def measure(ticks: int, block: int, collisions: bool, center: str = "ready", far
         if coarse.collision_pairs is not None:
             coarse.guard.band = 1e-6
         variants.insert(1, ("ours 10 ms", coarse.tick))
+    if compare_bounds and ours.collision_pairs is not None:
+        unbounded = make(collisions, center)
+        unbounded.guard.bounds = None
+        unbounded.collision_limit.bounds = None
+        variants.insert(1, ("ours, no bounds", unbounded.tick))
     times: dict[str, list[float]] = {name: [] for name, _ in variants}
     wall: dict[str, list[float]] = {name: [] for name, _ in variants}
     for _ in range(50):  # warm-up
         for _, fn in variants:
             fn(walk[0])
-    timed = [ours] + ([coarse] if compare_path_check else [])
+    timed = [ours] + ([coarse] if compare_path_check else []) + ([unbounded] if compare_bounds else [])
     for ik in timed:
         ik.phase_clock = time.thread_time
         ik.phase_times = {}
@@ -171,6 +179,9 @@ def measure(ticks: int, block: int, collisions: bool, center: str = "ready", far
     if compare_path_check:
         key = "joint reference + path check"
         phases[f"{key} (10 ms)"] = coarse.phase_times.get(key, 0.0) / ticks * 1e3
+    if compare_bounds:
+        for key in ("QP (assembly + DAQP)", "collision guard", "joint reference + path check"):
+            phases[f"{key} (no bounds)"] = unbounded.phase_times.get(key, 0.0) / ticks * 1e3
     stats = {"guard_shortened": ours.guard_shortened, "pairs": len(ours.collision_pairs or []),
              "searches": ours.fallback.searches_started if ours.fallback else 0}
     return ({k: np.array(v) * 1e3 for k, v in times.items()}, {k: np.array(v) * 1e3 for k, v in wall.items()},
@@ -186,27 +197,34 @@ def main() -> None:
                     help="posture the walk (and the posture task) is centred on")
     ap.add_argument("--far", action="store_true",
                     help="instead of the walk, far targets (uniform reachable poses, 3 s each): the fallback searches")
+    ap.add_argument("--compare-bounds", action="store_true",
+                    help="also our tick without the distance bounds (every pair measured at every check)")
     ap.add_argument("--compare-path-check", action="store_true",
                     help="also our tick with a plan's path checked every control period only")
     args = ap.parse_args()
     res, wall, phases, stats = measure(args.ticks, args.block, not args.no_collisions, args.center, args.far,
-                                       args.compare_path_check)
+                                       args.compare_path_check, args.compare_bounds)
     what = "far targets held 3 s" if args.far else f"walk around {args.center}"
     print(f"IK tick, AlohaMini2, collisions {'off' if args.no_collisions else 'on'} ({stats['pairs']} geom pairs), "
           f"{what}, {args.ticks} ticks each, {stats['searches']} global searches")
-    print(f"{'':<10} {'cpu median ms':>14} {'cpu p99 ms':>10} {'wall median ms':>15} {'wall p99 ms':>11}")
+    print(f"{'':<15} {'cpu median ms':>14} {'cpu p99 ms':>10} {'wall median ms':>15} {'wall p99 ms':>11}")
     for name, t in res.items():
         w = wall[name]
-        print(f"{name:<10} {np.median(t):14.3f} {np.percentile(t, 99):10.3f} {np.median(w):15.3f} {np.percentile(w, 99):11.3f}")
+        print(f"{name:<15} {np.median(t):14.3f} {np.percentile(t, 99):10.3f} {np.median(w):15.3f} {np.percentile(w, 99):11.3f}")
     b = res["bare mink"]
-    for name in [n for n in ("ours", "ours 10 ms", "ours QP") if n in res]:
+    for name in [n for n in ("ours", "ours, no bounds", "ours 10 ms", "ours QP") if n in res]:
         o = res[name]
         print(f"ratio {name}/bare (cpu): median {np.median(o) / np.median(b):.2f}x, "
               f"p99 {np.percentile(o, 99) / np.percentile(b, 99):.2f}x, mean {np.mean(o) / np.mean(b):.2f}x")
+    if "ours, no bounds" in res:
+        o, u = res["ours"], res["ours, no bounds"]
+        print(f"ratio ours/ours without bounds (cpu): median {np.median(o) / np.median(u):.2f}x, "
+              f"p99 {np.percentile(o, 99) / np.percentile(u, 99):.2f}x, mean {np.mean(o) / np.mean(u):.2f}x")
     print("our tick by phase (cpu, mean per tick):")
     for name, ms in phases.items():
         print(f"  {name:<24} {ms:7.3f} ms  ({ms / np.mean(b):.2f}x of a bare mink tick)")
-    print(f"  {'total':<24} {sum(v for k, v in phases.items() if '(10 ms)' not in k):7.3f} ms; bare mink mean {np.mean(b):.3f} ms; "
+    total = sum(v for k, v in phases.items() if not k.endswith(("(10 ms)", "(no bounds)")))
+    print(f"  {'total':<24} {total:7.3f} ms; bare mink mean {np.mean(b):.3f} ms; "
           f"guard shortened {stats['guard_shortened']} steps")
 
 

@@ -31,6 +31,7 @@ import mujoco
 import numpy as np
 
 from teledora.operators.ik.collision_pairs import CollisionPairs
+from teledora.operators.ik.distance_bounds import DistanceBounds
 
 
 class ClearanceLimit(mink.Limit):
@@ -43,6 +44,8 @@ class ClearanceLimit(mink.Limit):
         minimum_distance_m: Clearance to keep.
         detection_distance_m: Pairs farther apart than this get no row.
         margin_m: The rows aim this far above ``minimum_distance_m``.
+        bounds: Distance bounds that spare measuring pairs known to be
+            outside the detection range (the same rows either way), or None.
 
     Attributes:
         active: Indices (into ``pairs.id_pairs``) of the rows of the last call.
@@ -52,7 +55,7 @@ class ClearanceLimit(mink.Limit):
     """
 
     def __init__(self, pairs: CollisionPairs, gain: float, minimum_distance_m: float, detection_distance_m: float,
-                 margin_m: float = 0.0) -> None:
+                 margin_m: float = 0.0, bounds: DistanceBounds | None = None) -> None:
         if not 0 < gain <= 1:
             raise ValueError(f"gain must be in (0, 1], got {gain}")
         if margin_m < 0:
@@ -62,6 +65,7 @@ class ClearanceLimit(mink.Limit):
         self.margin_m = float(margin_m)
         self.relaxed = False
         self.pairs = pairs
+        self.bounds = bounds
         self.model = pairs.model
         self.gain = float(gain)
         self.minimum_distance_m = float(minimum_distance_m)
@@ -90,10 +94,16 @@ class ClearanceLimit(mink.Limit):
         model, data = self.model, configuration.data
         distmax = self.detection_distance_m
         fromto, p_from, p_to, normal, jac1, jac2 = self._fromto, self._from, self._to, self._normal, self._jac1, self._jac2
-        rows, bounds, active = [], [], []
-        for k in self.pairs.near(data, distmax).tolist():
+        rows, bounds, active, measured = [], [], [], []
+        if self.bounds is None:
+            candidates, cap = self.pairs.near(data, distmax), distmax
+        else:
+            candidates, q = self.bounds.unsure(data, distmax)
+            cap = self.bounds.reach_m  # the same distance below distmax, and a bound for later calls
+        for k in candidates.tolist():
             g1, g2, b1, b2 = self._pair_bodies[k]
-            d = mujoco.mj_geomDistance(model, data, g1, g2, distmax, fromto)
+            d = mujoco.mj_geomDistance(model, data, g1, g2, cap, fromto)
+            measured.append(d)
             if d >= distmax:
                 continue
             np.subtract(p_to, p_from, out=normal)
@@ -105,6 +115,8 @@ class ClearanceLimit(mink.Limit):
             rows.append(-row if d >= 0 else row)
             bounds.append(d)
             active.append(k)
+        if self.bounds is not None:
+            self.bounds.record(candidates, np.array(measured), q)
         self.active = np.array(active, dtype=int)
         self.active_distances = np.array(bounds, dtype=float)
         if not rows:

@@ -16,6 +16,7 @@ import numpy as np
 
 from teledora.operators.ik.clearance_limit import ClearanceLimit
 from teledora.operators.ik.collision_pairs import CollisionPairs
+from teledora.operators.ik.distance_bounds import DistanceBounds
 
 
 NEAR_BAND_OF_MARGIN = 0.25
@@ -37,11 +38,15 @@ class CollisionGuard:
         levers: Per joint of the joint vector, a bound on proxy motion per rad
             (see :func:`collision_pairs.joint_levers_m`), or None to always
             measure every pair.
+        bounds: Per-pair distance bounds carried between checks, or None to
+            run the broadphase on every pair at every check (the same
+            distances either way).
     """
 
     def __init__(self, pairs: CollisionPairs, limit: ClearanceLimit, guard_distance_m: float | None,
-                 levers: np.ndarray | None) -> None:
+                 levers: np.ndarray | None, bounds: DistanceBounds | None = None) -> None:
         self.pairs = pairs
+        self.bounds = bounds
         self.limit = limit
         self.guard = guard_distance_m
         self.detection = limit.detection_distance_m
@@ -63,6 +68,11 @@ class CollisionGuard:
         d_near = self.pairs.distances_of(data, self.limit.active, self.guard + self.band)
         return float(d_near.min()) if d_near.min() >= self.guard else None
 
+    def _distances_near(self, data: mujoco.MjData, distmax: float) -> np.ndarray:
+        if self.bounds is None:
+            return self.pairs.distances_near(data, distmax)
+        return self.bounds.distances_near(data, distmax)
+
     def check(self, q_from: np.ndarray, q_to: np.ndarray,
               move: Callable[[np.ndarray], mujoco.MjData]) -> tuple[np.ndarray, float, float]:
         """Returns (q, fraction of the step kept, min distance seen, capped at
@@ -75,10 +85,10 @@ class CollisionGuard:
         if fast is not None:
             return q_to, 1.0, fast
         guard, distmax = self.guard, self.guard + self.band
-        d_to = self.pairs.distances_near(data, distmax)
+        d_to = self._distances_near(data, distmax)
         if d_to.min() >= guard:
             return q_to, 1.0, float(d_to.min())
-        d_from = self.pairs.distances_near(move(q_from), distmax)
+        d_from = self._distances_near(move(q_from), distmax)
 
         def safe(d: np.ndarray) -> bool:
             return _passes(d, d_from, guard)
@@ -89,12 +99,12 @@ class CollisionGuard:
         lo, hi = 0.0, 1.0
         for _ in range(10):
             mid = 0.5 * (lo + hi)
-            if safe(self.pairs.distances_near(move(q_from + mid * (q_to - q_from)), distmax)):
+            if safe(self._distances_near(move(q_from + mid * (q_to - q_from)), distmax)):
                 lo = mid
             else:
                 hi = mid
         q = q_from + lo * (q_to - q_from)
-        return q, lo, float(self.pairs.distances_near(move(q), distmax).min())
+        return q, lo, float(self._distances_near(move(q), distmax).min())
 
     def path_passes(self, q_from: np.ndarray, path: Sequence[np.ndarray],
                     move: Callable[[np.ndarray], mujoco.MjData]) -> tuple[bool, list[float]]:
@@ -104,6 +114,8 @@ class CollisionGuard:
         distances at ``q_from`` are measured once for the whole path."""
         if self.guard is None:
             return True, [float("nan")] * len(path)
+        if self.bounds is not None:
+            return self._path_passes_bounded(q_from, path, move)
         guard, distmax = self.guard, self.guard + self.band
         d_from: np.ndarray | None = None
         closest: list[float] = []
@@ -113,13 +125,41 @@ class CollisionGuard:
             if fast is not None:
                 closest.append(fast)
                 continue
-            d_to = self.pairs.distances_near(data, distmax)
+            d_to = self._distances_near(data, distmax)
             if d_to.min() < guard:
                 if d_from is None:
-                    d_from = self.pairs.distances_near(move(q_from), distmax)
+                    d_from = self._distances_near(move(q_from), distmax)
                 if not _passes(d_to, d_from, guard):
                     return False, closest
             closest.append(float(d_to.min()))
+        return True, closest
+
+    def _path_passes_bounded(self, q_from: np.ndarray, path: Sequence[np.ndarray],
+                             move: Callable[[np.ndarray], mujoco.MjData]) -> tuple[bool, list[float]]:
+        """:meth:`path_passes` with the distance bounds: the bounds of every
+        point are worked out at once, and a point runs kinematics and exact
+        distances only for the pairs that may be within the band there."""
+        guard, distmax = self.guard, self.guard + self.band
+        bounds = self.bounds
+        bounds.sync(move(q_from).qpos)  # the joints the path leaves where they are
+        points = np.asarray(path)
+        d_from: np.ndarray | None = None
+        closest: list[float] = []
+        for q, unsure in zip(points, bounds.unsure_along(points, distmax)):
+            if not unsure.size:
+                closest.append(distmax)
+                continue
+            d = self.pairs.distances_of(move(q), unsure, bounds.reach_m)
+            bounds.record(unsure, d, q)
+            nearest = min(float(d.min()), distmax)
+            if nearest < guard:
+                if d_from is None:
+                    d_from = bounds.distances_near(move(q_from), distmax)
+                d_to = np.full(len(d_from), distmax)
+                d_to[unsure] = np.minimum(d, distmax)
+                if not _passes(d_to, d_from, guard):
+                    return False, closest
+            closest.append(nearest)
         return True, closest
 
     def check_between(self, q_from: np.ndarray, q_a: np.ndarray, q_b: np.ndarray, inner: np.ndarray,

@@ -103,25 +103,55 @@ def pairs_moved_by(model: mujoco.MjModel, pairs: Sequence[tuple[int, int]], join
     return [(g1, g2) for g1, g2 in pairs if of(g1) ^ of(g2)]
 
 
+def _joint_id(model: mujoco.MjModel, joint: str) -> int:
+    jid = int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, joint))
+    if jid < 0:
+        raise CollisionPairError(f"joint {joint!r} is not in the model")
+    return jid
+
+
+def geom_lever_m(model: mujoco.MjModel, geom: int, jid: int) -> float | None:
+    """How far a unit move of joint ``jid`` can move any point of ``geom``, or
+    None when the joint is not above the geom. A hinge: an upper bound on the
+    point's distance from its axis (the path length through the body tree
+    plus the geom's bounding radius), so a turn by dq moves it by at most
+    lever * |dq|. A slide: 1."""
+    jbody = int(model.jnt_bodyid[jid])
+    body = int(model.geom_bodyid[geom])
+    length = float(np.linalg.norm(model.geom_pos[geom])) + float(model.geom_rbound[geom]) + float(np.linalg.norm(model.jnt_pos[jid]))
+    while body not in (jbody, 0):
+        length += float(np.linalg.norm(model.body_pos[body]))
+        body = int(model.body_parentid[body])
+    if body != jbody:
+        return None
+    return 1.0 if model.jnt_type[jid] == mujoco.mjtJoint.mjJNT_SLIDE else length
+
+
 def joint_levers_m(model: mujoco.MjModel, geoms: Sequence[int], joints: Sequence[str]) -> np.ndarray:
-    """Per joint, an upper bound on how far any point of ``geoms`` below it lies
-    from its axis (path length through the body tree plus the geom's bounding
-    radius). A step ``dq`` then moves no point of these geoms by more than
-    ``sum(lever * |dq|)``."""
+    """Per joint, the largest :func:`geom_lever_m` over ``geoms``: a step ``dq``
+    moves no point of these geoms by more than ``sum(lever * |dq|)``."""
     levers = np.zeros(len(joints))
     for j, joint in enumerate(joints):
-        jid = int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, joint))
-        if jid < 0:
-            raise CollisionPairError(f"joint {joint!r} is not in the model")
-        jbody = int(model.jnt_bodyid[jid])
+        jid = _joint_id(model, joint)
         for g in geoms:
-            length = float(np.linalg.norm(model.geom_pos[g])) + float(model.geom_rbound[g]) + float(np.linalg.norm(model.jnt_pos[jid]))
-            body = int(model.geom_bodyid[g])
-            while body not in (jbody, 0):
-                length += float(np.linalg.norm(model.body_pos[body]))
-                body = int(model.body_parentid[body])
-            if body == jbody:
-                levers[j] = max(levers[j], length)
+            lever = geom_lever_m(model, g, jid)
+            if lever is not None:
+                levers[j] = max(levers[j], lever)
+    return levers
+
+
+def pair_levers_m(model: mujoco.MjModel, id_pairs: Sequence[tuple[int, int]], joints: Sequence[str]) -> np.ndarray:
+    """Per pair and joint, how much a unit move of the joint can change the
+    pair's distance: the lever of the geom it moves, or 0 when it moves both
+    (they turn together) or neither. Shape (pairs, joints); the distance
+    at q differs from the distance at q0 by at most ``levers @ |q - q0|``."""
+    levers = np.zeros((len(id_pairs), len(joints)))
+    jids = [_joint_id(model, joint) for joint in joints]
+    for k, (g1, g2) in enumerate(id_pairs):
+        for j, jid in enumerate(jids):
+            l1, l2 = geom_lever_m(model, g1, jid), geom_lever_m(model, g2, jid)
+            if (l1 is None) != (l2 is None):
+                levers[k, j] = l1 if l1 is not None else l2
     return levers
 
 
@@ -162,6 +192,8 @@ class CollisionPairs:
         self._plane_other = np.where(plane1[plane_idx], self._g2[plane_idx], self._g1[plane_idx])
         self._plane_rother = rbound[self._plane_other]
         self._always_idx = np.flatnonzero(~bounded & ~(plane1 | plane2))
+        # the order near() lists the pairs in
+        self.scan_order = np.concatenate([self._always_idx, self._sphere_idx, self._plane_idx])
         self._ones3 = np.ones(3)
 
     @classmethod

@@ -44,6 +44,7 @@ from teledora.operators.errors import TeledoraError
 from teledora.operators.ik.clearance_limit import ClearanceLimit
 from teledora.operators.ik.collision_guard import CollisionGuard
 from teledora.operators.ik.collision_pairs import CollisionPairs, joint_levers_m
+from teledora.operators.ik.distance_bounds import DistanceBounds
 from teledora.operators.ik.global_search import GlobalFallback
 from teledora.operators.ik.ik_settings import IkConfigError, IkSettings
 from teledora.operators.ik.ik_tasks import MeritFrameTask, MeritPostureTask, pose_to_se3
@@ -132,10 +133,12 @@ class BimanualIk:
         self.collision_pairs: CollisionPairs | None = None
         if c.enabled:
             self.collision_pairs = CollisionPairs.from_model(model, self.arm_joint_names)
+            # one set of distance bounds for the QP's rows and the guard: a pair either measured stays known to both
+            bounds = DistanceBounds(self.collision_pairs, self.arm_joint_names)
             self.collision_limit = ClearanceLimit(self.collision_pairs, c.gain, c.minimum_distance_m,
-                                                  c.detection_distance_m, c.barrier_margin_m)
+                                                  c.detection_distance_m, c.barrier_margin_m, bounds)
             levers = joint_levers_m(model, self.collision_pairs.geoms, self.arm_joint_names)
-            self.guard = CollisionGuard(self.collision_pairs, self.collision_limit, c.guard_distance_m, levers)
+            self.guard = CollisionGuard(self.collision_pairs, self.collision_limit, c.guard_distance_m, levers, bounds)
             self.limits.append(self.collision_limit)
         self._freezers: dict[tuple[bool, bool], mink.DofFreezingTask] = {}
 
