@@ -5,6 +5,7 @@ gives the same verdict on a plan's path with and without them."""
 
 from __future__ import annotations
 
+import mink
 import mujoco
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 
 from teledora import models
 from teledora.models.config_files import load_ik_config
+from teledora.operators.ik.clearance_limit import ClearanceLimit
 from teledora.operators.ik.collision_guard import CollisionGuard
 from teledora.operators.ik.collision_pairs import moving_dofs, pair_levers_m
 from teledora.operators.ik.distance_bounds import DistanceBounds
@@ -145,3 +147,27 @@ def test_the_guard_gives_the_same_verdict_on_a_path_with_and_without_bounds(solv
         return _place(solver, q, lift)[1]
 
     assert bounded.path_passes(q_from, path, move) == plain.path_passes(q_from, path, move)
+
+
+@settings(max_examples=20, deadline=None)
+@given(q0=arm_q, steps=st.lists(step, min_size=2, max_size=6), lift=st.floats(0.0, 1.0))
+def test_the_clearance_rows_are_the_same_with_and_without_bounds(solver, q0, steps, lift):
+    """Along a walk, the QP's clearance rows (pairs, matrix and bounds) built
+    with the distance bounds are bit for bit those built measuring every pair
+    the broadphase keeps."""
+    c = SETTINGS.collision
+    pairs = solver.collision_pairs
+    bounded = ClearanceLimit(pairs, c.gain, c.minimum_distance_m, c.detection_distance_m, c.barrier_margin_m,
+                             DistanceBounds(pairs, ARM_JOINTS))
+    plain = ClearanceLimit(pairs, c.gain, c.minimum_distance_m, c.detection_distance_m, c.barrier_margin_m)
+    configuration = mink.Configuration(MODEL)
+    q = np.asarray(q0, dtype=float)
+    for s in steps:
+        q, data = _place(solver, q + 0.1 * np.asarray(s), lift)
+        configuration.update(data.qpos.copy())
+        a = bounded.compute_qp_inequalities(configuration, 0.01)
+        b = plain.compute_qp_inequalities(configuration, 0.01)
+        assert np.array_equal(bounded.active, plain.active)
+        assert (a.G is None) == (b.G is None)
+        if a.G is not None:
+            assert np.array_equal(a.G, b.G) and np.array_equal(a.h, b.h)
