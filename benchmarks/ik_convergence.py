@@ -18,6 +18,7 @@ machine inflates it less than wall time).
 
     python benchmarks/ik_convergence.py [--targets 200] [--max-s 6] [--starts home random] [--no-fallback] [--explain]
                                         [--search-iterations N] [--route-checks N] [--search-seed N]
+                                        [--region-samples N]
 
 ``--explain`` lists, for every trial that did not converge, each arm that
 missed: its final error, what the global fallback was doing (in goal mode
@@ -41,6 +42,17 @@ stream show how far a difference between two settings is chance.
 
     python benchmarks/ik_convergence.py --explain --connectivity 20000
 
+``--region-samples N`` first builds, per arm, a roadmap of N clear samples of
+its free joint space (``operators/ik/free_space_roadmap.py``; its own links,
+mount, carriage and column kept the IK's minimum distance apart) and draws
+targets and random starts only where every arm's joints lie in the region
+that holds home: the postures the arm can reach from home at all without
+passing through the robot. It prints the regions' sizes and the share of
+uniform draws kept. Same region is proven (the roadmap holds a checked route);
+another region is what this many samples found, not a proof.
+
+    python benchmarks/ik_convergence.py --region-samples 6000
+
 With both ``--census`` and ``--connectivity`` it also prints the convergence
 over the trials left when those are set aside where some missing arm has no
 route found to any configuration that reaches its target (the sampled one
@@ -63,6 +75,7 @@ from ik_node_driver import NodeDriver, arm_targets, ik_config, make_loop, restar
 
 from teledora.operators.geometry import quat_angle  # noqa: E402
 from teledora.operators.ik.collision_pairs import CollisionPairs  # noqa: E402
+from teledora.operators.ik.free_space_roadmap import FreeSpaceRoadmap  # noqa: E402
 from teledora.operators.ik.global_search import _pose_error, own_pair_indices  # noqa: E402
 from teledora.operators.ik.ik_loop import IkLoop  # noqa: E402
 from teledora.operators.ik.route_planner import RoutePlanner  # noqa: E402
@@ -87,18 +100,68 @@ def random_configuration(loop: IkLoop, rng: np.random.Generator, clearance: floa
             return q
 
 
-def make_trials(loop: IkLoop, n: int, seed: int, clearance: float) -> list[dict]:
+def arm_roadmaps(loop: IkLoop, samples: int, seed: int = 0) -> dict[str, FreeSpaceRoadmap]:
+    """Per arm, a roadmap of its free joint space (its own links, mount,
+    carriage and column clear by the IK's minimum distance; the pairs neither
+    the other arm nor the lift moves, so one roadmap holds at every lift
+    height and whatever the other arm does), home among its nodes."""
+    ik, fb = loop.ik, loop.ik.fallback
+    clearance = float(ik_config()["collision"]["minimum_distance_m"])
+    home = np.array([loop.profile.home_q()[n] for n in ik.arm_joint_names])
+    ik.reset(home)
+    data = mujoco.MjData(ik.model)
+    data.qpos[:] = ik.configuration.q
+    out = {}
+    for side in SIDES:
+        pairs = CollisionPairs(ik.model, [ik.collision_pairs.id_pairs[k] for k in own_pair_indices(ik, side)])
+        adr = ik._qadr[fb.index[side]]
+
+        def clear(q: np.ndarray, pairs=pairs, adr=adr) -> bool:
+            data.qpos[adr] = q
+            mujoco.mj_kinematics(ik.model, data)
+            return pairs.min_distance(data, clearance + 1e-3) >= clearance
+
+        idx = fb.index[side]
+        out[side] = FreeSpaceRoadmap(fb.lower[idx], fb.upper[idx], clear, np.random.default_rng([seed, len(out)]),
+                                     samples=samples, anchors=[home[idx]])
+    return out
+
+
+def in_home_region(loop: IkLoop, roadmaps: dict[str, FreeSpaceRoadmap], q: np.ndarray) -> bool:
+    """Whether each arm's joints of ``q`` lie in the region of the arm's roadmap that holds home."""
+    fb = loop.ik.fallback
+    return all(rm.region(q[fb.index[s]]) == rm.node_regions()[0] for s, rm in roadmaps.items())
+
+
+def make_trials(loop: IkLoop, n: int, seed: int, clearance: float,
+                roadmaps: dict[str, FreeSpaceRoadmap] | None = None) -> list[dict]:
+    """``n`` trials (target and random start at one lift height). With
+    ``roadmaps``, targets and starts are redrawn until every arm's joints lie
+    in home's region of free space (the postures reachable from home without
+    passing through the robot; ``counts`` of the first trial says how many
+    draws were set aside)."""
     rng = np.random.default_rng(seed)
     travel = loop.profile.lift.travel_mm / 1000.0
     ik = loop.ik
     trials = []
+    drawn = 0
     for _ in range(n):
         lift = float(rng.uniform(0.0, travel))
-        q_target = random_configuration(loop, rng, clearance, lift)
+        while True:
+            q_target = random_configuration(loop, rng, clearance, lift)
+            drawn += 1
+            if roadmaps is None or in_home_region(loop, roadmaps, q_target):
+                break
         ik.reset(q_target, lift_joint=loop.profile.lift_height_to_joint(lift))
         goal = {s: ik.grip_pose(s) for s in SIDES}
-        q_start = random_configuration(loop, rng, clearance, lift)
+        while True:
+            q_start = random_configuration(loop, rng, clearance, lift)
+            drawn += 1
+            if roadmaps is None or in_home_region(loop, roadmaps, q_start):
+                break
         trials.append({"lift": lift, "goal": goal, "q_start": q_start, "q_target": q_target})
+    if trials:
+        trials[0]["counts"] = {"drawn": drawn, "kept": 2 * n}
     return trials
 
 
@@ -268,7 +331,7 @@ def run(n: int, max_s: float, starts: list[str], seed: int = 0, fallback: bool =
         library_size: int | None = None,
         progress: bool = False, census: int = 0, search_iterations: int | None = None,
         route_checks: int | None = None, connectivity: int = 0,
-        search_seed: int | None = None) -> dict[str, list[dict]]:
+        search_seed: int | None = None, region_samples: int = 0) -> dict[str, list[dict]]:
     data = ik_config(global_search__enabled=fallback)
     if route_checks is not None:
         data["global_search"]["route_search_checks"] = route_checks
@@ -279,7 +342,20 @@ def run(n: int, max_s: float, starts: list[str], seed: int = 0, fallback: bool =
     if search_iterations is not None:
         data["global_search"]["iterations_per_tick"] = search_iterations
     loop = make_loop(data)
-    trials = make_trials(loop, n, seed, clearance)
+    roadmaps = None
+    if region_samples:
+        t0 = time.perf_counter()
+        roadmaps = arm_roadmaps(loop, region_samples)
+        for side, rm in roadmaps.items():
+            sizes = list(rm.region_sizes().values())
+            print(f"{side} arm free space: {len(sizes)} regions in a roadmap of {len(rm.nodes)} clear samples, "
+                  f"largest {sizes[:5]}, home's {rm.region_sizes()[rm.node_regions()[0]]} "
+                  f"({rm.checks} checks, {time.perf_counter() - t0:.0f} s)", flush=True)
+    trials = make_trials(loop, n, seed, clearance, roadmaps)
+    if roadmaps is not None and trials:
+        c = trials[0]["counts"]
+        print(f"configurations drawn {c['drawn']}, kept {c['kept']} (each arm's in home's region); "
+              f"{100 * c['kept'] / c['drawn']:.1f} % of the uniform draws", flush=True)
     out: dict[str, list[dict]] = {}
     for start in starts:
         results = []
@@ -311,6 +387,9 @@ def main() -> None:
     ap.add_argument("--search-seed", type=int, default=None,
                     help="global_search.rng_seed: the search's random stream (default: the shipped ik.yaml's); "
                          "runs with other streams show how much of a difference is chance")
+    ap.add_argument("--region-samples", type=int, default=0, metavar="N",
+                    help="draw targets and random starts only in home's region of each arm's free space, as an "
+                         "N-sample roadmap finds it (0: the whole joint box)")
     ap.add_argument("--progress", action="store_true")
     ap.add_argument("--explain", action="store_true",
                     help="per trial not converged: each missing arm's error, fallback state and the pairs holding it")
@@ -328,10 +407,13 @@ def main() -> None:
         ap.error("--connectivity needs --explain and the global fallback")
     res = run(args.targets, args.max_s, args.starts, args.seed, not args.no_fallback, args.target_clearance,
               args.library_size, args.progress, args.census, args.search_iterations,
-              args.route_checks, args.connectivity, args.search_seed)
+              args.route_checks, args.connectivity, args.search_seed, args.region_samples)
     cap = ik_config()["solver"]["arm_max_speed_rad_s"]
+    region = f", every arm's joints in home's region of its free space ({args.region_samples}-sample roadmap)" \
+        if args.region_samples else ""
     print(f"{args.targets} uniformly sampled reachable targets (proxies >= {args.target_clearance * 1000:.0f} mm apart, "
-          f"grips inside the workspace), {args.max_s:.0f} s each, global fallback {'off' if args.no_fallback else 'on'}")
+          f"grips inside the workspace{region}), {args.max_s:.0f} s each, "
+          f"global fallback {'off' if args.no_fallback else 'on'}")
     for start, results in res.items():
         t = np.array([r["t"] for r in results if r["t"] is not None])
         ok = len(t)
