@@ -14,8 +14,8 @@ image metadata; ``capture_ns`` is the render time), ``calibration``
 
 Each camera renders at its renderer.yaml ``rate_hz``; nothing is published
 until every joint group has had a valid state (as in the renderer). Renders
-are best effort: the process lowers its own CPU priority (``nice`` +10, or
-``CAMERAS_NICE``) so that on a busy machine the control nodes keep the CPU
+are best effort: the process lowers its own CPU priority, on every thread
+(``nice`` +10, or ``CAMERAS_NICE``), so that on a busy machine the control nodes keep the CPU
 and the cameras fall behind their rate instead (late frames are skipped).
 
 Args: ``--config`` renderer YAML, ``--cameras-config`` cameras YAML,
@@ -40,6 +40,7 @@ from teledora.devices.rendering.robot_renderer import LATEST_ONLY, RobotRenderer
 from teledora.models.config_files import load_cameras_config, load_renderer_config
 from teledora.operators.cameras.camera_config import CalibrationClock, calibration_message
 from teledora.operators.rendering.renderer_options import chosen_cameras
+from teledora.runtime.cpu_priority import lower_priority
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 
 SOURCE = "sim"
@@ -63,10 +64,12 @@ def main(argv: Sequence[str] | None = None, node: Any = None, *, clock: Callable
     args = parse_args(argv)
     node = make_node(node)  # connect before anything can fail (dora 1.1.0 aborts the start otherwise)
     io = NodeIO(node, node_id("cameras"), clock=clock)
+    raw_nice = os.environ.get("CAMERAS_NICE", str(NICE))
     try:
-        os.nice(int(os.environ.get("CAMERAS_NICE", NICE)))  # software rendering yields to the control loop
-    except (OSError, ValueError):
-        pass
+        # software rendering yields to the control loop; dora's threads (started by make_node) too
+        lower_priority(int(raw_nice))
+    except ValueError:
+        io.log("warn", f"CAMERAS_NICE={raw_nice!r} is not a whole number of steps >= 0: priority left as it is")
     owns_rig = rig is None
     try:
         config = load_renderer_config(args.config)

@@ -122,3 +122,38 @@ def test_with_the_ground_truth_as_pose_source_it_alone_poses_the_robot(config_pa
         assert node.diagnostics()["rejected"] == 0
         chest.append(images[-1])
     assert np.mean(chest[0] != chest[1]) > 0.05
+
+
+@pytest.mark.parametrize("setting, steps, warned", [(None, cameras_sim.NICE, False), ("3", 3, False),
+                                                    ("-2", None, True), ("ten", None, True)])
+def test_the_priority_is_lowered_on_every_thread_and_a_bad_setting_is_reported(
+        config_path: str, monkeypatch, setting, steps, warned) -> None:
+    if setting is None:
+        monkeypatch.delenv("CAMERAS_NICE", raising=False)
+    else:
+        monkeypatch.setenv("CAMERAS_NICE", setting)
+    asked = []
+
+    def record(n: int) -> int:  # the real one would lower this test process for good
+        if n < 0:
+            raise ValueError(n)
+        asked.append(n)
+        return n
+
+    monkeypatch.setattr(cameras_sim, "lower_priority", record)
+    rig = shared_rig(config_path, ("chest",))
+
+    class LoggingNode(PacedNode):
+        logs: list[tuple[str, str]] = []
+
+        def log(self, level, message):
+            self.logs.append((level, message))
+
+    node = LoggingNode([event("ground_truth", ground_truth()), event(*TICK)])
+    clock = itertools.count(start=10**9, step=20_000_000)
+    cameras_sim.main(["--config", config_path, "--cameras", "chest", "--pose-source", "ground_truth"], node=node,
+                     clock=lambda: next(clock), rig=rig)
+    assert asked == ([] if steps is None else [steps])
+    warnings = [m for level, m in node.logs if level == "warn" and "CAMERAS_NICE" in m]
+    assert len(warnings) == (1 if warned else 0), node.logs
+    assert node.images("chest")  # it renders either way
