@@ -314,7 +314,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
             for gap in gaps.observe(result.topic, event_ns, counter if isinstance(counter, int) else None):
                 # a stall may just be a busy machine; a counter jump is a lost message
                 level = "info" if gap.kind == "stall" else "warn"
-                io.log(level, f"gap on {gap.topic}: {gap.kind}, {gap.duration_s:.3f} s, ~{gap.missing} missing")
+                missing = f"{gap.missing} missing (by its counter)" if gap.exact else f"~{gap.missing} missing"
+                io.log(level, f"gap on {gap.topic}: {gap.kind}, {gap.duration_s:.3f} s, {missing}")
             # the flush is due by the clock, not by batch: a long drained batch
             # must not keep received rows in memory past the flush interval
             if writer.flush_due(recv_ns):

@@ -37,7 +37,10 @@ class Gap:
             (time or counter went back).
         start_ns: Time of the message before the gap.
         end_ns: Time of the message after the gap.
-        missing: Messages known (counter) or estimated (stall) to be absent.
+        missing: Messages known to be absent (from the producer's counter,
+            when it has one), else estimated (a stall: its length over the
+            topic's median period).
+        exact: ``missing`` comes from the counter, not from an estimate.
     """
 
     topic: str
@@ -45,6 +48,7 @@ class Gap:
     start_ns: int
     end_ns: int
     missing: int
+    exact: bool = True
 
     @property
     def duration_s(self) -> float:
@@ -98,6 +102,10 @@ class GapDetector:
         """Feeds one message; returns the gaps it reveals (also kept in ``gaps``)."""
         state = self._topics.setdefault(topic, _TopicState())
         found: list[Gap] = []
+        # the producer's counter says exactly how many messages a silence lost;
+        # the estimate from the median period does not hold for a producer that
+        # sends in bursts (its median interval is the burst's spacing)
+        counted = None if counter is None or state.last_counter is None else max(int(counter) - state.last_counter - 1, 0)
         if state.last_ns is not None:
             dt = int(t_ns) - state.last_ns
             if dt < 0:
@@ -105,7 +113,11 @@ class GapDetector:
             else:
                 period = self.typical_period_ns(topic)
                 if period is not None and period > 0 and dt > max(self.stall_factor * period, self.min_stall_ns):
-                    found.append(Gap(topic, "stall", state.last_ns, int(t_ns), max(int(round(dt / period)) - 1, 1)))
+                    if counted is not None:
+                        found.append(Gap(topic, "stall", state.last_ns, int(t_ns), counted))
+                    else:
+                        found.append(Gap(topic, "stall", state.last_ns, int(t_ns), max(int(round(dt / period)) - 1, 1),
+                                         exact=False))
                 else:
                     state.intervals.append(dt)
                     state.added_since_median += 1

@@ -157,7 +157,8 @@ def summarize(reader: RunReader) -> dict[str, Any]:
         "manifest_mismatches": mismatches,
         "topics": topics,
         "gaps": [
-            {"topic": g.topic, "kind": g.kind, "start_ns": g.start_ns, "duration_s": g.duration_s, "missing": g.missing}
+            {"topic": g.topic, "kind": g.kind, "start_ns": g.start_ns, "duration_s": g.duration_s, "missing": g.missing,
+             "missing_exact": g.exact}
             for g in detector.gaps
         ],
     }
@@ -269,7 +270,8 @@ def format_summary(s: dict[str, Any]) -> str:
         lines.append("gaps:")
         for g in s["gaps"][:MAX_GAPS_LISTED]:
             at = (g["start_ns"] - s["start_ns"]) / 1e9 if s["start_ns"] else 0.0
-            lines.append(f"  {g['topic']}: {g['kind']} at +{at:.3f} s, {g['duration_s']:.3f} s, ~{g['missing']} missing")
+            missing = f"{g['missing']} missing (by its counter)" if g.get("missing_exact", True) else f"~{g['missing']} missing"
+            lines.append(f"  {g['topic']}: {g['kind']} at +{at:.3f} s, {g['duration_s']:.3f} s, {missing}")
         if len(s["gaps"]) > MAX_GAPS_LISTED:
             lines.append(f"  ... {len(s['gaps']) - MAX_GAPS_LISTED} more")
     return "\n".join(lines)

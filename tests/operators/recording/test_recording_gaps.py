@@ -19,7 +19,7 @@ def test_stall_is_found_with_estimated_missing_count():
     gaps = find_gaps("cam", times)
     assert len(gaps) == 1
     gap = gaps[0]
-    assert gap.kind == "stall" and gap.missing == 9
+    assert gap.kind == "stall" and gap.missing == 9 and not gap.exact
     assert gap.duration_s == pytest.approx(0.33)
 
 
@@ -51,3 +51,27 @@ def test_bad_settings_are_refused():
         GapDetector(warmup=0)
     with pytest.raises(GapConfigError):
         find_gaps("t", [1, 2], counters=[1])
+
+
+def test_a_stall_of_a_counted_topic_says_exactly_what_it_lost():
+    """A producer that sends in bursts (the sim mocap: 2-3 poses per ground
+    truth sample, a few µs apart) has a median interval far below its period,
+    so an estimate from it would be thousands of messages for a 0.3 s
+    silence; the counter says none (late, not lost) or exactly how many."""
+    times, counters, t = [], [], 0
+    for burst in range(20):
+        for k in range(3):
+            times.append(t + k * 10_000)  # 10 µs apart within a burst
+            counters.append(len(counters))
+        t += 25 * MS
+    times.append(times[-1] + 300 * MS)
+    counters.append(counters[-1] + 1)
+    times.append(times[-1] + 300 * MS)
+    counters.append(counters[-1] + 5)
+    gaps = find_gaps("mocap", times, counters)
+    stalls = [g for g in gaps if g.kind == "stall"]
+    assert [(g.missing, g.exact) for g in stalls] == [(0, True), (4, True)]
+    assert [(g.kind, g.missing) for g in gaps if g.kind != "stall"] == [("counter", 4)]
+    # without counters the same silence is estimated from the (burst) median
+    (estimated, _) = [g for g in find_gaps("mocap", times) if g.kind == "stall"]
+    assert not estimated.exact and estimated.missing > 1000
