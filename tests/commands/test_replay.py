@@ -110,7 +110,10 @@ def test_run_without_dataflow_is_reported(tmp_path, capsys):
     assert "no dataflow in its manifest" in capsys.readouterr().err
 
 
-FAKE_DORA = "import time; print('replay xr done: 3 messages', flush=True); time.sleep(60)"
+# dora installs its own Ctrl-C handler; so does the fake, since a shell that
+# starts the suite in the background hands its children SIGINT ignored
+FAKE_DORA = ("import signal, time; signal.signal(signal.SIGINT, signal.default_int_handler); "
+             "print('replay xr done: 3 messages', flush=True); time.sleep(60)")
 
 
 def test_dataflow_is_stopped_once_the_replay_is_recorded(tmp_path, capsys):
