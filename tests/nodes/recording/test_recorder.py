@@ -283,3 +283,48 @@ def test_the_real_priority_change_in_a_child_process():
         assert after == before and "cannot raise" in why
     else:
         assert int(after) == int(before) - 3
+
+
+@pytest.mark.parametrize("pause", [0.02, 0.0])
+def test_after_a_short_batch_it_waits_for_more_and_never_after_a_full_one(tmp_path, monkeypatch, pause):
+    class CountingNode(MockNode):
+        def __init__(self, events):
+            super().__init__(events)
+            self.taken = 0
+
+        def next(self, timeout=None):
+            event = super().next(timeout)
+            self.taken += event is not None
+            return event
+
+        def try_recv(self):
+            event = super().try_recv()
+            self.taken += event is not None
+            return event
+
+    n = 2 * recorder.MAX_EVENTS_PER_TURN + 30
+    node = CountingNode([ev("lift__state", lift(i)) for i in range(n)])
+    pauses = []
+    real_sleep = recorder.time.sleep
+
+    def sleep(seconds):  # time.sleep is shared: only the recorder's own calls count
+        if sys._getframe(1).f_globals.get("__name__") == recorder.__name__:
+            pauses.append((seconds, node.taken))
+        real_sleep(0 if sys._getframe(1).f_globals.get("__name__") == recorder.__name__ else seconds)
+
+    monkeypatch.setattr(recorder.time, "sleep", sleep)
+    run = recorder.main(["--run-dir", str(tmp_path / "r"), "--batch-pause-s", str(pause)], node=node, clock=StepClock())
+    if pause:
+        # two full slices go straight on; the short one after them waits
+        assert pauses and {s for s, _ in pauses} == {pause}
+        assert all(taken >= n for _, taken in pauses)
+    else:
+        assert pauses == []
+    table = RunReader(run).read_topic("lift__state").table
+    assert table.column("seq").to_pylist() == list(range(n))
+
+
+@pytest.mark.parametrize("bad", ["-0.01", "0.5"])
+def test_a_pause_that_would_hold_back_the_heartbeat_is_refused(tmp_path, bad):
+    with pytest.raises(SystemExit):
+        recorder.parse_args(["--run-dir", str(tmp_path / "r"), "--batch-pause-s", bad])
