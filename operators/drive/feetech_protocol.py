@@ -181,13 +181,10 @@ def decode_packet(buffer: bytes) -> tuple[Packet | None, int]:
             reported in the message; the caller drops ``len`` of it and resyncs).
         FeetechProtocolError: a frame with an impossible length field.
     """
-    start = buffer.find(HEADER)
+    start = header_index(buffer)
     if start < 0:
         # keep a trailing 0xFF, it may be the first header byte
         return None, len(buffer) - (1 if buffer.endswith(b"\xff") else 0)
-    # a third 0xFF is not an id: step over repeated header bytes
-    while start + 2 < len(buffer) and buffer[start + 2] == 0xFF:
-        start += 1
     if len(buffer) < start + 4:
         return None, start
     servo_id, length = buffer[start + 2], buffer[start + 3]
@@ -203,6 +200,19 @@ def decode_packet(buffer: bytes) -> tuple[Packet | None, int]:
             f"(frame {buffer[start:end].hex(' ')})"
         )
     return Packet(servo_id, buffer[start + 4], bytes(buffer[start + 5 : end - 1])), end
+
+
+def header_index(buffer: bytes | bytearray) -> int:
+    """Where the first frame's header starts (-1: none yet). A third 0xFF is
+    not an id (0xFF is no servo's), so a run of 0xFF bytes ends at the
+    header whose next byte is the id: ``buffer[i + 2]`` is the id and
+    ``buffer[i + 3]`` the length of the frame found."""
+    start = buffer.find(HEADER)
+    if start < 0:
+        return -1
+    while start + 2 < len(buffer) and buffer[start + 2] == 0xFF:
+        start += 1
+    return start
 
 
 def frame_length(buffer: bytes) -> int | None:

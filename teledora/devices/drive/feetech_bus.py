@@ -160,7 +160,7 @@ class FeetechBus:
                 except fp.FeetechChecksumError:
                     self.stats.checksum_errors += 1
                     corrupt = True
-                    start = max(0, self._rx.find(fp.HEADER))
+                    start = max(0, fp.header_index(self._rx))  # past repeated 0xFF: where its id and length are
                     if len(self._rx) > start + 2 and self._rx[start + 2] in expected:
                         heard.add(self._rx[start + 2])  # its reply is in, though unreadable
                     del self._rx[: start + (fp.frame_length(bytes(self._rx[start:])) or 2)]

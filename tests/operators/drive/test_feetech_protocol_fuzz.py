@@ -77,3 +77,15 @@ def test_repeated_header_bytes_before_a_frame_are_stepped_over(servo_id, code, p
     idling high, a header repeated) ends where the frame's own header does."""
     frame = fp.encode_packet(servo_id, code, payload)
     assert fp.decode_packet(b"\xff" * extra + frame) == (fp.Packet(servo_id, code, payload), extra + len(frame))
+
+
+@given(noise_without_header, st.integers(0, 6), ids.filter(lambda i: i != 0xFF), codes, params)
+def test_the_header_index_points_at_the_id_and_length_of_the_frame_decoded(noise, extra, servo_id, code, payload):
+    """The bus drops a frame with a bad checksum by the length at its header:
+    the header must be the one the decoder read the frame from, not the first
+    0xFF of a run before it."""
+    frame = fp.encode_packet(servo_id, code, payload)
+    stream = noise + b"\xff" * extra + frame
+    i = fp.header_index(stream)
+    assert stream[i + 2] == servo_id and fp.frame_length(stream[i:]) == len(frame)
+    assert fp.decode_packet(stream) == (fp.Packet(servo_id, code, payload), len(stream))
