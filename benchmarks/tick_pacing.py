@@ -12,8 +12,9 @@ struct at ``--rate-hz``; node ``timer`` takes it and a ``--period-ms`` timer
 input, node ``deadline`` takes it alone and keeps a ``--period-ms`` deadline
 with ``next(timeout)``. Both count their steps and messages and do nothing
 else. Per round (``--rounds``, a fresh dataflow each) it samples both
-processes' CPU over ``--seconds`` after a warm-up and prints cores and steps
-a second for each, then the medians and the ratio deadline / timer.
+processes' CPU over ``--seconds`` after a warm-up and prints cores, steps
+a second and PSS at the end of the window for each, then the medians and the
+ratio deadline / timer.
 
     python benchmarks/tick_pacing.py [--seconds 20] [--rounds 3] [--rate-hz 90] [--period-ms 10]
 """
@@ -33,7 +34,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from stack_cpu import CLK_TCK, _descendants  # noqa: E402
+from stack_cpu import CLK_TCK, _descendants, _pss_kb  # noqa: E402
 
 VARIANTS = ("timer", "deadline")
 
@@ -146,6 +147,7 @@ def measure(flow: Path, seconds: float, warmup_s: float = 6.0) -> dict[str, dict
     first = {v: (time.monotonic(), _cpu_s(p)) for v, p in pids.items()}
     time.sleep(seconds)
     last = {v: (time.monotonic(), _cpu_s(p)) for v, p in pids.items()}
+    pss_mb = {v: _pss_kb(p) / 1024 for v, p in pids.items()}
     proc.wait()
     wall = time.monotonic() - t_start
     out = {}
@@ -158,7 +160,7 @@ def measure(flow: Path, seconds: float, warmup_s: float = 6.0) -> dict[str, dict
         counts = json.loads(counts_path.read_text())
         (t0, c0), (t1, c1) = first[variant], last[variant]
         out[variant] = {"cores": (c1 - c0) / (t1 - t0), "steps_hz": counts["steps"] / wall,
-                        "messages_hz": counts["messages"] / wall}
+                        "messages_hz": counts["messages"] / wall, "pss_mb": pss_mb[variant]}
     return out
 
 
@@ -180,16 +182,18 @@ def main(argv: list[str] | None = None) -> int:
             for variant in VARIANTS:
                 rows[variant].append(res[variant])
             print(f"round {r + 1}/{args.rounds}: " + ", ".join(
-                f"{v} {res[v]['cores']:.4f} cores, {res[v]['steps_hz']:.1f} steps/s, {res[v]['messages_hz']:.1f} msg/s"
+                f"{v} {res[v]['cores']:.4f} cores, {res[v]['steps_hz']:.1f} steps/s, {res[v]['messages_hz']:.1f} msg/s, "
+                f"{res[v]['pss_mb']:.0f} MB PSS"
                 for v in VARIANTS), flush=True)
     load1 = os.getloadavg()
     print(f"\n{args.rate_hz:.0f} Hz of messages, a step every {args.period_ms} ms, median over {args.rounds} rounds "
           f"({os.cpu_count()} CPUs, load average {load0[0]:.2f} at the start, {load1[0]:.2f} at the end)")
-    print(f"{'paced by':<10} {'cores':>7} {'steps/s':>8} {'msg/s':>7}")
-    med = {v: {k: statistics.median(x[k] for x in rows[v]) for k in ("cores", "steps_hz", "messages_hz")} for v in VARIANTS}
+    print(f"{'paced by':<10} {'cores':>7} {'steps/s':>8} {'msg/s':>7} {'PSS MB':>7}")
+    keys = ("cores", "steps_hz", "messages_hz", "pss_mb")
+    med = {v: {k: statistics.median(x[k] for x in rows[v]) for k in keys} for v in VARIANTS}
     for variant in VARIANTS:
         m = med[variant]
-        print(f"{variant:<10} {m['cores']:7.4f} {m['steps_hz']:8.1f} {m['messages_hz']:7.1f}")
+        print(f"{variant:<10} {m['cores']:7.4f} {m['steps_hz']:8.1f} {m['messages_hz']:7.1f} {m['pss_mb']:7.0f}")
     ratios = [d["cores"] / t["cores"] for d, t in zip(rows["deadline"], rows["timer"]) if t["cores"] > 0]
     if ratios:
         print(f"deadline / timer, cores: median {statistics.median(ratios):.2f} "
