@@ -110,7 +110,9 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                     backend.write(nn.build_echo_request(clock()))
                 if (stream.body_id is None or stream.models_changed) and model.due(now):
                     backend.write(nn.build_packet(nn.MessageId.REQUEST_MODEL_DEF))
-            batch = io.next_batch(timeout_s=0)
+            # only STOP matters here: poll takes what is queued without the timer
+            # a zero-timeout next arms in dora (CPU and ~50 MB, docs/architecture.md)
+            batch = io.poll()
             stopping = batch is None or any(event.get("type") == "STOP" for event in batch)
             status = stream.status()
             if stream.clock is not None and stream.clock.has_estimate:

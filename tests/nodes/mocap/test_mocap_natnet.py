@@ -45,6 +45,11 @@ class UntilMarkNode(MockNode):
             return {"type": "STOP", "id": "test"}
         return TIMEOUT
 
+    def drain(self):
+        """What the node polls between socket reads: STOP once due, else nothing queued."""
+        event = self.next()
+        return [] if event is TIMEOUT else [event]
+
 
 def write_config(tmp_path: Path, port: int, natnet: dict | None = None, **body) -> Path:
     cfg = models.load_yaml("alohamini2/mocap.yaml")
@@ -222,6 +227,10 @@ def test_waits_for_motive_without_crashing(tmp_path):
                 pass
             self.stopped = connects.count(nn.MessageId.CONNECT) >= 2
             return {"type": "STOP", "id": "t"} if self.stopped else TIMEOUT
+
+        def drain(self):
+            event = self.next()
+            return [] if event is TIMEOUT or event is None else [event]
 
     mocap_natnet.main(["--config", str(write_config(tmp_path, port))], node=StopAfterRetries())
     s.close()
