@@ -34,7 +34,8 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from stack_cpu import CLK_TCK, _descendants, _pss_kb  # noqa: E402
+from dora_delivery import _env  # noqa: E402
+from stack_cpu import _cpu_s, _descendants, _pss_kb  # noqa: E402
 
 VARIANTS = ("timer", "deadline")
 
@@ -103,12 +104,6 @@ def write_flow(tmp: Path, rate_hz: float, period_ms: int) -> Path:
     return path
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    return env
-
-
 def _variant_of(pid: int) -> str | None:
     try:
         cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
@@ -118,15 +113,6 @@ def _variant_of(pid: int) -> str | None:
         if f"{variant}.py" in cmd:
             return variant
     return None
-
-
-def _cpu_s(pid: int) -> float | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rindex(")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
 def measure(flow: Path, seconds: float, warmup_s: float = 6.0) -> dict[str, dict]:
