@@ -34,22 +34,10 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dora_delivery import _env  # noqa: E402
+from dora_delivery import SOURCE, _env  # noqa: E402  (the same 90 Hz struct source)
 from stack_cpu import _cpu_s, _descendants, _pss_kb  # noqa: E402
 
 VARIANTS = ("timer", "deadline")
-
-SOURCE = """
-import pyarrow as pa
-from dora import Node
-node = Node()
-struct = pa.struct([(f"f{i}", pa.float64()) for i in range(20)])
-n = 0
-for event in node:
-    if event["type"] == "INPUT":
-        n += 1
-        node.send_output("out", pa.array([{f"f{i}": float(n + i) for i in range(20)}], type=struct))
-"""
 
 # both write {"steps": .., "messages": ..} to the path in argv[1] at the end
 TIMER = """
