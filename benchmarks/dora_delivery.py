@@ -34,6 +34,8 @@ from pathlib import Path
 
 import yaml
 
+from teledora.runtime.library_backtraces import without_library_backtraces
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from stack_cpu import CLK_TCK, _descendants, _pss_kb  # noqa: E402
 
@@ -111,7 +113,7 @@ def write_flows(tmp: Path, rate_hz: float) -> dict[str, Path]:
 
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ)
+    env = without_library_backtraces(dict(os.environ))  # as teledora starts dora
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     return env
 

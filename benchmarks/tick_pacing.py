@@ -11,10 +11,15 @@ This runs both in one dataflow, side by side: a source sends a 20-field
 struct at ``--rate-hz``; node ``timer`` takes it and a ``--period-ms`` timer
 input, node ``deadline`` takes it alone and keeps a ``--period-ms`` deadline
 with ``next(timeout)``. Both count their steps and messages and do nothing
-else. Per round (``--rounds``, a fresh dataflow each) it samples both
-processes' CPU over ``--seconds`` after a warm-up and prints cores, steps
-a second and PSS at the end of the window for each, then the medians and the
-ratio deadline / timer.
+else. A third node, ``deadline_bt``, is ``deadline`` with Rust library
+backtraces on (``RUST_LIB_BACKTRACE=1``, what ``RUST_BACKTRACE=1`` in a shell
+gives a process that does not set the former): dora reports each timeout as
+an error, and with backtraces on each error captures one (teledora's nodes
+and launchers turn them off, ``teledora/runtime/library_backtraces.py``).
+Per round (``--rounds``, a fresh dataflow each) it samples the three
+processes' CPU over ``--seconds`` after a warm-up and prints cores, steps a
+second and PSS at the end of the window for each, then the medians and the
+ratios to ``timer``.
 
     python benchmarks/tick_pacing.py [--seconds 20] [--rounds 3] [--rate-hz 90] [--period-ms 10]
 """
@@ -37,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dora_delivery import SOURCE, _env  # noqa: E402  (the same 90 Hz struct source)
 from stack_cpu import _cpu_s, _descendants, _pss_kb  # noqa: E402
 
-VARIANTS = ("timer", "deadline")
+VARIANTS = ("timer", "deadline", "deadline_bt")
 
 # both write {"steps": .., "messages": ..} to the path in argv[1] at the end
 TIMER = """
@@ -76,7 +81,7 @@ json.dump({"steps": steps, "messages": messages}, open(sys.argv[1], "w"))
 
 
 def write_flow(tmp: Path, rate_hz: float, period_ms: int) -> Path:
-    for name, text in (("source.py", SOURCE), ("timer.py", TIMER), ("deadline.py", DEADLINE)):
+    for name, text in (("source.py", SOURCE), ("timer.py", TIMER), ("deadline.py", DEADLINE), ("deadline_bt.py", DEADLINE)):
         (tmp / name).write_text(text)
     source_ms = max(1, round(1000.0 / rate_hz))
     nodes = [
@@ -86,6 +91,8 @@ def write_flow(tmp: Path, rate_hz: float, period_ms: int) -> Path:
          "inputs": {"x": "source/out", "tick": f"dora/timer/millis/{period_ms}"}},
         {"id": "deadline", "path": str(tmp / "deadline.py"), "args": f"{tmp / 'deadline.json'} {period_ms}",
          "inputs": {"x": "source/out"}},
+        {"id": "deadline_bt", "path": str(tmp / "deadline_bt.py"), "args": f"{tmp / 'deadline_bt.json'} {period_ms}",
+         "inputs": {"x": "source/out"}, "env": {"RUST_LIB_BACKTRACE": "1"}},
     ]
     path = tmp / "pacing.yml"
     path.write_text(yaml.safe_dump({"nodes": nodes}, sort_keys=False))
@@ -155,23 +162,24 @@ def main(argv: list[str] | None = None) -> int:
             res = measure(flow, args.seconds)
             for variant in VARIANTS:
                 rows[variant].append(res[variant])
-            print(f"round {r + 1}/{args.rounds}: " + ", ".join(
+            print(f"round {r + 1}/{args.rounds}: " + "; ".join(
                 f"{v} {res[v]['cores']:.4f} cores, {res[v]['steps_hz']:.1f} steps/s, {res[v]['messages_hz']:.1f} msg/s, "
                 f"{res[v]['pss_mb']:.0f} MB PSS"
                 for v in VARIANTS), flush=True)
     load1 = os.getloadavg()
     print(f"\n{args.rate_hz:.0f} Hz of messages, a step every {args.period_ms} ms, median over {args.rounds} rounds "
           f"({os.cpu_count()} CPUs, load average {load0[0]:.2f} at the start, {load1[0]:.2f} at the end)")
-    print(f"{'paced by':<10} {'cores':>7} {'steps/s':>8} {'msg/s':>7} {'PSS MB':>7}")
+    print(f"{'paced by':<12} {'cores':>7} {'steps/s':>8} {'msg/s':>7} {'PSS MB':>7}")
     keys = ("cores", "steps_hz", "messages_hz", "pss_mb")
     med = {v: {k: statistics.median(x[k] for x in rows[v]) for k in keys} for v in VARIANTS}
     for variant in VARIANTS:
         m = med[variant]
-        print(f"{variant:<10} {m['cores']:7.4f} {m['steps_hz']:8.1f} {m['messages_hz']:7.1f} {m['pss_mb']:7.0f}")
-    ratios = [d["cores"] / t["cores"] for d, t in zip(rows["deadline"], rows["timer"]) if t["cores"] > 0]
-    if ratios:
-        print(f"deadline / timer, cores: median {statistics.median(ratios):.2f} "
-              f"(rounds {min(ratios):.2f}-{max(ratios):.2f})")
+        print(f"{variant:<12} {m['cores']:7.4f} {m['steps_hz']:8.1f} {m['messages_hz']:7.1f} {m['pss_mb']:7.0f}")
+    for variant in VARIANTS[1:]:
+        ratios = [d["cores"] / t["cores"] for d, t in zip(rows[variant], rows["timer"]) if t["cores"] > 0]
+        if ratios:
+            print(f"{variant} / timer, cores: median {statistics.median(ratios):.2f} "
+                  f"(rounds {min(ratios):.2f}-{max(ratios):.2f})")
     return 0
 
 

@@ -111,7 +111,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                 if (stream.body_id is None or stream.models_changed) and model.due(now):
                     backend.write(nn.build_packet(nn.MessageId.REQUEST_MODEL_DEF))
             # only STOP matters here: poll takes what is queued without the timer
-            # a zero-timeout next arms in dora (CPU and ~50 MB, docs/architecture.md)
+            # and timeout error a zero-timeout next costs in dora (docs/mocap.md)
             batch = io.poll()
             stopping = batch is None or any(event.get("type") == "STOP" for event in batch)
             status = stream.status()

@@ -28,6 +28,7 @@ from pathlib import Path
 import yaml
 
 from teledora.models.config_files import PICK_PLACE_SCRIPT
+from teledora.runtime.library_backtraces import without_library_backtraces
 
 DEFAULT_DATAFLOW = Path("dataflows/sim.yml")
 
@@ -62,6 +63,7 @@ def dora_environment(run_dir: Path, speed: float | None = None) -> dict[str, str
     env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
     env["TELEDORA_RUN_DIR"] = str(run_dir.resolve())
     env.setdefault("MUJOCO_GL", "egl")
+    without_library_backtraces(env)
     if speed is not None:
         env["TELEDORA_SIM_SPEED"] = str(speed)
     return env

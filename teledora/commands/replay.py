@@ -23,7 +23,6 @@ import argparse
 import datetime as dt
 import importlib.util
 import json
-import os
 import re
 import signal
 import subprocess
@@ -36,6 +35,7 @@ from typing import Any
 
 import yaml
 
+from teledora.commands.demo import dora_environment
 from teledora.recording.journal_files import JOURNAL_OUTPUT
 from teledora.operators.recording.input_journal import JournalError
 from teledora.recording import MANIFEST_NAME, RunFormatError, RunReader, new_run_dir
@@ -269,10 +269,7 @@ def _run(args: argparse.Namespace) -> int:
     yaml_path = out_dir / REPLAY_YAML
     yaml_path.write_text(text)
     _link_type_annotations(plan_dataflow_dir(args), out_dir)
-    env = dict(os.environ)
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    env["TELEDORA_RUN_DIR"] = str(out_dir.resolve())
-    env.setdefault("MUJOCO_GL", "egl")
+    env = dora_environment(out_dir)
     cmd = dora_command(yaml_path, args.stop_after)
     followers = f"; following the journals of {', '.join(follow)}" if follow else ""
     print(f"teledora replay: {', '.join(replace)} from {args.run} at speed {args.speed:g}{followers}; {' '.join(cmd)}", flush=True)

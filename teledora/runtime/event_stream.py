@@ -168,8 +168,8 @@ class EventStream:
     def poll(self) -> list[Mapping[str, Any]] | None:
         """Takes only what is already queued, without waiting (an empty list when
         nothing is): for a node that paces itself and checks for STOP between its
-        own steps. Cheaper than ``next_batch(0)``, which arms a timer in dora.
-        Returns None at end of stream."""
+        own steps. Cheaper than ``next_batch(0)``, for which dora arms a timer
+        and reports its expiry as an error event. Returns None at end of stream."""
         if self.finished:
             return None
         batch = self._drain()

@@ -21,6 +21,7 @@ from teledora.operators.contract.messages import MessageError, decode, encode
 from teledora.operators.errors import ConfigError
 from teledora.operators.recording.recorder_watch import DEFAULT_MAX_LAG_S, DEFAULT_TIMEOUT_S, RecorderWatch
 from teledora.runtime.event_stream import EventStream, data_inputs, newest_per_input
+from teledora.runtime.library_backtraces import without_library_backtraces
 
 RECORDER_INPUT = "recorder_status"
 RECORDER_GUARD_ENV = "TELEDORA_RECORDER_GUARD"
@@ -49,9 +50,12 @@ def node_id(default: str) -> str:
 
 
 def make_node(node: Any = None) -> Any:
-    """The injected node (tests) or a real ``dora.Node`` (under a daemon)."""
+    """The injected node (tests) or a real ``dora.Node`` (under a daemon),
+    with Rust library backtraces off unless the environment asks for them
+    (:mod:`teledora.runtime.library_backtraces`)."""
     if node is not None:
         return node
+    without_library_backtraces(os.environ)
     from dora import Node
 
     return Node()
