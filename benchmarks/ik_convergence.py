@@ -66,6 +66,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import mujoco
 import numpy as np
@@ -100,30 +101,37 @@ def random_configuration(loop: IkLoop, rng: np.random.Generator, clearance: floa
             return q
 
 
+def own_space_clear(loop: IkLoop, side: str, clearance: float) -> Callable[[np.ndarray], bool]:
+    """A check of one arm's six joints: whether the arm keeps ``clearance``
+    from its own links, its mount, the carriage and the column (the pairs no
+    other joint moves, so the answer holds at every lift height and whatever
+    the other arm does)."""
+    ik = loop.ik
+    pairs = CollisionPairs(ik.model, [ik.collision_pairs.id_pairs[k] for k in own_pair_indices(ik, side)])
+    data = mujoco.MjData(ik.model)
+    data.qpos[:] = ik.configuration.q
+    adr = ik._qadr[ik.fallback.index[side]]
+
+    def clear(q: np.ndarray) -> bool:
+        data.qpos[adr] = q
+        mujoco.mj_kinematics(ik.model, data)
+        return pairs.min_distance(data, clearance + 1e-3) >= clearance
+
+    return clear
+
+
 def arm_roadmaps(loop: IkLoop, samples: int, seed: int = 0) -> dict[str, FreeSpaceRoadmap]:
-    """Per arm, a roadmap of its free joint space (its own links, mount,
-    carriage and column clear by the IK's minimum distance; the pairs neither
-    the other arm nor the lift moves, so one roadmap holds at every lift
-    height and whatever the other arm does), home among its nodes."""
+    """Per arm, a roadmap of its free joint space (:func:`own_space_clear` at
+    the IK's minimum distance), home among its nodes."""
     ik, fb = loop.ik, loop.ik.fallback
     clearance = float(ik_config()["collision"]["minimum_distance_m"])
     home = np.array([loop.profile.home_q()[n] for n in ik.arm_joint_names])
     ik.reset(home)
-    data = mujoco.MjData(ik.model)
-    data.qpos[:] = ik.configuration.q
     out = {}
     for side in SIDES:
-        pairs = CollisionPairs(ik.model, [ik.collision_pairs.id_pairs[k] for k in own_pair_indices(ik, side)])
-        adr = ik._qadr[fb.index[side]]
-
-        def clear(q: np.ndarray, pairs=pairs, adr=adr) -> bool:
-            data.qpos[adr] = q
-            mujoco.mj_kinematics(ik.model, data)
-            return pairs.min_distance(data, clearance + 1e-3) >= clearance
-
         idx = fb.index[side]
-        out[side] = FreeSpaceRoadmap(fb.lower[idx], fb.upper[idx], clear, np.random.default_rng([seed, len(out)]),
-                                     samples=samples, anchors=[home[idx]])
+        out[side] = FreeSpaceRoadmap(fb.lower[idx], fb.upper[idx], own_space_clear(loop, side, clearance),
+                                     np.random.default_rng([seed, len(out)]), samples=samples, anchors=[home[idx]])
     return out
 
 
@@ -255,21 +263,10 @@ def own_space_connected(loop: IkLoop, trial: dict, start_q: np.ndarray, side: st
     its own links, its mount, the carriage and the column (the pairs no other
     joint moves; the other arm is left out). False is not a proof that no route
     exists, only that this much search found none."""
-    ik, fb = loop.ik, loop.ik.fallback
-    pairs = ik.collision_pairs
-    own_pairs = CollisionPairs(ik.model, [pairs.id_pairs[k] for k in own_pair_indices(ik, side)])
-    data = mujoco.MjData(ik.model)
-    data.qpos[:] = ik.configuration.q
-    adr = ik._qadr[fb.index[side]]
-
-    def clear(q: np.ndarray) -> bool:
-        data.qpos[adr] = q
-        mujoco.mj_kinematics(ik.model, data)
-        return own_pairs.min_distance(data, fb.path_clearance + 1e-3) >= fb.path_clearance
-
+    fb = loop.ik.fallback
     idx = fb.index[side]
     goal = trial["q_target"][idx] if goal_q is None else goal_q
-    planner = RoutePlanner(start_q[idx], goal, fb.lower[idx], fb.upper[idx], clear,
+    planner = RoutePlanner(start_q[idx], goal, fb.lower[idx], fb.upper[idx], own_space_clear(loop, side, fb.path_clearance),
                            np.random.default_rng(0), max_checks=checks)
     while not planner.advance(1000):
         pass
