@@ -44,7 +44,7 @@ from stack_cpu import _cpu_s, _descendants, _pss_kb  # noqa: E402
 
 VARIANTS = ("timer", "deadline", "deadline_bt")
 
-# both write {"steps": .., "messages": ..} to the path in argv[1] at the end
+# each writes {"steps": .., "messages": ..} to the path in argv[1] at the end
 TIMER = """
 import json, sys
 from dora import Node

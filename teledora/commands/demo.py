@@ -57,7 +57,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def dora_environment(run_dir: Path, speed: float | None = None) -> dict[str, str]:
-    """Environment for `dora run`: this Python first on PATH, the run dir, headless GL."""
+    """Environment for `dora run`: this Python first on PATH, the run dir, headless GL,
+    Rust library backtraces off (teledora/runtime/library_backtraces.py)."""
     env = dict(os.environ)
     bindir = str(Path(sys.executable).parent)
     env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
