@@ -44,7 +44,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 import pyarrow as pa
@@ -359,8 +359,12 @@ class _McapOut:
             self.channels[topic] = self.writer.register_channel(topic, "protobuf", self._schema(s.name, s.encoding, bytes(s.data)))
         self._add(topic, message.encode(), log_ns, publish_ns)
 
-    def json(self, topic: str, schema_name: str, schema: dict[str, Any], body: Any, log_ns: int, publish_ns: int) -> None:
+    def json(self, topic: str, schema_of: Callable[[], tuple[str, dict[str, Any]]], body: Any, log_ns: int,
+             publish_ns: int) -> None:
+        """``schema_of`` gives the channel's schema name and JSON Schema; it is
+        called only when the topic's channel is registered (its first message)."""
         if topic not in self.channels:
+            schema_name, schema = schema_of()
             sid = self._schema(schema_name, "jsonschema", json.dumps(schema).encode())
             self.channels[topic] = self.writer.register_channel(topic, "json", sid)
         self._add(topic, json.dumps(body, separators=(",", ":"), allow_nan=False).encode(), log_ns, publish_ns)
@@ -465,8 +469,7 @@ def export_mcap(
                 if calib is not None:
                     out.foxglove(f"{fg_topic}/calib", calib, msg.recv_ns, publish_ns)
                 continue
-            name, schema = plain_schema(msg)
-            out.json(plain_topic, name, schema, to_json_value(msg.value), msg.recv_ns, publish_ns)
+            out.json(plain_topic, lambda: plain_schema(msg), to_json_value(msg.value), msg.recv_ns, publish_ns)
             kind = kinds.get(msg.topic) if message_kind(msg.value) is not None else None
             if kind not in ("LaserScan",) + POSE_KINDS and msg.topic not in (joints_topic, lift_topic):
                 continue
