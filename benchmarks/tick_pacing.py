@@ -1,6 +1,6 @@
 """What a node's periodic step costs: a dora timer input against a deadline the node keeps itself.
 
-Several nodes (ik at 100 Hz, teleop, base, lift and flow at 50 Hz, the
+Several nodes (ik at 100 Hz, teleop, base and lift at 50 Hz, the
 cameras, renderer, episodes and scan_merger at 10 Hz) take a ``tick`` input
 from ``dora/timer/millis/N`` to run a step when no data arrives. Each tick is
 one more delivery to a Python process. The alternative is event-driven: no

@@ -1,19 +1,20 @@
 """flow node (sim): optical-flow and gyro reports from the simulator's ground truth.
 
-Inputs: ``ground_truth`` (GroundTruth from ``sim/ground_truth``: body twist vx, vy, wz),
-``tick`` (dora timer at the sensor's report rate, e.g. 50 Hz).
-Outputs: ``flow`` (OpticalFlow, sensor axes, ArduPilot sign convention) on each tick,
-``gyro`` (Gyro, base_link) on each ground-truth sample, ``diagnostics`` (~1 Hz).
+Inputs: ``ground_truth`` (GroundTruth from ``sim/ground_truth``: body twist vx, vy, wz).
+Outputs: ``flow`` (OpticalFlow, sensor axes, ArduPilot sign convention) at
+``flow_sim.report_rate_hz`` of the ground truth's stamps, ``gyro`` (Gyro,
+base_link) on each ground-truth sample, ``diagnostics`` (~1 Hz).
 
 Every ground-truth sample is used (the flow is averaged over the report interval,
-as the real sensor integrates); ticks are collapsed to the newest. The mounting
-offset, noise, gain error, quality, dropouts and report latency (``delay_ms``:
-each report describes the motion that long before its stamp) come from
-estimation.yaml (``flow_sensor`` and ``flow_sim`` sections).
+as the real sensor integrates). Reports are timed on the ground truth's stamps,
+not by a host timer, so a node that runs late still makes every report. The
+mounting offset, noise, gain error, quality, dropouts and report latency
+(``delay_ms``: each report describes the motion that long before its stamp) come
+from estimation.yaml (``flow_sensor`` and ``flow_sim`` sections).
 
 With ``flow_image.enabled`` (or ``--image``) the flow is instead measured the way
 the real sensor does it: the floor under the sensor is rendered from the
-ground-truth pose at each tick (a seeded texture) and the shift between frames
+ground-truth pose at each report (a seeded texture) and the shift between frames
 is found with OpenCV phase correlation; quality is the correlation peak.
 
 Args: ``--config`` estimation YAML (default: shipped alohamini2/estimation.yaml),
@@ -33,6 +34,7 @@ from teledora.operators.estimation.delay_line import DelayLine
 from teledora.operators.estimation.floor_image_flow import FloorCamera, ImageFlowSensor
 from teledora.operators.estimation.flow_model import FlowModel
 from teledora.operators.estimation.flow_sensor_sim import FlowSensorSim, FlowSimConfigError
+from teledora.operators.estimation.report_schedule import ReportSchedule
 from teledora.models.config_files import load_estimation_config
 
 
@@ -57,49 +59,50 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         imager = ImageFlowSensor(FloorCamera(cfg.flow_image.camera), flow_cfg.offset_m, flow_cfg.orient_yaw_rad)
     io = NodeIO(make_node(node), node_id("flow"), clock)
     io.diag.details["mode"] = "image" if imager else "model"
-    truth_stamp_ns = 0
+    reports = ReportSchedule(round(1e9 / sim_cfg.report_rate_hz))
     poses: DelayLine[tuple[float, float, float]] = DelayLine(round(sim_cfg.delay_ms * 1e6))  # image path
 
+    def report(truth_stamp_ns: int) -> None:
+        r = sensor.read_flow(truth_stamp_ns)
+        msg = {"stamp_ns": r.stamp_ns, "frame_id": "flow_sensor", "flow_rate_x": r.flow_rate_x,
+               "flow_rate_y": r.flow_rate_y, "quality": r.quality, "ground_distance_m": r.ground_distance_m,
+               "integration_time_s": r.integration_time_s}
+        if imager is not None:
+            poses.release(truth_stamp_ns)
+            if poses.latest is None:
+                return
+            pose_stamp_ns, (x, y, yaw) = poses.latest
+            measured = imager.read(pose_stamp_ns, x, y, yaw)
+            if measured is None:
+                return  # first frame, or no new ground truth since the last report
+            fx, fy, quality, dt = measured
+            msg.update(flow_rate_x=fx, flow_rate_y=fy, quality=quality, integration_time_s=dt)
+        io.send("flow", "OpticalFlow", msg)
+        io.diag.set_status("ok", "")
+
     while (batch := io.next_batch()) is not None:
-        for event in io.newest(batch, {"tick"}):
+        for event in batch:
             if event["type"] != "INPUT":
                 continue  # STOP / INPUT_CLOSED: keep going until the stream ends
-            if event["id"] == "ground_truth":
-                msg = io.decode(event, "GroundTruth")
-                if msg is None:
-                    continue
-                try:
-                    sensor.add_truth(msg["stamp_ns"], msg["vx"], msg["vy"], msg["wz"])
-                except FlowSimConfigError as exc:
-                    io.reject(f"ground_truth: {exc}")
-                    continue
-                truth_stamp_ns = msg["stamp_ns"]
-                poses.push(truth_stamp_ns, (msg["x"], msg["y"], msg["yaw"]))
-                io.send("gyro", "Gyro", {"stamp_ns": truth_stamp_ns, "frame_id": "base_link",
-                                         "angular_velocity": sensor.read_gyro(msg["wz"])})
-            elif event["id"] == "tick":
-                io.diag.received += 1
-                if not sensor.ready(truth_stamp_ns):
-                    io.diag.set_status("warn", "waiting for ground_truth")
-                    continue
-                r = sensor.read_flow(truth_stamp_ns)
-                msg = {"stamp_ns": r.stamp_ns, "frame_id": "flow_sensor", "flow_rate_x": r.flow_rate_x,
-                       "flow_rate_y": r.flow_rate_y, "quality": r.quality, "ground_distance_m": r.ground_distance_m,
-                       "integration_time_s": r.integration_time_s}
-                if imager is not None:
-                    poses.release(truth_stamp_ns)
-                    if poses.latest is None:
-                        continue
-                    pose_stamp_ns, (x, y, yaw) = poses.latest
-                    measured = imager.read(pose_stamp_ns, x, y, yaw)
-                    if measured is None:
-                        continue  # first frame, or no new ground truth since the last tick
-                    fx, fy, quality, dt = measured
-                    msg.update(flow_rate_x=fx, flow_rate_y=fy, quality=quality, integration_time_s=dt)
-                io.send("flow", "OpticalFlow", msg)
-                io.diag.set_status("ok", "")
-            else:
+            if event["id"] != "ground_truth":
                 io.reject(f"unknown input {event['id']!r}")
+                continue
+            msg = io.decode(event, "GroundTruth")
+            if msg is None:
+                continue
+            truth_stamp_ns = msg["stamp_ns"]
+            try:
+                sensor.add_truth(truth_stamp_ns, msg["vx"], msg["vy"], msg["wz"])
+            except FlowSimConfigError as exc:
+                io.reject(f"ground_truth: {exc}")
+                continue
+            poses.push(truth_stamp_ns, (msg["x"], msg["y"], msg["yaw"]))
+            io.send("gyro", "Gyro", {"stamp_ns": truth_stamp_ns, "frame_id": "base_link",
+                                     "angular_velocity": sensor.read_gyro(msg["wz"])})
+            if not sensor.ready(truth_stamp_ns):
+                io.diag.set_status("warn", f"waiting for ground truth {sim_cfg.delay_ms:g} ms old (the report delay)")
+            elif reports.due(truth_stamp_ns):
+                report(truth_stamp_ns)
         io.diag.details.update({"dropouts": sensor.dropouts, "seed": sim_cfg.seed, "delay_ms": sim_cfg.delay_ms})
         io.publish_diagnostics()
     io.publish_diagnostics(force=True)

@@ -54,6 +54,7 @@ class FlowSimConfig:
         gyro_noise_rad_s: Std of white noise on each gyro axis.
         gyro_bias_rad_s: Constant yaw-rate bias of the gyro.
         delay_ms: Report latency: a report describes the motion this long before it is made.
+        report_rate_hz: Reports a second, on the ground truth's clock.
         seed: Random seed.
     """
 
@@ -68,6 +69,7 @@ class FlowSimConfig:
     gyro_noise_rad_s: float
     gyro_bias_rad_s: float
     delay_ms: float
+    report_rate_hz: float
     seed: int
 
     def __post_init__(self) -> None:
@@ -79,6 +81,8 @@ class FlowSimConfig:
             raise FlowSimConfigError(f"dropout_probability must be within 0..1, got {self.dropout_probability}")
         if self.gain_x <= 0.0 or self.gain_y <= 0.0:
             raise FlowSimConfigError("gain_x and gain_y must be > 0")
+        if not self.report_rate_hz > 0.0:
+            raise FlowSimConfigError(f"report_rate_hz must be > 0, got {self.report_rate_hz}")
         if not 0.0 <= self.delay_ms <= MAX_DELAY_MS:
             raise FlowSimConfigError(f"delay_ms must be within 0..{MAX_DELAY_MS:g}, got {self.delay_ms}")
         for name in ("quality_nominal", "quality_lost"):
