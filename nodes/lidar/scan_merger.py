@@ -112,7 +112,6 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                 if msg is None:
                     continue
                 odom.add(OdometrySample(msg["stamp_ns"], Pose2D(msg["x"], msg["y"], msg["yaw"]), msg["vx"], msg["vy"], msg["wz"]))
-                groups = pairer.poll(io.now())
             elif eid in ("joint_states", "lift") and bodies is not None:
                 if eid == "joint_states":
                     msg = io.decode(event, "JointState")
@@ -129,19 +128,22 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                 stats["unknown_joints"] = bodies.unknown_joints
                 stats["body_pose"] = "joint states"
             elif eid == "tick":
-                groups = pairer.poll(io.now())
+                pass  # wakes the loop, so a lone lidar's scans go out below
             for group in groups:
                 publish(group)
-            io.diag.dropped = odom.out_of_order + pairer.unpaired_dropped + pairer.stale_dropped
-            io.diag.details = {
-                **stats,
-                "paired": pairer.paired,
-                "alone": pairer.alone,
-                "unpaired_dropped": pairer.unpaired_dropped,
-                "stale_dropped": pairer.stale_dropped,
-                "odom_out_of_order": odom.out_of_order,
-                "silent": pairer.silent_sources(io.now()),
-            }
+        # a lidar is silent only when nothing of it was in the batch either
+        for group in pairer.poll(io.now()):
+            publish(group)
+        io.diag.dropped = odom.out_of_order + pairer.unpaired_dropped + pairer.stale_dropped
+        io.diag.details = {
+            **stats,
+            "paired": pairer.paired,
+            "alone": pairer.alone,
+            "unpaired_dropped": pairer.unpaired_dropped,
+            "stale_dropped": pairer.stale_dropped,
+            "odom_out_of_order": odom.out_of_order,
+            "silent": pairer.silent_sources(io.now()),
+        }
         io.publish_diagnostics()
     io.publish_diagnostics(force=True)
 
