@@ -2,12 +2,14 @@
 
 Inputs: ``ground_truth`` (GroundTruth from ``sim/ground_truth``: body twist vx, vy, wz).
 Outputs: ``flow`` (OpticalFlow, sensor axes, ArduPilot sign convention) at
-``flow_sim.report_rate_hz`` of the ground truth's stamps, ``gyro`` (Gyro,
-base_link) on each ground-truth sample, ``diagnostics`` (~1 Hz).
+``flow_sim.report_rate_hz`` on a grid of the ground truth's stamps, ``gyro``
+(Gyro, base_link) on each ground-truth sample, ``diagnostics`` (~1 Hz).
 
 Every ground-truth sample is used (the flow is averaged over the report interval,
-as the real sensor integrates). Reports are timed on the ground truth's stamps,
-not by a host timer, so a node that runs late still makes every report. The
+as the real sensor integrates; an interval with no sample holds the last
+twist). Reports are made on a grid of the ground truth's stamps, each stamped
+with its grid time, not on a host timer: a node that runs late, or truth that
+comes unevenly, still gives every report (operators/estimation/report_schedule.py). The
 mounting offset, noise, gain error, quality, dropouts and report latency
 (``delay_ms``: each report describes the motion that long before its stamp) come
 from estimation.yaml (``flow_sensor`` and ``flow_sim`` sections).
@@ -62,13 +64,14 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     reports = ReportSchedule(round(1e9 / sim_cfg.report_rate_hz))
     poses: DelayLine[tuple[float, float, float]] = DelayLine(round(sim_cfg.delay_ms * 1e6))  # image path
 
-    def report(truth_stamp_ns: int) -> None:
-        r = sensor.read_flow(truth_stamp_ns)
+    def report(stamp_ns: int) -> None:
+        """The report at grid time ``stamp_ns`` (ground truth up to it has arrived)."""
+        r = sensor.read_flow(stamp_ns)
         msg = {"stamp_ns": r.stamp_ns, "frame_id": "flow_sensor", "flow_rate_x": r.flow_rate_x,
                "flow_rate_y": r.flow_rate_y, "quality": r.quality, "ground_distance_m": r.ground_distance_m,
                "integration_time_s": r.integration_time_s}
         if imager is not None:
-            poses.release(truth_stamp_ns)
+            poses.release(stamp_ns)
             if poses.latest is None:
                 return
             pose_stamp_ns, (x, y, yaw) = poses.latest
@@ -101,9 +104,11 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                                      "angular_velocity": sensor.read_gyro(msg["wz"])})
             if not sensor.ready(truth_stamp_ns):
                 io.diag.set_status("warn", f"waiting for ground truth {sim_cfg.delay_ms:g} ms old (the report delay)")
-            elif reports.due(truth_stamp_ns):
-                report(truth_stamp_ns)
-        io.diag.details.update({"dropouts": sensor.dropouts, "seed": sim_cfg.seed, "delay_ms": sim_cfg.delay_ms})
+                continue
+            for grid_ns in reports.due(truth_stamp_ns):
+                report(grid_ns)
+        io.diag.details.update({"dropouts": sensor.dropouts, "seed": sim_cfg.seed, "delay_ms": sim_cfg.delay_ms,
+                                "report_grid_restarts": reports.restarts})
         io.publish_diagnostics()
     io.publish_diagnostics(force=True)
 

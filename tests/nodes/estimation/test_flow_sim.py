@@ -70,10 +70,17 @@ def test_bad_ground_truth_and_unknown_inputs_rejected(tmp_path):
     assert diag["rejected"] == 3 and diag["level"] != "ok"
 
 
-def test_reports_do_not_depend_on_how_the_samples_are_batched(tmp_path):
-    """A node that runs late gets its samples in one batch: the same reports come out."""
+def test_uneven_or_batched_truth_gives_a_report_every_20_ms_of_its_stamps(tmp_path):
+    """A starved simulator publishes its truth unevenly (gaps, bursts) and a
+    node that runs late gets it in one batch: either way a report for every
+    20 ms of the truth's stamps comes out, stamped on that grid, the same."""
     path, _ = quiet_config(tmp_path)
-    truth = [("ground_truth", ground_truth(k * 20_000_000, vx=0.05 * (k % 3))) for k in range(1, 30)]
+    gaps_ms = [12.4, 22.0, 18.1, 19.7, 16.7, 0.5, 1.2, 1.4, 37.2, 11.3, 96.0, 3.4, 25.9, 14.2]  # seen in a starved run
+    stamps, t = [], 5.0
+    for k in range(29):
+        t += gaps_ms[k % len(gaps_ms)]
+        stamps.append(round(t * 1_000_000))
+    truth = [("ground_truth", ground_truth(s, vx=0.05 * (k % 3))) for k, s in enumerate(stamps)]
 
     class Late(_MockNode):  # the whole script in the first batch
         pass
@@ -81,9 +88,9 @@ def test_reports_do_not_depend_on_how_the_samples_are_batched(tmp_path):
     one_by_one, late = MockNode(truth), Late(truth)
     for node in (one_by_one, late):
         flow_sim.main(["--config", str(path)], node=node, clock=lambda: 1)
-    assert len(one_by_one.outputs["flow"]) == len(late.outputs["flow"]) == 29
-    assert [decode("OpticalFlow", v) for v in one_by_one.outputs["flow"]] == \
-        [decode("OpticalFlow", v) for v in late.outputs["flow"]]
+    flows = [decode("OpticalFlow", v) for v in one_by_one.outputs["flow"]]
+    assert [f["stamp_ns"] for f in flows] == list(range(stamps[0], stamps[-1] + 1, 20_000_000))
+    assert flows == [decode("OpticalFlow", v) for v in late.outputs["flow"]]
 
 
 def test_dropouts_reported_with_zero_quality(tmp_path):
