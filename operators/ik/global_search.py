@@ -282,6 +282,7 @@ class GlobalFallback:
         self.goals_engaged = 0
         self.iterations = 0
         self.routes_planned = 0
+        self.home_routes_planned = 0
         self._turn = 0
 
     def clear(self, side: str | None = None) -> None:
@@ -514,6 +515,18 @@ class GlobalFallback:
         mujoco.mj_kinematics(self.ik.model, data)
         clearance = self.path_clearance
         return self._route_pairs[side].min_distance(data, clearance + 1e-3) >= clearance
+
+    def home_route_planner(self, side: str, start: np.ndarray, max_checks: int) -> RoutePlanner:
+        """A route search for this arm from ``start`` to its home joints,
+        checked as a solution's route is (straight first, then round the
+        obstacles); each search has its own random stream, so a replay plans
+        the same route."""
+        idx = self.index[side]
+        self.home_routes_planned += 1
+        return RoutePlanner(start, self.home[idx], self.lower[idx], self.upper[idx],
+                            lambda q: self._arm_clear(side, q),
+                            np.random.default_rng([self.config.rng_seed, 2, self.home_routes_planned]),
+                            step_rad=ROUTE_STEP_RAD, resolution_rad=PATH_STEP_RAD, max_checks=max_checks)
 
     def _lift(self) -> float:
         return float(self.ik.configuration.q[self.ik._lift_adr])

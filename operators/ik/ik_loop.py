@@ -21,9 +21,14 @@ constraints apply as for any target; the posture task usually brings the
 joints home with the grip. An arm that has held the home grip target for
 ``home_settle_s`` without reaching the home joints (it is on another joint
 branch: the same grip pose, other joints) then moves along a straight
-joint-space line to the home joints, its farthest joint at most
+joint-space route to the home joints, its farthest joint at most
 ``home_joint_speed_rad_s``, through the same solve (a joint goal in place of
-its grip task). The grippers go to their home value. An arm stops homing when all its
+its grip task). The route is the straight line when that keeps the arm's
+clearance at every 0.1 rad, else one searched round the obstacles by the
+global fallback's route planner (a straight line from home's neighbourhood
+can pass through the band the collision rows keep clear, and the rows then
+hold the arm short of home); the arm holds while the route is planned, a
+few checks a tick. The grippers go to their home value. An arm stops homing when all its
 joints are within ``home_tolerance_rad`` of home, when a new enabled target
 arrives for it (the operator resumed), when the joint feedback goes stale,
 when the e-stop latches, or after ``home_timeout_s`` without reaching home
@@ -45,7 +50,13 @@ from teledora.operators.contract.messages import MessageError, require_joint_nam
 from teledora.operators.model.robot_profile import RobotProfile
 from teledora.operators.geometry import Pose, matrix_to_quat
 from teledora.operators.model.sides import SIDES
+from teledora.operators.ik.route_planner import RoutePlanner
 from teledora.operators.ik.workspace_limits import CartesianSpeedLimiter, WorkspaceConfig, WorkspaceLimits
+
+# the route home of the second homing phase: clearance checks in all, and per
+# tick (about 0.1 ms each; 1,200 at 16 a tick is at most 0.75 s of planning)
+HOME_ROUTE_CHECKS = 1200
+HOME_ROUTE_CHECKS_PER_TICK = 16
 
 
 @dataclass(frozen=True)
@@ -134,6 +145,9 @@ class IkLoop:
         # second homing phase: when the grip target arrived home (ns), and the joint goal moving home
         self.home_grip_since_ns: dict[str, int | None] = {s: None for s in SIDES}
         self.home_ramp: dict[str, np.ndarray | None] = {s: None for s in SIDES}
+        self.home_route: dict[str, list[np.ndarray]] = {s: [] for s in SIDES}  # waypoints, home last
+        self.home_planner: dict[str, RoutePlanner | None] = {s: None for s in SIDES}
+        self.home_routes_not_found = 0
         self.goals: dict[str, Pose | None] = {s: None for s in SIDES}
         self.joint_goals: dict[str, np.ndarray] = {}
         self._lift_adr = int(self.ik.model.joint(self.profile.lift_joint).qposadr[0])
@@ -200,6 +214,7 @@ class IkLoop:
                 self.homing[s] = True
                 self.home_limiters[s] = CartesianSpeedLimiter(self.home_limiters[s].config)  # restarts at the first homing step
                 self.home_grip_since_ns[s], self.home_ramp[s] = None, None
+                self.home_route[s], self.home_planner[s] = [], None
         return requested
 
     def _stop_homing(self, side: str) -> None:
@@ -322,20 +337,41 @@ class IkLoop:
 
     def _home_joint_step(self, side: str, dt: float) -> None:
         """The second homing phase: the arm's joint goal moves from where the
-        phase began towards the home joints, every joint arriving together,
-        the farthest at ``home_joint_speed_rad_s``."""
+        phase began along the route home, every joint of a leg arriving
+        together, the farthest at ``home_joint_speed_rad_s``."""
+        arm = self.arms[side]
+        arm.projection_m, arm.status = 0.0, "homing"
         ramp = self.home_ramp[side]
         if ramp is None:
-            ramp = self.ik.reference.q[self.ik.joint_index(self.profile.arms[side].joints)]
-        gap = self.home_arm_q[side] - ramp
-        largest = float(np.max(np.abs(gap)))
+            self.home_ramp[side] = ramp = self.ik.reference.q[self.ik.joint_index(self.profile.arms[side].joints)].copy()
+            if self.ik.fallback is not None:
+                self.home_planner[side] = self.ik.fallback.home_route_planner(side, ramp, HOME_ROUTE_CHECKS)
+            else:
+                self.home_route[side] = [self.home_arm_q[side]]
+        planner = self.home_planner[side]
+        if planner is not None:
+            if not planner.advance(HOME_ROUTE_CHECKS_PER_TICK):
+                self.joint_goals[side], arm.rate_limited = ramp, False  # holds while planning
+                return
+            self.home_planner[side] = None
+            if planner.route is None:
+                # none found: the straight line; the rows keep the arm clear
+                # and hold it short of home until the timeout
+                self.home_routes_not_found += 1
+            self.home_route[side] = list(planner.route or [self.home_arm_q[side]])
         step = self.config.home_joint_speed_rad_s * dt
-        self.home_ramp[side] = self.home_arm_q[side].copy() if largest <= step else ramp + gap * (step / largest)
-        self.joint_goals[side] = self.home_ramp[side]
-        arm = self.arms[side]
+        route = self.home_route[side]
+        gap = route[0] - ramp
+        largest = float(np.max(np.abs(gap)))
+        if largest <= step:
+            ramp = route[0].copy()
+            if len(route) > 1:
+                route.pop(0)  # a waypoint: on to the next leg from the next step
+        else:
+            ramp = ramp + gap * (step / largest)
+        self.home_ramp[side] = ramp
+        self.joint_goals[side] = ramp
         arm.rate_limited = largest > step
-        arm.projection_m = 0.0
-        arm.status = "homing"
 
     def solve(self, now_ns: int) -> dict[str, Any] | None:
         """One control step; the JointCommands dict to publish (None while waiting)."""
@@ -405,6 +441,7 @@ class IkLoop:
             "global_search": self.ik.fallback.details() if self.ik.fallback is not None else {},
             "homing": dict(self.homing),
             "home_timeouts": self.home_timeouts,
+            "home_routes_not_found": self.home_routes_not_found,
             "last_status": r.status if r else "",
             "last_error": r.error if r else "",
         }

@@ -423,6 +423,37 @@ def test_homing_goes_to_the_home_joints_not_just_the_home_grip_pose():
     assert phases.count("joints") >= 1.6559 / speed / loop.ik.dt
 
 
+# home with the elbows 0.41 rad open: the straight joint line home brings each
+# wrist within 8.4 mm of its shoulder, inside the band the collision rows keep
+# (8 mm + 2 mm margin), so the rows held the arms there until the timeout
+# (seen after a reset chord in a recorded demo run)
+ELBOWS_OPEN = dict(HOME, left_elbow_flex=-0.19, right_elbow_flex=-0.19)
+
+
+def test_homing_plans_a_route_round_what_the_straight_joint_line_passes_through():
+    loop = reset_requested(ELBOWS_OPEN)
+    fallback = loop.ik.fallback
+    start, home = (np.array([q[n] for n in PROFILE.arms["left"].joints]) for q in (ELBOWS_OPEN, HOME))
+    line = [start + (home - start) * k / 20 for k in range(21)]
+    assert not all(fallback._arm_clear("left", q) for q in line)  # the case this covers
+    cap = SETTINGS.solver.arm_max_speed_rad_s
+    t, cmd = 0, None
+    for _ in range(1000):
+        if not any(loop.homing.values()):
+            break
+        t += 10 * MS
+        track(loop, t, cmd, ELBOWS_OPEN)
+        previous = cmd["q_ref"] if cmd else np.array([ELBOWS_OPEN[n] for n in ARM])
+        cmd = loop.solve(t)
+        assert np.max(np.abs(cmd["q_ref"][ARM_ONLY] - previous[ARM_ONLY])) <= cap * loop.ik.dt + 1e-9
+        assert loop.ik.min_proxy_distance() >= SETTINGS.collision.guard_distance_m - 1e-9
+    details = loop.details()
+    assert details["home_timeouts"] == 0 and details["home_routes_not_found"] == 0
+    assert t <= 4 * 10**9  # well inside the 10 s timeout
+    ref = dict(zip(ARM, cmd["q_ref"]))
+    assert max(abs(ref[n] - HOME[n]) for n in ARM if not n.endswith("_gripper")) <= loop.config.home_tolerance_rad
+
+
 def test_home_grip_poses_are_the_grip_poses_of_the_home_configuration():
     loop = started(0, OFFSET)
     loop.on_lift(lift(0.45))
