@@ -47,10 +47,26 @@ try {
     await page.waitForFunction((s) => window.teledora.status.framesSent >= s, start + n, { timeout });
   };
   const dev = (fn, arg) => page.evaluate(fn, arg);
+  const stateFlag = (name, value) => page.waitForFunction(([k, v]) => {
+    const s = window.teledora.status.state;
+    return !!s && !!s[k] === v;
+  }, [name, value], { timeout });
+  // A fence through teleop: press and release the right A (slow). Teleop applies reports in
+  // order but folds a backlog into a few steps, so a loaded machine can step past a pose;
+  // once the page shows A held, teleop has stepped on a report sent after the fence began,
+  // with the left hand as it was then.
+  const fence = async () => {
+    await dev(() => window.teledora.emulator.controllers.right.updateButtonValue('a-button', 1));
+    await stateFlag('right_slow', true);
+    await dev(() => window.teledora.emulator.controllers.right.updateButtonValue('a-button', 0));
+    await stateFlag('right_slow', false);
+  };
 
   await frames(10);
+  await fence();  // teleop anchored the left arm on the pose before the move
   await dev(() => { const c = window.teledora.emulator.controllers.left; c.position.set(c.position.x + 0.1, c.position.y, c.position.z); });
   await frames(10);
+  await fence();  // and commanded the moved pose before the clutch
   log('moved_left');
 
   await dev(() => window.teledora.emulator.controllers.left.updateButtonValue('y-button', 1));
