@@ -14,7 +14,8 @@ Pairing, motion compensation, resampling and the footprint come from
 lidar.yaml (``merger``); the mounts and the robot's bodies from the model
 (``lidar_front`` / ``lidar_back`` sites, its geoms); the lift height to lift
 joint offset from the robot profile. When one lidar goes silent the other is published alone and the
-diagnostics say so (level ``warn``).
+diagnostics say so (level ``warn``). When the inputs end, scans still waiting
+for a partner go out alone too (``released_at_end`` in the diagnostics).
 
 Args: ``--config`` lidar YAML (default: shipped), ``--compensation``
 (per_ray | scan_stamp | none, overrides lidar.yaml).
@@ -82,7 +83,9 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         stats["compensation"], stats["odom_error"] = result.compensation, result.odom_error
         stats["from_history"] = result.from_history
         stats["timing_residual_ms"] = round(result.timing_residual_s * 1e3, 3)
-        if group.alone:
+        if group.ended:
+            io.diag.set_status("ok", f"inputs ended: publishing the last {', '.join(group.scans)} scan alone")
+        elif group.alone:
             io.diag.set_status("warn", f"lidar {', '.join(group.silent)} silent: publishing {', '.join(group.scans)} alone")
         elif result.odom_error:
             io.diag.set_status("warn", f"merging without motion compensation: {result.odom_error}")
@@ -90,6 +93,19 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
             io.diag.set_status("ok", "merging front + back")
         io.send("scan", "LaserScan", result.scan.to_message(),
                 {"sources": ",".join(group.scans), "alone": bool(group.alone)})
+
+    def count() -> None:
+        io.diag.dropped = odom.out_of_order + pairer.unpaired_dropped + pairer.stale_dropped
+        io.diag.details = {
+            **stats,
+            "paired": pairer.paired,
+            "alone": pairer.alone,
+            "released_at_end": pairer.released_at_end,
+            "unpaired_dropped": pairer.unpaired_dropped,
+            "stale_dropped": pairer.stale_dropped,
+            "odom_out_of_order": odom.out_of_order,
+            "silent": pairer.silent_sources(io.now()),
+        }
 
     while (batch := io.next_batch()) is not None:
         for event in batch:
@@ -134,17 +150,12 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         # a lidar is silent only when nothing of it was in the batch either
         for group in pairer.poll(io.now()):
             publish(group)
-        io.diag.dropped = odom.out_of_order + pairer.unpaired_dropped + pairer.stale_dropped
-        io.diag.details = {
-            **stats,
-            "paired": pairer.paired,
-            "alone": pairer.alone,
-            "unpaired_dropped": pairer.unpaired_dropped,
-            "stale_dropped": pairer.stale_dropped,
-            "odom_out_of_order": odom.out_of_order,
-            "silent": pairer.silent_sources(io.now()),
-        }
+        count()
         io.publish_diagnostics()
+    # the scans still waiting for a partner would otherwise vanish with the process
+    for group in pairer.flush():
+        publish(group)
+    count()
     io.publish_diagnostics(force=True)
 
 

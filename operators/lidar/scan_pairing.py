@@ -31,6 +31,7 @@ class ScanGroup:
     scans: dict[str, LaserScan]
     alone: bool = False
     silent: list[str] = field(default_factory=list)
+    ended: bool = False  # released alone because the inputs ended (``flush``)
 
 
 class ScanPairer:
@@ -66,6 +67,7 @@ class ScanPairer:
         self.alone = 0
         self.unpaired_dropped = 0
         self.stale_dropped = 0
+        self.released_at_end = 0
 
     def _other(self, source: str) -> str:
         if source not in self._waiting:
@@ -141,3 +143,15 @@ class ScanPairer:
                     self.alone += 1
                     out.append(ScanGroup({source: queue.popleft()}, alone=True, silent=[other]))
         return out
+
+    def flush(self) -> list[ScanGroup]:
+        """The inputs have ended: every scan still waiting goes out alone, oldest
+        first. No later scan can pair with it, and it is still a view of the room.
+        (Matching leaves at most one lidar with scans waiting.)"""
+        waiting = sorted(((scan.stamp_ns, source, scan) for source in self.sources for scan in self._waiting[source]),
+                         key=lambda entry: entry[0])
+        for queue in self._waiting.values():
+            queue.clear()
+        self.alone += len(waiting)
+        self.released_at_end += len(waiting)
+        return [ScanGroup({source: scan}, alone=True, ended=True) for _, source, scan in waiting]
