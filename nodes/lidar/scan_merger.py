@@ -14,8 +14,8 @@ Pairing, motion compensation, resampling and the footprint come from
 lidar.yaml (``merger``); the mounts and the robot's bodies from the model
 (``lidar_front`` / ``lidar_back`` sites, its geoms); the lift height to lift
 joint offset from the robot profile. When one lidar goes silent the other is published alone and the
-diagnostics say so (level ``warn``). When the inputs end, scans still waiting
-for a partner go out alone too (``released_at_end`` in the diagnostics).
+diagnostics say so (level ``warn``). Scans still waiting for a partner when
+the inputs end are counted in the last diagnostics (``waiting_at_end``).
 
 Args: ``--config`` lidar YAML (default: shipped), ``--compensation``
 (per_ray | scan_stamp | none, overrides lidar.yaml).
@@ -83,9 +83,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         stats["compensation"], stats["odom_error"] = result.compensation, result.odom_error
         stats["from_history"] = result.from_history
         stats["timing_residual_ms"] = round(result.timing_residual_s * 1e3, 3)
-        if group.ended:
-            io.diag.set_status("ok", f"inputs ended: publishing the last {', '.join(group.scans)} scan alone")
-        elif group.alone:
+        if group.alone:
             io.diag.set_status("warn", f"lidar {', '.join(group.silent)} silent: publishing {', '.join(group.scans)} alone")
         elif result.odom_error:
             io.diag.set_status("warn", f"merging without motion compensation: {result.odom_error}")
@@ -100,7 +98,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
             **stats,
             "paired": pairer.paired,
             "alone": pairer.alone,
-            "released_at_end": pairer.released_at_end,
+            "waiting_at_end": pairer.waiting_at_end,
             "unpaired_dropped": pairer.unpaired_dropped,
             "stale_dropped": pairer.stale_dropped,
             "odom_out_of_order": odom.out_of_order,
@@ -152,9 +150,9 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
             publish(group)
         count()
         io.publish_diagnostics()
-    # the scans still waiting for a partner would otherwise vanish with the process
-    for group in pairer.flush():
-        publish(group)
+    # scans still waiting for a partner are counted, not sent: what a node sends after its
+    # input journal has closed could not be replayed exactly (docs/recording.md)
+    pairer.end()
     count()
     io.publish_diagnostics(force=True)
 

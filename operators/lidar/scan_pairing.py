@@ -31,7 +31,6 @@ class ScanGroup:
     scans: dict[str, LaserScan]
     alone: bool = False
     silent: list[str] = field(default_factory=list)
-    ended: bool = False  # released alone because the inputs ended (``flush``)
 
 
 class ScanPairer:
@@ -67,7 +66,7 @@ class ScanPairer:
         self.alone = 0
         self.unpaired_dropped = 0
         self.stale_dropped = 0
-        self.released_at_end = 0
+        self.waiting_at_end = 0
 
     def _other(self, source: str) -> str:
         if source not in self._waiting:
@@ -144,14 +143,12 @@ class ScanPairer:
                     out.append(ScanGroup({source: queue.popleft()}, alone=True, silent=[other]))
         return out
 
-    def flush(self) -> list[ScanGroup]:
-        """The inputs have ended: every scan still waiting goes out alone, oldest
-        first. No later scan can pair with it, and it is still a view of the room.
-        (Matching leaves at most one lidar with scans waiting.)"""
-        waiting = sorted(((scan.stamp_ns, source, scan) for source in self.sources for scan in self._waiting[source]),
-                         key=lambda entry: entry[0])
+    def end(self) -> int:
+        """The inputs have ended: the scans still waiting can never pair. They are
+        counted in ``waiting_at_end`` (and returned) and let go. (Matching leaves
+        at most one lidar with scans waiting.)"""
+        left = sum(len(queue) for queue in self._waiting.values())
         for queue in self._waiting.values():
             queue.clear()
-        self.alone += len(waiting)
-        self.released_at_end += len(waiting)
-        return [ScanGroup({source: scan}, alone=True, ended=True) for _, source, scan in waiting]
+        self.waiting_at_end += left
+        return left

@@ -129,17 +129,15 @@ def test_poll_releases_a_waiting_scan_when_the_partner_never_started():
     assert len(groups) == 1 and groups[0].alone and groups[0].silent == ["back"]
 
 
-def test_flush_releases_every_waiting_scan_alone_oldest_first():
+def test_scans_waiting_when_the_inputs_end_are_counted():
     p = ScanPairer(tolerance_s=0.1, silence_timeout_s=0.5)
     p.offer("front", _scan(0), 0)
     p.offer("back", _scan(40 * MS), 40 * MS)  # pairs with front 0
     for t in (200, 400, 300):  # the back lidar's last scans; 300 comes after 400: stale
         p.offer("front", _scan(t * MS), t * MS)
-    groups = p.flush()
-    assert [g.scans["front"].stamp_ns for g in groups] == [200 * MS, 400 * MS]
-    assert all(g.alone and g.ended and list(g.scans) == ["front"] for g in groups)
-    assert p.waiting("front") == 0 and p.released_at_end == 2 and p.alone == 2 and p.stale_dropped == 1
-    assert p.flush() == []  # nothing is released twice
+    assert p.end() == 2
+    assert p.waiting("front") == 0 and p.waiting_at_end == 2 and p.stale_dropped == 1 and p.paired == 1
+    assert p.end() == 0 and p.waiting_at_end == 2  # nothing is counted twice
 
 
 def test_unknown_source():
