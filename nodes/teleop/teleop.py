@@ -16,13 +16,18 @@ stamped less than ``--burst-spacing-s`` (default 4 ms, under half a 120 Hz
 frame) after it (a sender catching up in a burst), or by
 ``--max-steps-per-batch`` (default 3) newer reports (a backlog, which thus
 collapses instead of growing). A tick publishes only when no step went out for
-``--republish-s`` (default 50 ms). Of the joint and lift states in a batch
+``--republish-s`` (default 50 ms). Of a step's outputs, ``base_cmd``,
+``lift_cmd`` and ``state`` go out only when they differ from the last sent (the
+stamp aside) or ``--keepalive-s`` (0.1 s; 0: every step) has passed since:
+their receivers hold the newest value (operators/teleop/change_gate.py; counts
+in diagnostics ``unchanged_held``). ``arm_targets`` goes out with every step. Of the joint and lift states in a batch
 only the newest valid one is decoded and applied (an invalid newest one does not
 hide the valid one before it); forward kinematics runs lazily once per change.
 
 Args: ``--config`` teleop YAML (default: the shipped alohamini2/teleop.yaml),
 ``--model`` MJCF for forward kinematics (default: the profile's model),
-``--republish-s`` (0.05), ``--burst-spacing-s`` (0.004), ``--max-steps-per-batch`` (3).
+``--republish-s`` (0.05), ``--burst-spacing-s`` (0.004), ``--max-steps-per-batch`` (3),
+``--keepalive-s`` (0.1).
 """
 
 from __future__ import annotations
@@ -41,10 +46,15 @@ from teledora.operators.contract.messages import MessageError, require_joint_nam
 from teledora.operators.model.robot_profile import RobotProfile
 from teledora.operators.geometry import Pose, matrix_to_quat
 from teledora.operators.model.sides import SIDES
+from teledora.operators.errors import ConfigError
+from teledora.operators.teleop.change_gate import ChangeGate
 from teledora.operators.teleop.teleop_scheme import TeleopScheme
 from teledora.models.config_files import load_teleop_config
 
 _OUTPUTS = (("arm_targets", "ArmTargets"), ("base_cmd", "BaseCommand"), ("lift_cmd", "LiftCommand"), ("state", "TeleopState"))
+# sent when they change or once a keep-alive period (operators/teleop/change_gate.py);
+# arm targets go out with every step
+_GATED = frozenset({"base_cmd", "lift_cmd", "state"})
 
 
 class RobotGrips:
@@ -157,6 +167,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                     help="a report followed in its batch by one stamped less than this later gets no step of its own")
     ap.add_argument("--max-steps-per-batch", type=int, default=3,
                     help="steps published for one batch at most (its newest reports): a backlog collapses")
+    ap.add_argument("--keepalive-s", type=float, default=0.1,
+                    help="base_cmd, lift_cmd and state go out when they change, unchanged once this long (0: every step)")
     return ap.parse_args(argv)
 
 
@@ -166,6 +178,10 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     scheme = TeleopScheme(load_teleop_config(args.config, profile))
     kin = RobotGrips(args.model or models.path(profile.model), profile)
     io = NodeIO(make_node(node), node_id("teleop"), clock, journal=True)
+    try:
+        gate = ChangeGate(args.keepalive_s)
+    except ConfigError as exc:
+        io.fail_start("teleop", exc)
     last_publish_ns = -(10**18)
     republish_ns = int(args.republish_s * 1e9)
     trace: dict[str, int] = {}  # the XR report behind these outputs, for latency tracing
@@ -174,7 +190,11 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         nonlocal last_publish_ns
         out = scheme.step(now_ns, LazyGrips(kin), kin.lift_m)
         for output, kind in _OUTPUTS:
-            io.send(output, kind, getattr(out, output), dict(trace))
+            msg = getattr(out, output)
+            # a state that carries events always goes out: the same event twice is two events
+            if output in _GATED and not gate.passes(output, msg, now_ns, news=output == "state" and bool(msg["events"])):
+                continue
+            io.send(output, kind, msg, dict(trace))
         last_publish_ns = now_ns
         if out.state["events"]:
             io.diag.details["last_events"] = out.state["events"][-8:]
@@ -182,7 +202,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     def refresh() -> None:  # the scheme's state into diagnostics, when a snapshot goes out
         io.diag.details.update(
             estop_latched=scheme.estop_latched, release_armed=scheme.release_armed, arms_paused=scheme.arms_paused, reset_count=scheme.reset_count,
-            robot_state_known=kin.known, reports_folded=dict(folded),
+            robot_state_known=kin.known, reports_folded=dict(folded), unchanged_held=dict(gate.held),
         )
         level = "warn" if scheme.estop_latched or not kin.known else "ok"
         io.diag.set_status(level, "e-stop latched" if scheme.estop_latched else ("no joint/lift state yet" if not kin.known else ""))

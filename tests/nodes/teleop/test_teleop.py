@@ -227,3 +227,68 @@ def test_targets_ride_with_the_lift():
     node = run(inputs, Clock())
     first, second = (decode("ArmTargets", a) for a in node.outputs["arm_targets"])
     np.testing.assert_allclose(second["left"]["position"] - first["left"]["position"], [0.0, 0.0, 0.1], atol=1e-9)
+
+
+class ReportClock(OneByOne):
+    """One event per batch; the host clock reads each controller report's stamp
+    (a live 90 Hz stream), and sent outputs keep their metadata."""
+
+    def __init__(self, inputs):
+        super().__init__(inputs)
+        self.now, self.sent_meta = 0, {}
+
+    def next(self, timeout=None):
+        event = super().next(timeout)
+        if event and event.get("type") == "INPUT" and event["id"] == "controllers":
+            self.now = int(decode("XrControllers", event["value"])["stamp_ns"])
+        return event
+
+    def send_output(self, output_id, data, metadata=None):
+        self.sent_meta.setdefault(output_id, []).append(dict(metadata or {}))
+        return super().send_output(output_id, data, metadata)
+
+
+def _stick_run(argv):
+    frame = 11 * MS
+    reports = []
+    for k in range(60):  # at rest, then the left stick pushed forward from report 20, released at 40
+        stick = [0.0, -1.0] if 20 <= k < 40 else [0.0, 0.0]
+        reports.append(("controllers", controllers(k * frame, left=hand(k * frame, stick=stick))))
+    node = ReportClock([("joint_states", joints()), LIFT] + reports)
+    teleop.main(argv, node=node, clock=lambda: node.now)
+    return node
+
+
+def test_unchanged_commands_and_state_go_out_once_a_keepalive_and_every_change_at_once():
+    node = _stick_run([])
+    assert len(node.outputs["arm_targets"]) == 60  # every step
+    forward = [decode("BaseCommand", c)["forward_m_s"] for c in node.outputs["base_cmd"]]
+    seqs = [m["xr_seq"] for m in node.sent_meta["base_cmd"]]
+    frame_ms = 11
+    # the changes went out on the very reports that made them
+    assert seqs[forward.index(0.25)] == 20 * frame_ms
+    assert seqs[forward.index(0.25) + forward[forward.index(0.25):].index(0.0)] == 40 * frame_ms
+    # in between, unchanged values once every 0.1 s (9 to 10 reports) at most
+    sent = list(zip(seqs, forward))
+    assert all(b - a >= 100 for (a, va), (b, vb) in zip(sent, sent[1:]) if va == vb)
+    assert len(forward) <= 12 and len(node.outputs["lift_cmd"]) <= 8
+    # a receiver holding the newest sent command has the current one after every report
+    for k in range(60):
+        newest = max(i for i, s in enumerate(seqs) if s <= k * frame_ms)
+        assert forward[newest] == (0.25 if 20 <= k < 40 else 0.0), k
+    # every state that carried events went out
+    events = [e for s in node.outputs["state"] for e in decode("TeleopState", s)["events"]]
+    assert "left_anchored" in events and "right_anchored" in events
+    details = json.loads(decode("Diagnostics", node.outputs["diagnostics"][-1])["details_json"])
+    assert details["unchanged_held"]["base_cmd"] == 60 - len(forward)
+
+
+def test_keepalive_zero_sends_every_step():
+    node = _stick_run(["--keepalive-s", "0"])
+    assert [len(node.outputs[o]) for o in ("arm_targets", "base_cmd", "lift_cmd", "state")] == [60] * 4
+
+
+def test_a_keepalive_past_half_the_watchdog_refuses_to_start():
+    node = ReportClock([("joint_states", joints()), LIFT])
+    with pytest.raises(SystemExit, match="keepalive_s"):
+        teleop.main(["--keepalive-s", "0.8"], node=node, clock=lambda: node.now)
