@@ -16,7 +16,8 @@ from estimation.yaml (``flow_sensor`` and ``flow_sim`` sections).
 
 With ``flow_image.enabled`` (or ``--image``) the flow is instead measured the way
 the real sensor does it: the floor under the sensor is rendered from the
-ground-truth pose at each report (a seeded texture) and the shift between frames
+ground-truth pose at each report (a seeded texture; the pose interpolated between
+the truth samples either side of the report's time) and the shift between frames
 is found with OpenCV phase correlation; quality is the correlation peak.
 
 Args: ``--config`` estimation YAML (default: shipped alohamini2/estimation.yaml),
@@ -33,7 +34,7 @@ from typing import Any, Callable, Sequence
 
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.estimation.delay_line import DelayLine
-from teledora.operators.estimation.floor_image_flow import FloorCamera, ImageFlowSensor
+from teledora.operators.estimation.floor_image_flow import FloorCamera, ImageFlowSensor, pose_at
 from teledora.operators.estimation.flow_model import FlowModel
 from teledora.operators.estimation.flow_sensor_sim import FlowSensorSim, FlowSimConfigError
 from teledora.operators.estimation.report_schedule import ReportSchedule
@@ -74,10 +75,14 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
             poses.release(stamp_ns)
             if poses.latest is None:
                 return
-            pose_stamp_ns, (x, y, yaw) = poses.latest
-            measured = imager.read(pose_stamp_ns, x, y, yaw)
+            # the frame shows the floor where the base was ``delay`` before the grid time,
+            # between the truth samples either side: truth slower or less even than the
+            # reports still gives a frame, and a true shift, for every report
+            seen_ns = stamp_ns - poses.delay_ns
+            x, y, yaw = pose_at(seen_ns, poses.latest, poses.following())
+            measured = imager.read(seen_ns, x, y, yaw)
             if measured is None:
-                return  # first frame, or no new ground truth since the last report
+                return  # the first frame: nothing to compare with yet
             fx, fy, quality, dt = measured
             msg.update(flow_rate_x=fx, flow_rate_y=fy, quality=quality, integration_time_s=dt)
         io.send("flow", "OpticalFlow", msg)

@@ -60,6 +60,10 @@ class DelayLine(Generic[T]):
         """True when some sample has come out, or would by ``now_ns``."""
         return self.latest is not None or (bool(self._queue) and self._queue[0][0] <= now_ns - self.delay_ns)
 
+    def following(self) -> tuple[int, T] | None:
+        """The oldest sample still inside the delay (the one after ``latest``), if any."""
+        return self._queue[0] if self._queue else None
+
     @property
     def pending(self) -> int:
         """Samples still inside the delay."""

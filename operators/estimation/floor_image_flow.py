@@ -122,6 +122,23 @@ def image_flow(previous: np.ndarray, current: np.ndarray, dt_s: float, focal_px:
     return du / (focal_px * dt_s), dv / (focal_px * dt_s), float(response)
 
 
+Pose2 = tuple[float, float, float]  # x m, y m, yaw rad
+
+
+def pose_at(t_ns: int, before: tuple[int, Pose2], after: tuple[int, Pose2] | None) -> Pose2:
+    """The base's pose at ``t_ns``, linear between two stamped poses (yaw the short way
+    round); ``before``'s pose when there is no later one or ``t_ns`` is not past it."""
+    t0, (x0, y0, yaw0) = before
+    if after is None or t_ns <= t0:
+        return x0, y0, yaw0
+    t1, (x1, y1, yaw1) = after
+    if t1 <= t0:
+        return x1, y1, yaw1
+    u = min(1.0, (t_ns - t0) / (t1 - t0))
+    turn = math.remainder(yaw1 - yaw0, math.tau)
+    return x0 + u * (x1 - x0), y0 + u * (y1 - y0), yaw0 + u * turn
+
+
 class ImageFlowSensor:
     """A flow sensor that renders the floor at each report and measures the shift from the
     previous frame.

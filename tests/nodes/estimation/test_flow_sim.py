@@ -121,6 +121,39 @@ def test_image_mode_measures_flow_from_rendered_floor(tmp_path):
     assert json.loads(decode("Diagnostics", node.outputs["diagnostics"][-1])["details_json"])["mode"] == "image"
 
 
+def test_image_mode_reports_on_every_grid_time_when_the_truth_is_slower_and_uneven(tmp_path):
+    """Truth at about 30 Hz with jitter, reports at 50 Hz: every report after the first
+    frame goes out, one per 20 ms, each measuring the true shift (the frames are
+    rendered at poses interpolated between the truth samples)."""
+    path, cfg = quiet_config(tmp_path)
+    rng = np.random.default_rng(4)
+    inputs, t_ms = [], 0.0
+    while t_ms < 600.0:
+        inputs.append(("ground_truth", ground_truth(int(t_ms * 1e6), vx=0.1, x=0.1 * t_ms / 1000.0)))
+        last_ns = int(t_ms * 1e6)
+        t_ms += rng.uniform(22.0, 45.0)  # never two truth samples inside one report interval
+    node = MockNode(inputs)
+    flow_sim.main(["--config", str(path), "--image"], node=node, clock=lambda: 1)
+    flows = [decode("OpticalFlow", v) for v in node.outputs["flow"]]
+    stamps = [f["stamp_ns"] for f in flows]
+    # every grid time up to the last truth sample, but the first (no earlier frame to compare)
+    assert stamps == list(range(20_000_000, last_ns + 1, 20_000_000))
+    model = FlowModel(FlowModelConfig.from_dict(cfg["flow_sensor"]))
+    expected = model.sensor_flow(model.body_flow(0.1, 0.0, 0.0, cfg["flow_sensor"]["offset_m"][2]))
+    for f in flows:
+        np.testing.assert_allclose([f["flow_rate_x"], f["flow_rate_y"]], expected, atol=0.15)
+
+
+def test_pose_at_interpolates_and_turns_the_short_way():
+    from teledora.operators.estimation.floor_image_flow import pose_at
+    a, b = (0, (0.0, 0.0, 3.0)), (100, (1.0, -2.0, -3.0))  # yaw 3.0 -> -3.0 rad: 0.28 rad the short way
+    x, y, yaw = pose_at(25, a, b)
+    assert (x, y) == (0.25, -0.5)
+    assert np.isclose(yaw, 3.0 + 0.25 * (2 * np.pi - 6.0))
+    assert pose_at(25, a, None) == a[1] and pose_at(0, a, b) == a[1]
+    assert np.allclose(pose_at(150, a, b), (1.0, -2.0, -3.0 + 2 * np.pi))  # no further than the later pose
+
+
 def _first_motion_stamp_ms(tmp_path, delay_ms: float, image: bool = False) -> tuple[float, list]:
     """Truth every 10 ms, forward step at 200 ms, reports every 20 ms; stamp of the first moving report."""
     path, _ = quiet_config(tmp_path, delay_ms=delay_ms)
