@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from teledora.operators.errors import TeledoraError
+from teledora.operators.geometry import wrap_angle
 
 
 def _cv2():
@@ -135,7 +136,7 @@ def pose_at(t_ns: int, before: tuple[int, Pose2], after: tuple[int, Pose2] | Non
     if t1 <= t0:
         return x1, y1, yaw1
     u = min(1.0, (t_ns - t0) / (t1 - t0))
-    turn = math.remainder(yaw1 - yaw0, math.tau)
+    turn = wrap_angle(yaw1 - yaw0)
     return x0 + u * (x1 - x0), y0 + u * (y1 - y0), yaw0 + u * turn
 
 
