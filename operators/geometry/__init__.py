@@ -5,6 +5,7 @@ from teledora.operators.geometry.angles import wrap_angle
 from teledora.operators.geometry.pose import Pose
 from teledora.operators.geometry.pose_error import PoseError
 from teledora.operators.geometry.quaternions import (
+    matrices_to_quats,
     matrix_to_quat,
     quat_angle,
     quat_conjugate,
@@ -27,6 +28,7 @@ __all__ = [
     "PoseError",
     "Se2InputError",
     "integrate_constant_twist",
+    "matrices_to_quats",
     "matrix_to_quat",
     "quat_angle",
     "quat_conjugate",

@@ -105,6 +105,36 @@ def matrix_to_quat(r: npt.ArrayLike) -> np.ndarray:
     return quat_normalize(q)
 
 
+def matrices_to_quats(r: npt.ArrayLike) -> np.ndarray:
+    """:func:`matrix_to_quat` of a stack of rotation matrices, shape (n, 3, 3)
+    to (n, 4): the same branch per matrix, in whole-array operations (a robot's
+    frame tree has dozens of frames per joint state)."""
+    m = np.asarray(r, dtype=float).reshape(-1, 3, 3)
+    if not np.all(np.isfinite(m)):
+        raise PoseError("rotation matrices must be finite")
+    m00, m11, m22 = m[:, 0, 0], m[:, 1, 1], m[:, 2, 2]
+    tr = m00 + m11 + m22
+    branch = np.where(tr > 0, 0, np.where((m00 > m11) & (m00 > m22), 1, np.where(m11 > m22, 2, 3)))
+    diag = np.stack([tr + 1.0, 1.0 + m00 - m11 - m22, 1.0 + m11 - m00 - m22, 1.0 + m22 - m00 - m11], axis=1)
+    s = 2.0 * np.sqrt(np.maximum(np.take_along_axis(diag, branch[:, None], axis=1)[:, 0], 0.0))
+    s = np.where(s > 0, s, 1.0)  # a zero here means a matrix that is not a rotation; normalising refuses it below
+    # each is four times a product of two quaternion components
+    wx, wy, wz = m[:, 2, 1] - m[:, 1, 2], m[:, 0, 2] - m[:, 2, 0], m[:, 1, 0] - m[:, 0, 1]
+    xy, xz, yz = m[:, 0, 1] + m[:, 1, 0], m[:, 0, 2] + m[:, 2, 0], m[:, 1, 2] + m[:, 2, 1]
+    quarter = 0.25 * s
+    candidates = np.stack([
+        np.stack([wx / s, wy / s, wz / s, quarter], axis=1),
+        np.stack([quarter, xy / s, xz / s, wx / s], axis=1),
+        np.stack([xy / s, quarter, yz / s, wy / s], axis=1),
+        np.stack([xz / s, yz / s, quarter, wz / s], axis=1),
+    ], axis=1)
+    q = candidates[np.arange(len(m)), branch]
+    norm = np.sqrt(np.sum(q * q, axis=1))
+    if np.any(norm < _MIN_NORM):
+        raise PoseError("a matrix is not a rotation (quaternion of near zero norm)")
+    return q / np.where(q[:, 3] < 0, -norm, norm)[:, None]
+
+
 def yaw_to_quat(yaw_rad: float) -> np.ndarray:
     """Unit quaternion of a rotation by ``yaw_rad`` about +z."""
     return np.array([0.0, 0.0, np.sin(yaw_rad / 2.0), np.cos(yaw_rad / 2.0)])

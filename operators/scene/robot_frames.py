@@ -20,7 +20,7 @@ from typing import Mapping
 import mujoco
 import numpy as np
 
-from teledora.operators.geometry import matrix_to_quat, quat_to_matrix, yaw_to_quat
+from teledora.operators.geometry import matrices_to_quats, quat_to_matrix, yaw_to_quat
 from teledora.operators.model.robot_profile import RobotProfile
 
 # MuJoCo camera frame -> optical frame: 180 degrees about x.
@@ -47,12 +47,6 @@ def identity(parent: str, child: str) -> Transform:
     return Transform(parent, child, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0))
 
 
-def _relative(p_parent: np.ndarray, r_parent: np.ndarray, p_child: np.ndarray, r_child: np.ndarray) -> tuple[tuple, tuple]:
-    t = r_parent.T @ (p_child - p_parent)
-    r = r_parent.T @ r_child
-    return tuple(float(v) for v in t), tuple(float(v) for v in matrix_to_quat(r))
-
-
 class RobotFrames:
     """Transforms of every body, site and camera below the base frame.
 
@@ -74,6 +68,17 @@ class RobotFrames:
         self.bodies = self._bodies_below_base()
         self.sites = [model.site(s).name for s in range(model.nsite) if model.site_bodyid[s] in self._body_set]
         self.cameras = [model.cam(c).name for c in range(model.ncam) if model.cam_bodyid[c] in self._body_set]
+        # each frame's (parent, child) names and ids, in the order transforms() lists them
+        body_parents = [int(model.body_parentid[b]) for b in self.bodies]
+        site_ids = [model.site(n).id for n in self.sites]
+        cam_ids = [model.cam(n).id for n in self.cameras]
+        self._site_ids, self._cam_ids = np.array(site_ids, dtype=int), np.array(cam_ids, dtype=int)
+        self._bodies = np.array(self.bodies, dtype=int)
+        self._parents = np.array(body_parents + [int(model.site_bodyid[s]) for s in site_ids]
+                                 + [int(model.cam_bodyid[c]) for c in cam_ids], dtype=int)
+        self._names = [(model.body(p).name, model.body(b).name) for p, b in zip(body_parents, self.bodies)]
+        self._names += [(model.body(int(model.site_bodyid[s])).name, n) for s, n in zip(site_ids, self.sites)]
+        self._names += [(model.body(int(model.cam_bodyid[c])).name, n) for c, n in zip(cam_ids, self.cameras)]
         self.set_lift_height(0.0)
 
     def _bodies_below_base(self) -> list[int]:
@@ -107,23 +112,16 @@ class RobotFrames:
         mujoco.mj_kinematics(m, d)
         mujoco.mj_comPos(m, d)  # camera modes that track a subtree need its centre of mass
         mujoco.mj_camlight(m, d)
-        out: list[Transform] = []
-        for b in self.bodies:
-            p = int(m.body_parentid[b])
-            t, q = _relative(d.xpos[p], d.xmat[p].reshape(3, 3), d.xpos[b], d.xmat[b].reshape(3, 3))
-            out.append(Transform(m.body(p).name, m.body(b).name, t, q))
-        for name in self.sites:
-            s = m.site(name).id
-            b = int(m.site_bodyid[s])
-            t, q = _relative(d.xpos[b], d.xmat[b].reshape(3, 3), d.site_xpos[s], d.site_xmat[s].reshape(3, 3))
-            out.append(Transform(m.body(b).name, name, t, q))
-        for name in self.cameras:
-            c = m.cam(name).id
-            b = int(m.cam_bodyid[c])
-            r_cam = d.cam_xmat[c].reshape(3, 3) @ _CAM_TO_OPTICAL
-            t, q = _relative(d.xpos[b], d.xmat[b].reshape(3, 3), d.cam_xpos[c], r_cam)
-            out.append(Transform(m.body(b).name, name, t, q))
-        return out
+        # every frame at once: its parent's pose, its own, then child in parent
+        xmat = d.xmat.reshape(-1, 3, 3)
+        p_parent, r_parent = d.xpos[self._parents], xmat[self._parents]
+        p_child = np.concatenate([d.xpos[self._bodies], d.site_xpos[self._site_ids], d.cam_xpos[self._cam_ids]])
+        r_child = np.concatenate([xmat[self._bodies], d.site_xmat[self._site_ids].reshape(-1, 3, 3),
+                                  d.cam_xmat[self._cam_ids].reshape(-1, 3, 3) @ _CAM_TO_OPTICAL])
+        t = np.einsum("nji,nj->ni", r_parent, p_child - p_parent)
+        q = matrices_to_quats(np.einsum("nji,njk->nik", r_parent, r_child))
+        return [Transform(parent, child, tuple(tt), tuple(qq))
+                for (parent, child), tt, qq in zip(self._names, t.tolist(), q.tolist())]
 
 
 def compose(chain: list[Transform]) -> tuple[np.ndarray, np.ndarray]:

@@ -119,6 +119,9 @@ def _plain(obj: Any, name: str | None = None) -> Any:
             out["timestamp"] = {"sec": stamp // NS, "nsec": stamp % NS}
         return out
     if isinstance(obj, list):
+        # scan ranges, joint vectors: whole lists of plain floats pass as they are
+        if obj and all(type(v) is float for v in obj):
+            return obj if all(map(math.isfinite, obj)) else [_float(v) for v in obj]
         return [_plain(v, name) for v in obj]
     if isinstance(obj, (bytes, bytearray)):
         return base64.b64encode(obj).decode()

@@ -5,6 +5,7 @@ import pytest
 
 from teledora.operators.geometry import (
     PoseError,
+    matrices_to_quats,
     matrix_to_quat,
     quat_angle,
     quat_conjugate,
@@ -75,6 +76,25 @@ def test_matrix_round_trip_on_every_branch(seed):
         back = matrix_to_quat(quat_to_matrix(q))
         assert back[3] >= 0
         np.testing.assert_allclose(back, q, atol=1e-12)
+
+
+def test_batched_matrices_give_exactly_the_one_at_a_time_quaternions():
+    """Every branch (positive trace, and each diagonal element largest), w < 0
+    before normalising, and the boundaries where two diagonal elements tie."""
+    rng = np.random.default_rng(7)
+    qs = [quat_normalize(rng.normal(size=4)) for _ in range(200)]
+    qs += [quat_normalize(q) for q in ([1, 0, 0, 0.01], [0, 1, 0, 0.01], [0, 0, 1, 0.01], [1, 1, 0, 0], [0, 1, 1, 0], [1, 0, 1, 0])]
+    mats = np.array([quat_to_matrix(q) for q in qs] + [np.eye(3), np.diag([1.0, -1.0, -1.0]), np.diag([-1.0, -1.0, 1.0])])
+    batched = matrices_to_quats(mats)
+    assert batched.shape == (len(mats), 4)
+    for m, q in zip(mats, batched):
+        assert q.tolist() == matrix_to_quat(m).tolist()
+
+
+@pytest.mark.parametrize("bad", [np.full((2, 3, 3), np.nan), np.diag([1.0, 1.0, np.inf])])
+def test_batched_matrices_refuse_what_is_not_a_rotation(bad):
+    with pytest.raises(PoseError):
+        matrices_to_quats(bad)
 
 
 def test_rotation_vector_round_trip_and_power():

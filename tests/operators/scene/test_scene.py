@@ -86,10 +86,18 @@ def test_frame_tree_matches_forward_kinematics_and_joint_changes_move_links():
     data.qpos[model.joint("left_elbow_flex").qposadr[0]] = 0.7
     data.qpos[model.joint(profile.lift_joint).qposadr[0]] = profile.lift_height_to_joint(0.25)
     mujoco.mj_kinematics(model, data)
+    mujoco.mj_comPos(model, data)
+    mujoco.mj_camlight(model, data)  # camera poses
     for name in ("left_Moving_Jaw", "right_Upper_Arm"):
         p, r = compose(resolve(tfs, "base_link", name))
         np.testing.assert_allclose(p, data.body(name).xpos, atol=1e-12)
         np.testing.assert_allclose(r, data.body(name).xmat.reshape(3, 3), atol=1e-12)
+    p, r = compose(resolve(tfs, "base_link", "left_grip"))  # a site
+    np.testing.assert_allclose(p, data.site("left_grip").xpos, atol=1e-12)
+    np.testing.assert_allclose(r, data.site("left_grip").xmat.reshape(3, 3), atol=1e-12)
+    p, r = compose(resolve(tfs, "base_link", "left_wrist"))  # a camera, optical: MuJoCo's y and z flipped
+    np.testing.assert_allclose(p, data.cam("left_wrist").xpos, atol=1e-12)
+    np.testing.assert_allclose(r, data.cam("left_wrist").xmat.reshape(3, 3) @ np.diag([1.0, -1.0, -1.0]), atol=1e-12)
     assert set(frames.frames) == {t.child for t in tfs}
     with pytest.raises(KeyError):
         resolve(tfs, "base_link", "nowhere")
