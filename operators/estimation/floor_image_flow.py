@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from teledora.operators.errors import TeledoraError
-from teledora.operators.geometry import wrap_angle
+from teledora.operators.geometry import lerp_planar
 
 
 def _cv2():
@@ -132,12 +132,10 @@ def pose_at(t_ns: int, before: tuple[int, Pose2], after: tuple[int, Pose2] | Non
     t0, (x0, y0, yaw0) = before
     if after is None or t_ns <= t0:
         return x0, y0, yaw0
-    t1, (x1, y1, yaw1) = after
+    t1, pose1 = after
     if t1 <= t0:
-        return x1, y1, yaw1
-    u = min(1.0, (t_ns - t0) / (t1 - t0))
-    turn = wrap_angle(yaw1 - yaw0)
-    return x0 + u * (x1 - x0), y0 + u * (y1 - y0), yaw0 + u * turn
+        return pose1
+    return lerp_planar((x0, y0, yaw0), pose1, min(1.0, (t_ns - t0) / (t1 - t0)))
 
 
 class ImageFlowSensor:

@@ -20,7 +20,7 @@ from teledora.operators.geometry.quaternions import (
     xyzw_to_wxyz,
     yaw_to_quat,
 )
-from teledora.operators.geometry.se2 import Pose2D, Se2InputError, integrate_constant_twist
+from teledora.operators.geometry.se2 import Pose2D, Se2InputError, integrate_constant_twist, lerp_planar
 
 __all__ = [
     "Pose",
@@ -28,6 +28,7 @@ __all__ = [
     "PoseError",
     "Se2InputError",
     "integrate_constant_twist",
+    "lerp_planar",
     "matrices_to_quats",
     "matrix_to_quat",
     "quat_angle",

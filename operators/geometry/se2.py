@@ -1,4 +1,5 @@
-"""Exact planar (SE(2)) pose integration under a constant body twist.
+"""Planar (SE(2)) poses: exact integration under a constant body twist, and
+linear interpolation between two poses.
 
 A body moving with constant forward/left velocity and yaw rate for ``dt``
 follows a circular arc; :func:`integrate_constant_twist` applies that arc in
@@ -69,3 +70,11 @@ def integrate_constant_twist(pose: Pose2D, forward_m_s: float, left_m_s: float, 
         y=pose.y + s * dx_body + c * dy_body,
         yaw=wrap_angle(pose.yaw + theta),
     )
+
+
+def lerp_planar(a: tuple[float, float, float], b: tuple[float, float, float], f: float) -> tuple[float, float, float]:
+    """The pose ``f`` of the way from ``a`` to ``b`` (x, y in m, yaw in rad):
+    position along the straight line, yaw the short way round (not wrapped)."""
+    x0, y0, yaw0 = a
+    x1, y1, yaw1 = b
+    return x0 + f * (x1 - x0), y0 + f * (y1 - y0), yaw0 + f * wrap_angle(yaw1 - yaw0)

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from teledora.operators.errors import TeledoraError
-from teledora.operators.geometry import wrap_angle
+from teledora.operators.geometry import lerp_planar
 from teledora.operators.config import config_from_mapping
 
 MAX_FRAMES_PER_TRUTH = 240  # a longer truth gap is skipped, not filled with interpolated frames
@@ -115,11 +115,9 @@ class MocapSimulator:
             skip = last_index - self._next_index + 1 - MAX_FRAMES_PER_TRUTH
             self.skipped_frames += skip
             self._next_index += skip
-        dyaw = wrap_angle(sample[3] - yaw0)
         while self._next_index <= last_index:
             t = self._origin_ns + self._next_index * self.period_ns
-            f = (t - t0) / (t1 - t0)
-            self._emit(t, (x0 + f * (sample[1] - x0), y0 + f * (sample[2] - y0), yaw0 + f * dyaw))
+            self._emit(t, lerp_planar((x0, y0, yaw0), sample[1:], (t - t0) / (t1 - t0)))
             self._next_index += 1
         self._prev = sample
 

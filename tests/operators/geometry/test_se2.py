@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from teledora.operators.geometry import Pose2D, Se2InputError, integrate_constant_twist, wrap_angle
+from teledora.operators.geometry import Pose2D, Se2InputError, integrate_constant_twist, lerp_planar, wrap_angle
 
 
 @pytest.mark.parametrize("steps", [1, 7, 100, 1000])
@@ -41,3 +41,12 @@ def test_rejects_bad_input():
         integrate_constant_twist(Pose2D(), math.nan, 0, 0, 0.1)
     with pytest.raises(Se2InputError):
         integrate_constant_twist(Pose2D(), 0, 0, 0, -0.1)
+
+
+def test_planar_interpolation_turns_the_short_way_round():
+    a, b = (0.0, 0.0, math.pi - 0.1), (1.0, -2.0, -math.pi + 0.1)
+    assert lerp_planar(a, b, 0.0) == a
+    x, y, yaw = lerp_planar(a, b, 0.5)
+    assert (x, y) == (0.5, -1.0)
+    assert yaw == pytest.approx(math.pi)  # through pi, not through 0
+    assert lerp_planar(a, b, 1.0)[2] == pytest.approx(math.pi + 0.1)  # the same heading as b, unwrapped
