@@ -433,6 +433,7 @@ class IkLoop:
             "solves": self.ik.solves,
             "failed_solves": self.ik.failures,
             "guard_shortened": self.ik.guard_shortened,
+            "guard_per_arm": self.ik.guard_per_arm,  # of those, steps each arm kept its own share of
             # per arm and solve: goal followed / braked instead / plan kept; plans the guard refused
             "reference_modes": dict(self.ik.reference.counts),
             "plans_refused": self.ik.plans_refused,

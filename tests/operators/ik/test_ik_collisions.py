@@ -186,3 +186,44 @@ def test_guard_shortens_a_step_that_would_enter_the_clearance():
     # and it is no shorter than it must be: 1 % more of the step is already too close
     ik._set_q(q_from + (fraction + 0.01) * (q_to - q_from))
     assert ik.min_proxy_distance() < guard
+
+
+def test_guard_shortens_only_the_arm_whose_step_needs_it():
+    # The left arm steps into its own links; the right arm turns its wrist
+    # clear of everything. The uniform guard cuts both steps by the same
+    # fraction; per arm, the right arm keeps its whole step.
+    loop = adversarial.make_adversarial_loop()
+    ik = loop.ik
+    home = np.array([ik.profile.home_q()[n] for n in ik.arm_joint_names])
+    ik.reset(home, lift_joint=0.0)
+    guard = ik.settings.collision.guard_distance_m
+    q_from = ik.arm_q()
+    left, right = (ik.joint_index(ik.profile.arms[s].joints) for s in SIDES)
+    for joint, delta in [(j, d) for j in ik.profile.arms["left"].joints[:3] for d in (1.5, -1.5, 2.5, -2.5)]:
+        q_to = q_from.copy()
+        q_to[ik.joint_index([joint])] += delta
+        ik._set_q(q_to)
+        if ik.min_proxy_distance() < 0:
+            break
+    else:
+        pytest.fail("no single-joint step of the left arm from home penetrates")
+    wrist = ik.joint_index([ik.profile.arms["right"].joints[-1]])
+    q_to[wrist] += 0.05
+    right_alone = q_from.copy()
+    right_alone[right] = q_to[right]
+    assert ik._guard(q_from, right_alone)[1] == 1.0  # the right arm's step is clear on its own
+
+    _, uniform, _ = ik._guard(q_from, q_to)
+    assert 0.0 < uniform < 1.0  # the whole step is cut: the right arm's part with it
+    before = ik.guard_per_arm
+    q, fraction, dmin = ik._guard_each_arm(q_from, q_to)
+
+    np.testing.assert_array_equal(q[right], q_to[right])  # the free arm keeps its whole step
+    kept_left = (q[left] - q_from[left]) / np.where(q_to[left] != q_from[left], q_to[left] - q_from[left], 1.0)
+    moved = q_to[left] != q_from[left]
+    assert np.allclose(kept_left[moved], kept_left[moved][0])  # the left arm's step is cut along itself
+    assert uniform <= kept_left[moved][0] < 1.0 and fraction == kept_left[moved][0]
+    assert ik.guard_per_arm == before + 1
+    ik._set_q(q)  # and the kept configuration is clear
+    assert ik.min_proxy_distance() >= guard
+    assert dmin >= guard
