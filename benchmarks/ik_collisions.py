@@ -21,11 +21,15 @@ a longer run meets them; ``--violations`` prints every solve inside the
 clearance with what the IK did on that tick (guard cut, relaxed QP, global
 search goal, reference modes, refused plans).
 
+``--guard-cost`` also times, on every tick, the guard's uniform cut and its
+per-arm verdict (``BimanualIk._guard_each_arm``, which the tick takes) on the
+same step, alternating which runs first (thread CPU).
+
 ``--qp-only`` measures the QP's clearance rows alone (no post-step guard);
 ``--barrier mink`` swaps them for mink's stock ``CollisionAvoidanceLimit``
 (bound divided by dt) on the same pairs.
 
-    python benchmarks/ik_collisions.py [--episodes 1000] [--legs 4] [--seed 0] [--first 0] [--violations] [--qp-only] [--barrier ours|mink]
+    python benchmarks/ik_collisions.py [--episodes 1000] [--legs 4] [--seed 0] [--first 0] [--violations] [--guard-cost] [--qp-only] [--barrier ours|mink]
 """
 
 from __future__ import annotations
@@ -161,6 +165,33 @@ class Violation:
                 f"plans refused {self.plans_refused}")
 
 
+def time_guard_variants(ik, costs: list[tuple[float, float, float]]) -> None:
+    """Makes every tick of ``ik`` time the uniform guard and the per-arm one on
+    the same step (the order alternating from tick to tick, as the distance
+    bounds the first leaves behind speed up the second) and go on with the
+    per-arm verdict; appends (uniform s, per arm s, uniform fraction)."""
+    per_arm = ik._guard_each_arm
+
+    def timed(q_from: np.ndarray, q_to: np.ndarray):
+        uniform_first = len(costs) % 2 == 0
+        if uniform_first:
+            t0 = time.thread_time()
+            fraction = ik._guard(q_from, q_to)[1]
+            t1 = time.thread_time()
+        c0 = time.thread_time()
+        out = per_arm(q_from, q_to)
+        c1 = time.thread_time()
+        if not uniform_first:
+            t0 = time.thread_time()
+            fraction = ik._guard(q_from, q_to)[1]
+            t1 = time.thread_time()
+            ik._set_q(out[0])  # the tick goes on from the per-arm verdict
+        costs.append((t1 - t0, c1 - c0, fraction))
+        return out
+
+    ik._guard_each_arm = timed
+
+
 def run(loop: IkLoop | None, episodes: int, seed: int = 0, legs: int = 4, check: MujocoCollisionCheck | None = None,
         progress: bool = False, first: int = 0, make: Callable[[], IkLoop] | None = None,
         on_violation: Callable[[Violation], None] | None = None) -> AdversarialResult:
@@ -256,12 +287,19 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--first", type=int, default=0, help="first episode to run (each episode replays on its own)")
     ap.add_argument("--violations", action="store_true", help="print every solve inside the clearance")
+    ap.add_argument("--guard-cost", action="store_true",
+                    help="time the guard's uniform cut and its per-arm verdict on every tick's step")
     ap.add_argument("--qp-only", action="store_true", help="no post-step guard: the QP's rows alone")
     ap.add_argument("--barrier", choices=("ours", "mink"), default="ours")
     ap.add_argument("--progress", action="store_true")
     args = ap.parse_args()
+    costs: list[tuple[float, float, float]] = []
+
     def make() -> IkLoop:
-        return make_adversarial_loop(args.qp_only, args.barrier)
+        loop = make_adversarial_loop(args.qp_only, args.barrier)
+        if args.guard_cost:
+            time_guard_variants(loop.ik, costs)
+        return loop
 
     loop = make()
     check = MujocoCollisionCheck()
@@ -283,6 +321,14 @@ def main() -> None:
     print(f"guard-shortened      {res.guard_shortened} steps; relaxed QPs {res.relaxed_solves}; failed {res.failed_solves}")
     worst = sorted(res.per_attack_min.items(), key=lambda kv: kv[1])[:5]
     print("closest by attack    " + ", ".join(f"{k} {v * 1000:.2f} mm" for k, v in worst))
+    if costs:
+        c = np.array(costs) * [1e3, 1e3, 1.0]
+        cut = c[c[:, 2] < 1.0]
+        line = f"guard cost           uniform / per arm, thread CPU: every tick mean {c[:, 0].mean():.3f} / {c[:, 1].mean():.3f} ms"
+        if len(cut):
+            line += (f"; the {len(cut)} ticks it shortened mean {cut[:, 0].mean():.3f} / {cut[:, 1].mean():.3f} ms, "
+                     f"p99 {np.percentile(cut[:, 0], 99):.3f} / {np.percentile(cut[:, 1], 99):.3f} ms")
+        print(line)
     print(f"time                 {res.seconds:.1f} s")
 
 

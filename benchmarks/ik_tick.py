@@ -19,6 +19,9 @@ every tick.
 * "ours, no bounds" (``--compare-bounds``): our tick without the distance
   bounds (``operators/ik/distance_bounds.py``): the broadphase and exact
   distances on every pair at every check, as before them (the same outputs).
+* "ours, uniform guard" (``--compare-guard``): our tick with the collision
+  guard shortening both arms' steps by one fraction, as before each arm was
+  shortened on its own (``BimanualIk._guard_each_arm``).
 * "bare mink": ``mink.solve_ik`` (DAQP) with mink's stock
   ``CollisionAvoidanceLimit`` on the same pairs + ``integrate_inplace``.
 
@@ -26,7 +29,7 @@ Blocks of ticks alternate between the variants so machine load hits all
 alike; each tick is timed in thread CPU time. Prints median and p99 per tick,
 the ratios to bare mink, and our tick's cost by phase (mean per tick).
 
-    python benchmarks/ik_tick.py [--ticks 4000] [--block 200] [--no-collisions] [--center ready|home] [--far] [--compare-path-check] [--compare-bounds]
+    python benchmarks/ik_tick.py [--ticks 4000] [--block 200] [--no-collisions] [--center ready|home] [--far] [--compare-path-check] [--compare-bounds] [--compare-guard]
 """
 
 from __future__ import annotations
@@ -143,7 +146,7 @@ class OurSolveIntegrate:
 
 
 def measure(ticks: int, block: int, collisions: bool, center: str = "ready", far: bool = False,
-            compare_path_check: bool = False, compare_bounds: bool = False):
+            compare_path_check: bool = False, compare_bounds: bool = False, compare_guard: bool = False):
     ours, bare_ik, qp_ik = make(collisions, center), make(collisions, center), make(collisions, center)
     bare, qp_only = BareMink(bare_ik), OurSolveIntegrate(qp_ik)
     walk = far_targets(ours, ticks) if far else target_walk(ours, ticks)
@@ -159,12 +162,17 @@ def measure(ticks: int, block: int, collisions: bool, center: str = "ready", far
         unbounded.guard.bounds = None
         unbounded.collision_limit.bounds = None
         variants.insert(1, ("ours, no bounds", unbounded.tick))
+    if compare_guard:
+        uniform = make(collisions, center)
+        uniform._guard_each_arm = uniform._guard
+        variants.insert(1, ("ours, uniform guard", uniform.tick))
     times: dict[str, list[float]] = {name: [] for name, _ in variants}
     wall: dict[str, list[float]] = {name: [] for name, _ in variants}
     for _ in range(50):  # warm-up
         for _, fn in variants:
             fn(walk[0])
-    timed = [ours] + ([coarse] if compare_path_check else []) + ([unbounded] if compare_bounds else [])
+    timed = [ours] + ([coarse] if compare_path_check else []) + ([unbounded] if compare_bounds else []) + (
+        [uniform] if compare_guard else [])
     for ik in timed:
         ik.phase_clock = time.thread_time
         ik.phase_times = {}
@@ -182,7 +190,10 @@ def measure(ticks: int, block: int, collisions: bool, center: str = "ready", far
     if compare_bounds:
         for key in ("QP (assembly + DAQP)", "collision guard", "joint reference + path check"):
             phases[f"{key} (no bounds)"] = unbounded.phase_times.get(key, 0.0) / ticks * 1e3
-    stats = {"guard_shortened": ours.guard_shortened, "pairs": len(ours.collision_pairs or []),
+    if compare_guard:
+        for key in ("collision guard", "joint reference + path check"):
+            phases[f"{key} (uniform guard)"] = uniform.phase_times.get(key, 0.0) / ticks * 1e3
+    stats = {"guard_shortened": ours.guard_shortened, "guard_per_arm": ours.guard_per_arm, "pairs": len(ours.collision_pairs or []),
              "searches": ours.fallback.searches_started if ours.fallback else 0}
     return ({k: np.array(v) * 1e3 for k, v in times.items()}, {k: np.array(v) * 1e3 for k, v in wall.items()},
             phases, stats)
@@ -201,9 +212,11 @@ def main() -> None:
                     help="also our tick without the distance bounds (every pair measured at every check)")
     ap.add_argument("--compare-path-check", action="store_true",
                     help="also our tick with a plan's path checked every control period only")
+    ap.add_argument("--compare-guard", action="store_true",
+                    help="also our tick with the guard shortening both arms' steps by one fraction")
     args = ap.parse_args()
     res, wall, phases, stats = measure(args.ticks, args.block, not args.no_collisions, args.center, args.far,
-                                       args.compare_path_check, args.compare_bounds)
+                                       args.compare_path_check, args.compare_bounds, args.compare_guard)
     what = "far targets held 3 s" if args.far else f"walk around {args.center}"
     print(f"IK tick, AlohaMini2, collisions {'off' if args.no_collisions else 'on'} ({stats['pairs']} geom pairs), "
           f"{what}, {args.ticks} ticks each, {stats['searches']} global searches")
@@ -212,10 +225,14 @@ def main() -> None:
         w = wall[name]
         print(f"{name:<15} {np.median(t):14.3f} {np.percentile(t, 99):10.3f} {np.median(w):15.3f} {np.percentile(w, 99):11.3f}")
     b = res["bare mink"]
-    for name in [n for n in ("ours", "ours, no bounds", "ours 10 ms", "ours QP") if n in res]:
+    for name in [n for n in ("ours", "ours, uniform guard", "ours, no bounds", "ours 10 ms", "ours QP") if n in res]:
         o = res[name]
         print(f"ratio {name}/bare (cpu): median {np.median(o) / np.median(b):.2f}x, "
               f"p99 {np.percentile(o, 99) / np.percentile(b, 99):.2f}x, mean {np.mean(o) / np.mean(b):.2f}x")
+    if "ours, uniform guard" in res:
+        o, u = res["ours"], res["ours, uniform guard"]
+        print(f"ratio ours/ours with the uniform guard (cpu): median {np.median(o) / np.median(u):.2f}x, "
+              f"p99 {np.percentile(o, 99) / np.percentile(u, 99):.2f}x, mean {np.mean(o) / np.mean(u):.2f}x")
     if "ours, no bounds" in res:
         o, u = res["ours"], res["ours, no bounds"]
         print(f"ratio ours/ours without bounds (cpu): median {np.median(o) / np.median(u):.2f}x, "
@@ -223,9 +240,9 @@ def main() -> None:
     print("our tick by phase (cpu, mean per tick):")
     for name, ms in phases.items():
         print(f"  {name:<24} {ms:7.3f} ms  ({ms / np.mean(b):.2f}x of a bare mink tick)")
-    total = sum(v for k, v in phases.items() if not k.endswith(("(10 ms)", "(no bounds)")))
+    total = sum(v for k, v in phases.items() if not k.endswith(("(10 ms)", "(no bounds)", "(uniform guard)")))
     print(f"  {'total':<24} {total:7.3f} ms; bare mink mean {np.mean(b):.3f} ms; "
-          f"guard shortened {stats['guard_shortened']} steps")
+          f"guard shortened {stats['guard_shortened']} steps, {stats['guard_per_arm']} of them per arm")
 
 
 if __name__ == "__main__":
