@@ -18,7 +18,7 @@ machine inflates it less than wall time).
 
     python benchmarks/ik_convergence.py [--targets 200] [--max-s 6] [--starts home random] [--no-fallback] [--explain]
                                         [--search-iterations N] [--route-checks N] [--search-seed N]
-                                        [--region-samples N]
+                                        [--region-samples N] [--uniform-guard]
 
 ``--explain`` lists, for every trial that did not converge, each arm that
 missed: its final error, what the global fallback was doing (in goal mode
@@ -39,6 +39,9 @@ proof). ``--route-checks N`` sets the fallback's own route search budget
 (``global_search.route_search_checks``); ``--search-seed N`` the search's
 random stream (``global_search.rng_seed``): the same targets with another
 stream show how far a difference between two settings is chance.
+``--uniform-guard`` makes the collision guard shorten both arms' steps by
+one fraction, as before each arm was shortened on its own
+(``BimanualIk._guard_each_arm``), to compare the two on the same targets.
 
     python benchmarks/ik_convergence.py --explain --connectivity 20000
 
@@ -78,6 +81,7 @@ from teledora.operators.geometry import quat_angle  # noqa: E402
 from teledora.operators.ik.collision_pairs import CollisionPairs  # noqa: E402
 from teledora.operators.ik.free_space_roadmap import FreeSpaceRoadmap  # noqa: E402
 from teledora.operators.ik.global_search import _pose_error, own_pair_indices  # noqa: E402
+from teledora.operators.ik.ik_solver import BimanualIk  # noqa: E402
 from teledora.operators.ik.ik_loop import IkLoop  # noqa: E402
 from teledora.operators.ik.route_planner import RoutePlanner  # noqa: E402
 from teledora.operators.model.sides import SIDES  # noqa: E402
@@ -387,6 +391,8 @@ def main() -> None:
     ap.add_argument("--region-samples", type=int, default=0, metavar="N",
                     help="draw targets and random starts only in home's region of each arm's free space, as an "
                          "N-sample roadmap finds it (0: the whole joint box)")
+    ap.add_argument("--uniform-guard", action="store_true",
+                    help="the collision guard shortens both arms' steps alike (the code before the per-arm guard)")
     ap.add_argument("--progress", action="store_true")
     ap.add_argument("--explain", action="store_true",
                     help="per trial not converged: each missing arm's error, fallback state and the pairs holding it")
@@ -402,6 +408,8 @@ def main() -> None:
         ap.error("--census needs --explain and the global fallback")
     if args.connectivity and (args.no_fallback or not args.explain):
         ap.error("--connectivity needs --explain and the global fallback")
+    if args.uniform_guard:
+        BimanualIk._guard_each_arm = BimanualIk._guard
     res = run(args.targets, args.max_s, args.starts, args.seed, not args.no_fallback, args.target_clearance,
               args.library_size, args.progress, args.census, args.search_iterations,
               args.route_checks, args.connectivity, args.search_seed, args.region_samples)
