@@ -13,7 +13,12 @@ median over rounds and echo stages of:
 * the share of that CPU spent in the process's other threads than the Python
   one (dora's transport and runtime threads: what a message costs before the
   node's own code runs);
-* peak PSS per stage.
+* peak PSS per stage;
+* voluntary context switches per message, summed over the process's
+  threads (each is a thread going to sleep to wait, so each is paid for by
+  a wake-up: how often one message hands the CPU around inside one node;
+  preemptions, which depend on the load, are left out), and the number of
+  threads.
 
 It also asks dora for three operators in one runtime node (the only way dora
 offers to run several nodes' logic in one process) and prints its answer.
@@ -132,11 +137,14 @@ def _stage_of(pid: int) -> str | None:
     return None
 
 
-def _threads_cpu(pid: int) -> tuple[float, float] | None:
-    """(CPU s of the Python main thread, CPU s of all other threads) of a process."""
+def _threads_cpu(pid: int) -> tuple[float, float, int, int] | None:
+    """(CPU s of the Python main thread, CPU s of all other threads,
+    voluntary context switches of all threads, number of threads) of a process."""
     main = other = 0.0
+    switches = 0
     try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
+        tids = os.listdir(f"/proc/{pid}/task")
+        for tid in tids:
             stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
             fields = stat[stat.rindex(")") + 2:].split()
             cpu = (int(fields[11]) + int(fields[12])) / CLK_TCK
@@ -144,18 +152,22 @@ def _threads_cpu(pid: int) -> tuple[float, float] | None:
                 main += cpu
             else:
                 other += cpu
-    except OSError:
+            for line in Path(f"/proc/{pid}/task/{tid}/status").read_text().splitlines():
+                if line.startswith("voluntary_ctxt_switches:"):  # a sleep: the thread waited for something
+                    switches += int(line.split()[1])
+    except (OSError, ValueError, IndexError):
         return None
-    return main, other
+    return main, other, switches, len(tids)
 
 
 def measure(flow: Path, seconds: float, rate_hz: float, warmup_s: float = 6.0) -> list[dict]:
-    """Runs ``flow``; per echo stage: cores, ms per message, other-thread share, peak PSS."""
+    """Runs ``flow``; per echo stage: cores, ms per message, other-thread
+    share, peak PSS, context switches per message and threads."""
     proc = subprocess.Popen([str(Path(sys.executable).parent / "dora"), "run", str(flow), "--stop-after", f"{int(seconds + warmup_s + 2)}s"],
                             env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=flow.parent)
     t_start = time.monotonic()
-    first: dict[int, tuple[float, tuple[float, float]]] = {}
-    last: dict[int, tuple[float, tuple[float, float]]] = {}
+    first: dict[int, tuple[float, tuple[float, float, int, int]]] = {}
+    last: dict[int, tuple[float, tuple[float, float, int, int]]] = {}
     stage: dict[int, str] = {}
     pss: dict[int, int] = {}
     while proc.poll() is None:
@@ -176,14 +188,15 @@ def measure(flow: Path, seconds: float, rate_hz: float, warmup_s: float = 6.0) -
                     pss[pid] = max(pss.get(pid, 0), _pss_kb(pid))
         time.sleep(0.5)
     out = []
-    for pid, (t0, (m0, o0)) in first.items():
-        t1, (m1, o1) = last[pid]
+    for pid, (t0, (m0, o0, s0, _)) in first.items():
+        t1, (m1, o1, s1, threads) = last[pid]
         if t1 - t0 < seconds / 2:
             continue
         total = (m1 - m0) + (o1 - o0)
         cores = total / (t1 - t0)
         out.append({"stage": stage[pid], "cores": cores, "ms_per_msg": cores / rate_hz * 1e3,
-                    "other_share": (o1 - o0) / total if total else float("nan"), "pss_mb": pss[pid] / 1024})
+                    "other_share": (o1 - o0) / total if total else float("nan"), "pss_mb": pss[pid] / 1024,
+                    "switches_per_msg": (s1 - s0) / ((t1 - t0) * rate_hz), "threads": threads})
     return out
 
 
@@ -217,15 +230,18 @@ def main(argv: list[str] | None = None) -> int:
         answer = merged_answer(flows["merged"])
     print(f"\none echo stage, {args.rate_hz:.0f} Hz of a 20-field struct, median over {args.rounds} rounds x {len(STAGES)} stages "
           f"({os.cpu_count()} CPUs, load average {load0[0]:.2f} at the start, {load1[0]:.2f} at the end)")
-    print(f"{'variant':<10} {'ms CPU/msg':>10} {'cores':>7} {'other threads':>14} {'peak PSS MB':>12}")
+    print(f"{'variant':<10} {'ms CPU/msg':>10} {'cores':>7} {'other threads':>14} {'peak PSS MB':>12} "
+          f"{'switches/msg':>13} {'threads':>8}")
     med = {}
     for variant, rows in results.items():
         if not rows:
             print(f"{variant:<10} no echo process measured")
             continue
-        m = {k: statistics.median(x[k] for x in rows) for k in ("ms_per_msg", "cores", "other_share", "pss_mb")}
+        m = {k: statistics.median(x[k] for x in rows)
+             for k in ("ms_per_msg", "cores", "other_share", "pss_mb", "switches_per_msg", "threads")}
         med[variant] = m
-        print(f"{variant:<10} {m['ms_per_msg']:10.3f} {m['cores']:7.3f} {m['other_share']:13.0%} {m['pss_mb']:12.1f}")
+        print(f"{variant:<10} {m['ms_per_msg']:10.3f} {m['cores']:7.3f} {m['other_share']:13.0%} {m['pss_mb']:12.1f} "
+              f"{m['switches_per_msg']:13.1f} {m['threads']:8.0f}")
     if len(med) == 2:
         print(f"operator / node, CPU per message: {med['operator']['ms_per_msg'] / med['node']['ms_per_msg']:.2f}")
     print(f"three Python operators in one runtime node: {answer}")
