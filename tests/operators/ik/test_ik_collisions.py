@@ -158,22 +158,27 @@ def test_mink_stock_bound_is_ours_divided_by_dt():
         np.testing.assert_allclose(theirs.h[rows][loose] / mine.h[loose], 1.0 / dt)  # 100x at 10 ms, 400x at 2.5 ms
 
 
-def test_guard_shortens_a_step_that_would_enter_the_clearance():
-    loop = adversarial.make_adversarial_loop()
-    ik = loop.ik
+def _penetrating_step_from_home(side: str):
+    """An IK at home and the first step of one of ``side``'s first three
+    joints (±1.5 or ±2.5 rad) whose end, unguarded, penetrates: (ik, guard
+    distance, q_from, q_to)."""
+    ik = adversarial.make_adversarial_loop().ik
     home = np.array([ik.profile.home_q()[n] for n in ik.arm_joint_names])
     ik.reset(home, lift_joint=0.0)
     guard = ik.settings.collision.guard_distance_m
     q_from = ik.arm_q()
     assert ik.min_proxy_distance() > guard  # the step starts clear of everything
-    for joint, delta in [(j, d) for j in ik.arm_joint_names[:3] for d in (1.5, -1.5, 2.5, -2.5)]:
+    for joint, delta in [(j, d) for j in ik.profile.arms[side].joints[:3] for d in (1.5, -1.5, 2.5, -2.5)]:
         q_to = q_from.copy()
         q_to[ik.joint_index([joint])] += delta
         ik._set_q(q_to)
         if ik.min_proxy_distance() < 0:
-            break  # unguarded, the full step penetrates
-    else:
-        pytest.fail("no single-joint step from home penetrates")
+            return ik, guard, q_from, q_to
+    pytest.fail(f"no single-joint step of the {side} arm from home penetrates")
+
+
+def test_guard_shortens_a_step_that_would_enter_the_clearance():
+    ik, guard, q_from, q_to = _penetrating_step_from_home("left")
 
     q, fraction, _ = ik._guard(q_from, q_to)
 
@@ -192,21 +197,8 @@ def test_guard_shortens_only_the_arm_whose_step_needs_it():
     # The left arm steps into its own links; the right arm turns its wrist
     # clear of everything. The uniform guard cuts both steps by the same
     # fraction; per arm, the right arm keeps its whole step.
-    loop = adversarial.make_adversarial_loop()
-    ik = loop.ik
-    home = np.array([ik.profile.home_q()[n] for n in ik.arm_joint_names])
-    ik.reset(home, lift_joint=0.0)
-    guard = ik.settings.collision.guard_distance_m
-    q_from = ik.arm_q()
+    ik, guard, q_from, q_to = _penetrating_step_from_home("left")
     left, right = (ik.joint_index(ik.profile.arms[s].joints) for s in SIDES)
-    for joint, delta in [(j, d) for j in ik.profile.arms["left"].joints[:3] for d in (1.5, -1.5, 2.5, -2.5)]:
-        q_to = q_from.copy()
-        q_to[ik.joint_index([joint])] += delta
-        ik._set_q(q_to)
-        if ik.min_proxy_distance() < 0:
-            break
-    else:
-        pytest.fail("no single-joint step of the left arm from home penetrates")
     wrist = ik.joint_index([ik.profile.arms["right"].joints[-1]])
     q_to[wrist] += 0.05
     right_alone = q_from.copy()
