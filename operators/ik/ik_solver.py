@@ -397,7 +397,8 @@ class BimanualIk:
             f = max(self._guard(q_from, alone)[1], fraction)  # never less than the uniform verdict
             q_each[idx] = q_from[idx] + f * (q_to[idx] - q_from[idx])
             kept.append(f)
-        if max(kept) > fraction:
+        # both arms' steps whole is the step just cut: no need to check it again
+        if max(kept) > fraction and min(kept) < 1.0:
             q_both, f_both, d_both = self._guard(q_from, q_each)
             if f_both >= 1.0:
                 self.guard_per_arm += 1
