@@ -3,9 +3,11 @@
 The tick's QP is local: from a folded arm, a far target can pull it against
 its own links or the body and leave it there. When an arm's target is far (or
 its tracking stalls), a multi-start search solves the same IK for that arm from
-several seeds — home, the other arm's posture mirrored, and random
-configurations that put the grip near the target (the best of 200 uniform
-samples each) — on a separate copy of the solver, a bounded number of QP
+several seeds — home, the other arm's posture mirrored, then postures that
+put the grip near the target: nodes of the arm's roadmap of home's region
+(operators/ik/arm_roadmap.py), so that a solution lies where the arm can go,
+and once those are used up random ones (the best of 200 uniform samples
+each) — on a separate copy of the solver, a bounded number of QP
 iterations per control tick (so the tick's cost stays bounded and the result
 is deterministic, which exact replay needs). The search holds the other arm
 where it is and has no collision rows (they trap a search in local minima);
@@ -40,6 +42,7 @@ from teledora.operators.config import config_from_mapping
 from teledora.operators.errors import ConfigError
 from teledora.operators.geometry import Pose, quat_angle, quat_to_matrix
 from teledora.operators.ik.arm_chain_fk import ArmChainFk
+from teledora.operators.ik.arm_roadmap import ArmRoadmap
 from teledora.operators.ik.collision_pairs import CollisionPairs
 from teledora.operators.ik.route_planner import RoutePlanner
 from teledora.operators.model.sides import SIDES
@@ -83,6 +86,7 @@ class GlobalSearchConfig:
     goal_change_rad: float
     rng_seed: int
     route_search_checks: int  # per solution with no straight or through-home route; 0: none
+    roadmap_samples: int  # postures drawn for each arm's roadmap of home's region; 0: none
 
     def __post_init__(self) -> None:
         positive = ("far_position_m", "far_orientation_rad", "stall_ticks", "stall_min_position_m",
@@ -98,6 +102,8 @@ class GlobalSearchConfig:
             raise GlobalSearchConfigError("route_search_checks must be >= 0")
         if self.library_size < 0:
             raise GlobalSearchConfigError("library_size must be >= 0")
+        if self.roadmap_samples < 0:
+            raise GlobalSearchConfigError("roadmap_samples must be >= 0")
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> "GlobalSearchConfig":
@@ -114,6 +120,9 @@ class _Search:
     ranked: np.ndarray | None = None  # library entries ranked by grip pose error to the goal
     rank: int = 0  # next entry of ``ranked`` to look at
     chosen: list[np.ndarray] = field(default_factory=list)  # library seeds handed out
+    nodes_ranked: np.ndarray | None = None  # roadmap nodes ranked by grip pose error to the goal
+    node_rank: int = 0  # next entry of ``nodes_ranked`` to look at
+    nodes_chosen: list[np.ndarray] = field(default_factory=list)  # roadmap seeds handed out
     q: np.ndarray | None = None  # the search solver's 12 arm joints for the seed being solved
     rounds: int = 0  # passes over the random seeds
     iterations: int = 0
@@ -277,6 +286,10 @@ class GlobalFallback:
         if config.library_size > 0:
             self.library = {s: SeedLibrary.shared(ik, s, config.library_size, self.seed_clearance
                                                   if np.isfinite(self.seed_clearance) else 0.0, config.rng_seed)
+                            for s in SIDES}
+        self.roadmap: dict[str, ArmRoadmap] = {}
+        if config.roadmap_samples > 0 and self.pairs is not None:
+            self.roadmap = {s: ArmRoadmap.shared(ik, s, config.roadmap_samples, self.path_clearance, config.rng_seed)
                             for s in SIDES}
         self.searches_started = 0
         self.goals_engaged = 0
@@ -532,8 +545,9 @@ class GlobalFallback:
         return float(self.ik.configuration.q[self.ik._lift_adr])
 
     def _next_seed(self, side: str, search: _Search) -> np.ndarray | None:
-        """The next seed: home, the other arm mirrored, then random ones; None
-        when every seed has been tried."""
+        """The next seed: home, the other arm mirrored, then roadmap nodes
+        (when the arm has a roadmap) or library entries or random ones; None
+        when every seed of this pass has been tried."""
         idx = self.index[side]
         while search.seeds_done < 2 + self.config.random_seeds:
             k = search.seeds_done
@@ -542,6 +556,8 @@ class GlobalFallback:
             elif k == 1:
                 other = "right" if side == "left" else "left"
                 seed = self.ik.arm_q()[self.index[other]] * MIRROR
+            elif side in self.roadmap and (seed := self._roadmap_seed(side, search)) is not None:
+                pass  # the roadmap's nodes first; fresh random ones once its spread-out nodes are used up
             elif self.library:
                 seed = self._library_seed(side, search)
                 if seed is None:
@@ -575,6 +591,21 @@ class GlobalFallback:
             search.rank += 1
             if all(np.max(np.abs(q - c)) > LIBRARY_SPREAD_RAD for c in search.chosen):
                 search.chosen.append(q)
+                return q
+        return None
+
+    def _roadmap_seed(self, side: str, search: _Search) -> np.ndarray | None:
+        """The next roadmap node by grip pose error to the goal (at this lift)
+        that differs from the nodes already taken by more than
+        ``LIBRARY_SPREAD_RAD`` on some joint (None: none left)."""
+        nodes = self.roadmap[side].nodes
+        if search.nodes_ranked is None:
+            search.nodes_ranked = self.roadmap[side].rank(search.goal, self._lift())
+        while search.node_rank < len(search.nodes_ranked):
+            q = nodes[search.nodes_ranked[search.node_rank]]
+            search.node_rank += 1
+            if all(np.max(np.abs(q - c)) > LIBRARY_SPREAD_RAD for c in search.nodes_chosen):
+                search.nodes_chosen.append(q)
                 return q
         return None
 
