@@ -332,7 +332,8 @@ def run(n: int, max_s: float, starts: list[str], seed: int = 0, fallback: bool =
         library_size: int | None = None,
         progress: bool = False, census: int = 0, search_iterations: int | None = None,
         route_checks: int | None = None, connectivity: int = 0,
-        search_seed: int | None = None, region_samples: int = 0) -> dict[str, list[dict]]:
+        search_seed: int | None = None, region_samples: int = 0,
+        roadmap_samples: int | None = None) -> dict[str, list[dict]]:
     data = ik_config(global_search__enabled=fallback)
     if route_checks is not None:
         data["global_search"]["route_search_checks"] = route_checks
@@ -340,6 +341,8 @@ def run(n: int, max_s: float, starts: list[str], seed: int = 0, fallback: bool =
         data["global_search"]["rng_seed"] = search_seed
     if library_size is not None:
         data["global_search"]["library_size"] = library_size
+    if roadmap_samples is not None:
+        data["global_search"]["roadmap_samples"] = roadmap_samples
     if search_iterations is not None:
         data["global_search"]["iterations_per_tick"] = search_iterations
     loop = make_loop(data)
@@ -381,6 +384,8 @@ def main() -> None:
     ap.add_argument("--no-fallback", action="store_true", help="local IK only (global_search disabled)")
     ap.add_argument("--library-size", type=int, default=None,
                     help="global_search.library_size (default: the shipped ik.yaml's)")
+    ap.add_argument("--roadmap-samples", type=int, default=None,
+                    help="global_search.roadmap_samples (default: the shipped ik.yaml's)")
     ap.add_argument("--search-iterations", type=int, default=None,
                     help="global_search.iterations_per_tick (default: the shipped ik.yaml's)")
     ap.add_argument("--route-checks", type=int, default=None,
@@ -412,7 +417,8 @@ def main() -> None:
         BimanualIk._guard_each_arm = BimanualIk._guard
     res = run(args.targets, args.max_s, args.starts, args.seed, not args.no_fallback, args.target_clearance,
               args.library_size, args.progress, args.census, args.search_iterations,
-              args.route_checks, args.connectivity, args.search_seed, args.region_samples)
+              args.route_checks, args.connectivity, args.search_seed, args.region_samples,
+              args.roadmap_samples)
     cap = ik_config()["solver"]["arm_max_speed_rad_s"]
     region = f", every arm's joints in home's region of its free space ({args.region_samples}-sample roadmap)" \
         if args.region_samples else ""
