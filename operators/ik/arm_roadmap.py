@@ -67,6 +67,7 @@ class ArmRoadmap:
     def __init__(self, lower: np.ndarray, upper: np.ndarray, home: np.ndarray, clear: Callable[[np.ndarray], bool],
                  samples: int, rng_seed: int, arm_index: int,
                  grip_poses: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]) -> None:
+        self.clear = clear
         roadmap = FreeSpaceRoadmap(lower, upper, clear, np.random.default_rng([rng_seed, 7, arm_index]),
                                    samples=samples, anchors=[np.asarray(home, dtype=float)])
         regions = roadmap.node_regions()

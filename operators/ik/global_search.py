@@ -6,7 +6,8 @@ its tracking stalls), a multi-start search solves the same IK for that arm from
 several seeds — home, the other arm's posture mirrored, then postures that
 put the grip near the target: nodes of the arm's roadmap of home's region
 (operators/ik/arm_roadmap.py), so that a solution lies where the arm can go,
-and once those are used up random ones (the best of 200 uniform samples
+when the arm is in that region itself; once those are used up, or for an
+arm outside it, random ones (the best of 200 uniform samples
 each) — on a separate copy of the solver, a bounded number of QP
 iterations per control tick (so the tick's cost stays bounded and the result
 is deterministic, which exact replay needs). The search holds the other arm
@@ -56,6 +57,7 @@ STILL_M, STILL_RAD = 0.005, 0.05  # a target that moves more than this is follow
 SAMPLES_PER_SEED = 200  # uniform samples ranked for one random seed (one search iteration)
 PATH_STEP_RAD = 0.1  # a route is checked at points this far apart (largest joint change)
 PATH_SAMPLES_PER_ITERATION = 4  # route points checked per search iteration
+ENTRY_NODES, ENTRY_RAD = 5, 1.5  # roadmap nodes (and how near) an arm's posture is tried against
 ROUTE_STEP_RAD = 0.3  # largest joint change of one step of that search
 
 
@@ -123,6 +125,8 @@ class _Search:
     nodes_ranked: np.ndarray | None = None  # roadmap nodes ranked by grip pose error to the goal
     node_rank: int = 0  # next entry of ``nodes_ranked`` to look at
     nodes_chosen: list[np.ndarray] = field(default_factory=list)  # roadmap seeds handed out
+    on_roadmap: bool | None = None  # the arm joins home's region by a straight clear segment (None: not known yet)
+    entry: list[list[np.ndarray]] | None = None  # per nearby node, the segment's points still to check
     q: np.ndarray | None = None  # the search solver's 12 arm joints for the seed being solved
     rounds: int = 0  # passes over the random seeds
     iterations: int = 0
@@ -292,6 +296,7 @@ class GlobalFallback:
             self.roadmap = {s: ArmRoadmap.shared(ik, s, config.roadmap_samples, self.path_clearance, config.rng_seed)
                             for s in SIDES}
         self.searches_started = 0
+        self.searches_off_roadmap = 0  # searches whose arm joined no roadmap node (random seeds)
         self.goals_engaged = 0
         self.iterations = 0
         self.routes_planned = 0
@@ -417,6 +422,9 @@ class GlobalFallback:
         assert search is not None
         if search.path is not None or search.planner is not None or (search.unchecked and not search.active):
             self._check_route(side, search)
+            return
+        if not search.active and side in self.roadmap and search.on_roadmap is None and search.seeds_done >= 2:
+            self._check_entry(side, search)  # before the first roadmap seed; home and the mirror go first
             return
         if not search.active:
             seed = self._next_seed(side, search)
@@ -556,7 +564,7 @@ class GlobalFallback:
             elif k == 1:
                 other = "right" if side == "left" else "left"
                 seed = self.ik.arm_q()[self.index[other]] * MIRROR
-            elif side in self.roadmap and (seed := self._roadmap_seed(side, search)) is not None:
+            elif search.on_roadmap and (seed := self._roadmap_seed(side, search)) is not None:
                 pass  # the roadmap's nodes first; fresh random ones once its spread-out nodes are used up
             elif self.library:
                 seed = self._library_seed(side, search)
@@ -594,6 +602,32 @@ class GlobalFallback:
                 return q
         return None
 
+    def _check_entry(self, side: str, search: _Search) -> None:
+        """Whether the arm, where it is, lies in home's region: a straight
+        segment to one of its nearest roadmap nodes (within ``ENTRY_RAD``) is
+        clear at the roadmap's spacing. Checks ``PATH_SAMPLES_PER_ITERATION``
+        points a call; an arm that joins none (one powered on in another
+        piece of its free space) searches with random seeds, whose solutions
+        can lie in its own piece."""
+        roadmap = self.roadmap[side]
+        if search.entry is None:
+            q = self.ik.arm_q()[self.index[side]]
+            gap = np.max(np.abs(roadmap.nodes - q), axis=1)
+            near = [int(j) for j in np.argsort(gap, kind="stable")[:ENTRY_NODES] if gap[j] <= ENTRY_RAD]
+            search.entry = [self._route_samples(q, [roadmap.nodes[j]]) for j in near]
+        for _ in range(PATH_SAMPLES_PER_ITERATION):
+            if not search.entry:
+                search.on_roadmap = False
+                self.searches_off_roadmap += 1
+                return
+            points = search.entry[0]
+            if not points:
+                search.on_roadmap = True
+                return
+            if roadmap.clear(points.pop(0)):
+                continue
+            search.entry.pop(0)  # blocked: the next node
+
     def _roadmap_seed(self, side: str, search: _Search) -> np.ndarray | None:
         """The next roadmap node by grip pose error to the goal (at this lift)
         that differs from the nodes already taken by more than
@@ -628,6 +662,7 @@ class GlobalFallback:
         return {
             "searches": self.searches_started,
             "goals_engaged": self.goals_engaged,
+            "searches_off_roadmap": self.searches_off_roadmap,
             "iterations": self.iterations,
             "goal_mode": {s: self.arms[s].goal_q is not None for s in SIDES},
         }

@@ -92,6 +92,9 @@ def test_search_seeds_after_home_and_the_mirror_are_roadmap_nodes_nearest_the_go
     goal = ik.grip_pose(side)
     ik.reset(np.array([PROFILE.home_q()[n] for n in ik.arm_joint_names]))
     search = _Search(goal)
+    while search.on_roadmap is None:  # from home: the arm is on its own roadmap
+        fallback._check_entry(side, search)
+    assert search.on_roadmap
     seeds = [fallback._next_seed(side, search) for _ in range(5)]
     np.testing.assert_array_equal(seeds[0], roadmap.nodes[0])  # home
     np.testing.assert_array_equal(seeds[2], target_node)  # the node whose grip is the goal ranks first
@@ -113,3 +116,29 @@ def test_grip_poses_are_stored_at_lift_zero_and_ranked_at_the_lift_asked():
         pose = ik.grip_pose("right")  # MuJoCo's own kinematics
         np.testing.assert_allclose(roadmap.grip_pos[k] + [0.0, 0.0, lift], pose.position, atol=1e-9)
         assert roadmap.rank(pose, lift)[0] == k
+
+
+def test_an_arm_in_another_piece_of_its_free_space_searches_with_random_seeds():
+    ik = make_ik()
+    fallback, side = ik.fallback, "left"
+    roadmap, index = fallback.roadmap[side], fallback.index[side]
+    rng = np.random.default_rng(5)
+    while True:  # the elbow bent back past -1.5 rad: a posture home's region does not hold
+        arm = rng.uniform(fallback.lower[index], fallback.upper[index])
+        arm[2] = rng.uniform(-2.5, -1.5)
+        if roadmap.clear(arm) and np.min(np.max(np.abs(roadmap.nodes - arm), axis=1)) <= 1.5:
+            break
+    q = ik.arm_q()
+    q[index] = arm
+    ik.reset(q)
+    search = _Search(ik.grip_pose(side))
+    calls = 0
+    while search.on_roadmap is None:
+        fallback._check_entry(side, search)
+        calls += 1
+    assert search.on_roadmap is False
+    assert fallback.details()["searches_off_roadmap"] == 1
+    assert calls <= 1 + 5 * 16 // 4  # at most five segments of 1.5 rad, four points a call
+    seeds = [fallback._next_seed(side, search) for _ in range(4)]
+    for seed in seeds[2:]:
+        assert not any(np.array_equal(seed, node) for node in roadmap.nodes)
