@@ -103,7 +103,9 @@ def parse_waypoints(data: Any, joint_names: list[str], home: dict[str, float]) -
 def _run(args: argparse.Namespace) -> int:
     config = load_ik_config(args.config)
     profile = models.load_profile()
-    ik = BimanualIk(build_ik_model(models.path(config.solver.model), config.solver.add_floor), profile, config.settings)
+    # the path planner settles each knot itself: no global fallback (nor its roadmaps) to build
+    ik = BimanualIk(build_ik_model(models.path(config.solver.model), config.solver.add_floor), profile, config.settings,
+                    with_fallback=False)
     planner = CartesianPathPlanner(ik, config.path)
     try:
         data = yaml.safe_load(Path(args.waypoints).read_text())
