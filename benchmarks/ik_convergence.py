@@ -69,7 +69,6 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Callable
 
 import mujoco
 import numpy as np
@@ -78,7 +77,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ik_node_driver import NodeDriver, arm_targets, ik_config, make_loop, restart  # noqa: E402
 
 from teledora.operators.geometry import quat_angle  # noqa: E402
-from teledora.operators.ik.collision_pairs import CollisionPairs  # noqa: E402
+from teledora.operators.ik.arm_roadmap import own_space_check  # noqa: E402
 from teledora.operators.ik.free_space_roadmap import FreeSpaceRoadmap  # noqa: E402
 from teledora.operators.ik.global_search import _pose_error, own_pair_indices  # noqa: E402
 from teledora.operators.ik.ik_solver import BimanualIk  # noqa: E402
@@ -105,28 +104,10 @@ def random_configuration(loop: IkLoop, rng: np.random.Generator, clearance: floa
             return q
 
 
-def own_space_clear(loop: IkLoop, side: str, clearance: float) -> Callable[[np.ndarray], bool]:
-    """A check of one arm's six joints: whether the arm keeps ``clearance``
-    from its own links, its mount, the carriage and the column (the pairs no
-    other joint moves, so the answer holds at every lift height and whatever
-    the other arm does)."""
-    ik = loop.ik
-    pairs = CollisionPairs(ik.model, [ik.collision_pairs.id_pairs[k] for k in own_pair_indices(ik, side)])
-    data = mujoco.MjData(ik.model)
-    data.qpos[:] = ik.configuration.q
-    adr = ik._qadr[ik.fallback.index[side]]
-
-    def clear(q: np.ndarray) -> bool:
-        data.qpos[adr] = q
-        mujoco.mj_kinematics(ik.model, data)
-        return pairs.min_distance(data, clearance + 1e-3) >= clearance
-
-    return clear
-
-
 def arm_roadmaps(loop: IkLoop, samples: int, seed: int = 0) -> dict[str, FreeSpaceRoadmap]:
-    """Per arm, a roadmap of its free joint space (:func:`own_space_clear` at
-    the IK's minimum distance), home among its nodes."""
+    """Per arm, a roadmap of its free joint space (its own links, mount, the
+    carriage and the column kept the IK's minimum distance apart: the pairs
+    no other joint moves), home among its nodes."""
     ik, fb = loop.ik, loop.ik.fallback
     clearance = float(ik_config()["collision"]["minimum_distance_m"])
     home = np.array([loop.profile.home_q()[n] for n in ik.arm_joint_names])
@@ -134,7 +115,8 @@ def arm_roadmaps(loop: IkLoop, samples: int, seed: int = 0) -> dict[str, FreeSpa
     out = {}
     for side in SIDES:
         idx = fb.index[side]
-        out[side] = FreeSpaceRoadmap(fb.lower[idx], fb.upper[idx], own_space_clear(loop, side, clearance),
+        check = own_space_check(ik, side, own_pair_indices(ik, side), clearance)
+        out[side] = FreeSpaceRoadmap(fb.lower[idx], fb.upper[idx], check,
                                      np.random.default_rng([seed, len(out)]), samples=samples, anchors=[home[idx]])
     return out
 
@@ -270,7 +252,8 @@ def own_space_connected(loop: IkLoop, trial: dict, start_q: np.ndarray, side: st
     fb = loop.ik.fallback
     idx = fb.index[side]
     goal = trial["q_target"][idx] if goal_q is None else goal_q
-    planner = RoutePlanner(start_q[idx], goal, fb.lower[idx], fb.upper[idx], own_space_clear(loop, side, fb.path_clearance),
+    check = own_space_check(loop.ik, side, own_pair_indices(loop.ik, side), fb.path_clearance)
+    planner = RoutePlanner(start_q[idx], goal, fb.lower[idx], fb.upper[idx], check,
                            np.random.default_rng(0), max_checks=checks)
     while not planner.advance(1000):
         pass
