@@ -74,7 +74,6 @@ class ArmRoadmap:
         keep = np.flatnonzero(regions == regions[0])  # home is node 0 of both
         renumber = {int(old): new for new, old in enumerate(keep)}
         self.nodes = roadmap.nodes[keep]
-        self.checks = roadmap.checks
         # parents on the tree rooted at home (the roadmap keeps a spanning tree per piece)
         self.parent = np.full(len(keep), -1, dtype=int)
         self.depth = np.zeros(len(keep), dtype=int)
@@ -130,10 +129,6 @@ class ArmRoadmap:
         pos = np.linalg.norm(self.grip_pos - target, axis=1)
         cos = (self.grip_rot @ np.asarray(quat_to_matrix(goal.orientation), dtype=float).reshape(9) - 1.0) / 2.0
         return np.argsort(pos + 0.1 * np.arccos(np.clip(cos, -1.0, 1.0)), kind="stable")
-
-    def nearest(self, q: np.ndarray) -> int:
-        """The node nearest ``q`` (largest joint difference)."""
-        return int(np.argmin(np.max(np.abs(self.nodes - q), axis=1)))
 
     def path(self, a: int, b: int) -> list[np.ndarray]:
         """The tree's nodes from node ``a`` to node ``b`` (both included)."""

@@ -59,6 +59,7 @@ PATH_STEP_RAD = 0.1  # a route is checked at points this far apart (largest join
 PATH_SAMPLES_PER_ITERATION = 4  # route points checked per search iteration
 ENTRY_NODES, ENTRY_RAD = 5, 1.5  # roadmap nodes (and how near) an arm's posture is tried against
 ROUTE_STEP_RAD = 0.3  # largest joint change of one step of that search
+LIBRARY_SPREAD_RAD = 0.3  # ranked seeds (library, roadmap) of one search differ by more than this on some joint
 
 
 class GlobalSearchConfigError(ConfigError):
@@ -119,12 +120,8 @@ class _Search:
 
     goal: Pose
     seeds_done: int = 0
-    ranked: np.ndarray | None = None  # library entries ranked by grip pose error to the goal
-    rank: int = 0  # next entry of ``ranked`` to look at
-    chosen: list[np.ndarray] = field(default_factory=list)  # library seeds handed out
-    nodes_ranked: np.ndarray | None = None  # roadmap nodes ranked by grip pose error to the goal
-    node_rank: int = 0  # next entry of ``nodes_ranked`` to look at
-    nodes_chosen: list[np.ndarray] = field(default_factory=list)  # roadmap seeds handed out
+    library_seeds: "_RankedSeeds | None" = None  # library entries, best first
+    roadmap_seeds: "_RankedSeeds | None" = None  # roadmap nodes, best first
     on_roadmap: bool | None = None  # the arm joins home's region by a straight clear segment (None: not known yet)
     entry: list[list[np.ndarray]] | None = None  # per nearby node, the segment's points still to check
     q: np.ndarray | None = None  # the search solver's 12 arm joints for the seed being solved
@@ -142,6 +139,28 @@ class _Search:
     blocked: list[list[np.ndarray]] = field(default_factory=list)  # solutions without a checked-clear route
     unrouted_first: bool = False  # solutions[0] came from ``blocked``
     exhausted: bool = False
+
+
+@dataclass
+class _RankedSeeds:
+    """Postures ranked by grip pose error to a search's goal, handed out best
+    first, each differing from those already taken by more than
+    ``LIBRARY_SPREAD_RAD`` on some joint."""
+
+    postures: np.ndarray
+    order: np.ndarray
+    next: int = 0
+    chosen: list[np.ndarray] = field(default_factory=list)
+
+    def take(self) -> np.ndarray | None:
+        """The next posture far enough from those taken (None: none left)."""
+        while self.next < len(self.order):
+            q = self.postures[self.order[self.next]]
+            self.next += 1
+            if all(np.max(np.abs(q - c)) > LIBRARY_SPREAD_RAD for c in self.chosen):
+                self.chosen.append(q)
+                return q
+        return None
 
 
 @dataclass
@@ -174,7 +193,6 @@ def _pose_error(pose: Pose, goal: Pose) -> tuple[float, float]:
     return float(np.linalg.norm(pose.position - goal.position)), float(quat_angle(pose.orientation, goal.orientation))
 
 
-LIBRARY_SPREAD_RAD = 0.3  # library seeds of one search differ by more than this on some joint
 _LIBRARIES: dict[tuple, "SeedLibrary"] = {}  # built once per model, arm and settings
 
 
@@ -591,16 +609,10 @@ class GlobalFallback:
         """The next library entry by grip pose error to the goal that differs
         from the seeds already taken by more than ``LIBRARY_SPREAD_RAD`` on some
         joint (None: none left)."""
-        library = self.library[side]
-        if search.ranked is None:
-            search.ranked = library.rank(search.goal, self._lift())
-        while search.rank < len(search.ranked):
-            q = library.q[search.ranked[search.rank]]
-            search.rank += 1
-            if all(np.max(np.abs(q - c)) > LIBRARY_SPREAD_RAD for c in search.chosen):
-                search.chosen.append(q)
-                return q
-        return None
+        if search.library_seeds is None:
+            library = self.library[side]
+            search.library_seeds = _RankedSeeds(library.q, library.rank(search.goal, self._lift()))
+        return search.library_seeds.take()
 
     def _check_entry(self, side: str, search: _Search) -> None:
         """Whether the arm, where it is, lies in home's region: a straight
@@ -630,18 +642,11 @@ class GlobalFallback:
 
     def _roadmap_seed(self, side: str, search: _Search) -> np.ndarray | None:
         """The next roadmap node by grip pose error to the goal (at this lift)
-        that differs from the nodes already taken by more than
-        ``LIBRARY_SPREAD_RAD`` on some joint (None: none left)."""
-        nodes = self.roadmap[side].nodes
-        if search.nodes_ranked is None:
-            search.nodes_ranked = self.roadmap[side].rank(search.goal, self._lift())
-        while search.node_rank < len(search.nodes_ranked):
-            q = nodes[search.nodes_ranked[search.node_rank]]
-            search.node_rank += 1
-            if all(np.max(np.abs(q - c)) > LIBRARY_SPREAD_RAD for c in search.nodes_chosen):
-                search.nodes_chosen.append(q)
-                return q
-        return None
+        that differs from the nodes already taken (None: none left)."""
+        if search.roadmap_seeds is None:
+            roadmap = self.roadmap[side]
+            search.roadmap_seeds = _RankedSeeds(roadmap.nodes, roadmap.rank(search.goal, self._lift()))
+        return search.roadmap_seeds.take()
 
     def _random_seed(self, side: str, search: _Search) -> np.ndarray:
         """The best of ``SAMPLES_PER_SEED`` uniform joint samples by how close
