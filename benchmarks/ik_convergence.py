@@ -69,9 +69,11 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import mujoco
 import numpy as np
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ik_node_driver import NodeDriver, arm_targets, ik_config, make_loop, restart  # noqa: E402
@@ -316,8 +318,12 @@ def run(n: int, max_s: float, starts: list[str], seed: int = 0, fallback: bool =
         progress: bool = False, census: int = 0, search_iterations: int | None = None,
         route_checks: int | None = None, connectivity: int = 0,
         search_seed: int | None = None, region_samples: int = 0,
-        roadmap_samples: int | None = None) -> dict[str, list[dict]]:
+        roadmap_samples: int | None = None, overrides: dict[str, Any] | None = None) -> dict[str, list[dict]]:
     data = ik_config(global_search__enabled=fallback)
+    for key, value in (overrides or {}).items():
+        if key not in data["global_search"]:
+            raise SystemExit(f"--set: global_search has no key {key!r}")
+        data["global_search"][key] = value
     if route_checks is not None:
         data["global_search"]["route_search_checks"] = route_checks
     if search_seed is not None:
@@ -381,6 +387,8 @@ def main() -> None:
                          "N-sample roadmap finds it (0: the whole joint box)")
     ap.add_argument("--uniform-guard", action="store_true",
                     help="the collision guard shortens both arms' steps alike (the code before the per-arm guard)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="any other global_search setting of ik.yaml, e.g. stall_min_position_m=0.001 (repeatable)")
     ap.add_argument("--progress", action="store_true")
     ap.add_argument("--explain", action="store_true",
                     help="per trial not converged: each missing arm's error, fallback state and the pairs holding it")
@@ -396,12 +404,18 @@ def main() -> None:
         ap.error("--census needs --explain and the global fallback")
     if args.connectivity and (args.no_fallback or not args.explain):
         ap.error("--connectivity needs --explain and the global fallback")
+    overrides = {}
+    for item in args.set:
+        key, sep, text = item.partition("=")
+        if not sep:
+            ap.error(f"--set {item!r}: expected KEY=VALUE")
+        overrides[key.strip()] = yaml.safe_load(text)
     if args.uniform_guard:
         BimanualIk._guard_each_arm = BimanualIk._guard
     res = run(args.targets, args.max_s, args.starts, args.seed, not args.no_fallback, args.target_clearance,
               args.library_size, args.progress, args.census, args.search_iterations,
               args.route_checks, args.connectivity, args.search_seed, args.region_samples,
-              args.roadmap_samples)
+              args.roadmap_samples, overrides)
     cap = ik_config()["solver"]["arm_max_speed_rad_s"]
     region = f", every arm's joints in home's region of its free space ({args.region_samples}-sample roadmap)" \
         if args.region_samples else ""
