@@ -99,6 +99,20 @@ def test_a_hold_or_a_reset_forgets_the_search():
     assert all(arm.search is None and arm.goal_q is None for arm in ik.fallback.arms.values())
 
 
+def test_an_arm_held_still_short_of_its_target_searches_beyond_the_convergence_tolerance():
+    """Tracking that stops improving on a still target starts a search once
+    the grip is more than 1 mm off (the convergence tolerance; a clearance
+    row can hold an arm 1-2 mm short); closer, it is where it should be."""
+    assert SETTINGS.global_search.stall_min_position_m <= 1e-3
+    for offset_m, searches in ((0.6e-3, False), (1.5e-3, True)):
+        ik = make_ik()
+        pose = ik.grip_pose("left")
+        goal = Pose.of(pose.position + np.array([0.0, 0.0, offset_m]), pose.orientation)
+        for _ in range(SETTINGS.global_search.stall_ticks + 1):
+            ik.fallback.plan({"left": goal, "right": None})  # the arm does not move: no progress
+        assert (ik.fallback.arms["left"].search is not None) == searches, offset_m
+
+
 def test_config_errors_name_the_key():
     bad = dict(DATA["global_search"])
     del bad["step_s"]
