@@ -3,7 +3,7 @@
 Each subcommand lives in its own module under ``teledora/commands/`` and
 exposes ``add_parser(subparsers)``, which registers the subcommand and sets
 ``func`` on its parser. Modules are discovered, so adding a command is adding
-a file.
+a file; a module whose name starts with ``_`` is a helper the commands share.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"teledora {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
         module = importlib.import_module(f"teledora.commands.{info.name}")
         module.add_parser(subparsers)
     return parser

@@ -20,13 +20,13 @@ import argparse
 import datetime as dt
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import yaml
 
+from teledora.commands._dora_process import DEFAULT_STARTUP_TIMEOUT_S, run_dora
 from teledora.models.config_files import PICK_PLACE_SCRIPT
 from teledora.runtime.library_backtraces import without_library_backtraces
 
@@ -53,7 +53,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         p.add_argument("--speed", type=float, default=None, help="sim real-time factor (default 1.0)")
         p.add_argument("--view", action="store_true",
                        help="add the Rerun viewer node: a viewer window, or RUN/viewer.rrd without a display (docs/viewing.md)")
+        add_startup_timeout(p)
         p.set_defaults(func=_run, demo=(name == "demo"))
+
+
+def add_startup_timeout(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--startup-timeout-s", type=float, default=DEFAULT_STARTUP_TIMEOUT_S,
+                   help="a dataflow dora has not started this long after `dora run` (every node connected) is "
+                        f"stopped and started once more (default {DEFAULT_STARTUP_TIMEOUT_S:g})")
 
 
 def dora_environment(run_dir: Path, speed: float | None = None) -> dict[str, str]:
@@ -105,7 +112,10 @@ def _run(args: argparse.Namespace) -> int:
     if stop_after:
         cmd += ["--stop-after", stop_after]
     print(f"teledora: {' '.join(cmd)}", flush=True)
-    rc = subprocess.call(cmd, env=env)
+    try:
+        rc = run_dora(cmd, env, startup_timeout_s=args.startup_timeout_s)
+    except KeyboardInterrupt:  # the user stopped it, and dora with it: say where the recording went
+        rc = 130
     manifest = run_dir / "manifest.json"
     if manifest.exists():
         counts = json.loads(manifest.read_text()).get("topics", {})

@@ -35,7 +35,8 @@ from typing import Any
 
 import yaml
 
-from teledora.commands.demo import dora_environment
+from teledora.commands.demo import add_startup_timeout, dora_environment
+from teledora.commands._dora_process import DEFAULT_STARTUP_TIMEOUT_S, run_dora
 from teledora.recording.journal_files import JOURNAL_OUTPUT
 from teledora.operators.recording.input_journal import JournalError
 from teledora.recording import MANIFEST_NAME, RunFormatError, RunReader, new_run_dir
@@ -77,6 +78,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--grace-s", type=float, default=2.0, help="how long live nodes may finish after the replay ends")
     p.add_argument("--queue-size", type=int, default=1000, help="least queue_size of inputs fed by replayers (default 1000)")
     p.add_argument("--dry-run", action="store_true", help="print the replay dataflow and exit")
+    add_startup_timeout(p)
     p.set_defaults(func=_run)
 
 
@@ -213,28 +215,29 @@ def run_until_replayed(
     out_dir: Path | None = None,
     expect: dict[str, int] | None = None,
     wait_s: float = 120.0,
+    startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
 ) -> int:
-    """Runs ``dora run``, echoing its output. Once every replayer has said it is
-    done, waits until the replay's recorder has flushed ``expect`` (topic ->
-    count; at most ``wait_s``), then ``grace_s`` for the live nodes, then stops
-    the dataflow with SIGINT."""
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    """Runs ``dora run``, echoing its output (started again when dora does not
+    start the dataflow in time: :mod:`teledora.commands._dora_process`). Once
+    every replayer has said it is done, waits until the replay's recorder has
+    flushed ``expect`` (topic -> count; at most ``wait_s``), then ``grace_s``
+    for the live nodes, then stops the dataflow with SIGINT."""
     pending = set(replayers)
-    stopper: threading.Thread | None = None
-    assert proc.stdout is not None
+    stopper: list[threading.Thread] = []
+
+    def on_line(line: str, proc: subprocess.Popen) -> None:
+        match = _DONE.search(line)
+        if match and match.group(1) in pending:
+            pending.discard(match.group(1))
+            if not pending and not stopper:
+                args = (proc, out_dir or Path("."), expect or {}, grace_s, wait_s)
+                stopper.append(threading.Thread(target=_stop_when_recorded, args=args, daemon=True))
+                stopper[0].start()
+
     try:
-        for line in proc.stdout:
-            sys.stdout.write(line)
-            match = _DONE.search(line)
-            if match and match.group(1) in pending:
-                pending.discard(match.group(1))
-                if not pending and stopper is None:
-                    args = (proc, out_dir or Path("."), expect or {}, grace_s, wait_s)
-                    stopper = threading.Thread(target=_stop_when_recorded, args=args, daemon=True)
-                    stopper.start()
-    except KeyboardInterrupt:  # the user stopped it: dora got the same Ctrl-C
-        pending.clear()
-    rc = proc.wait()
+        rc = run_dora(cmd, env, on_line, startup_timeout_s=startup_timeout_s)
+    except KeyboardInterrupt:  # the user stopped it, and dora with it: a normal end
+        return 0
     # a stop we asked for is a normal end of the replay
     return 0 if (not pending and rc in (0, 1, -signal.SIGINT, 130)) else rc
 
@@ -274,6 +277,6 @@ def _run(args: argparse.Namespace) -> int:
     followers = f"; following the journals of {', '.join(follow)}" if follow else ""
     print(f"teledora replay: {', '.join(replace)} from {args.run} at speed {args.speed:g}{followers}; {' '.join(cmd)}", flush=True)
     waiting = set(replace) | set(follow) if not args.loop else set()
-    rc = run_until_replayed(cmd, env, waiting, args.grace_s, out_dir, expect)
+    rc = run_until_replayed(cmd, env, waiting, args.grace_s, out_dir, expect, startup_timeout_s=args.startup_timeout_s)
     print(f"teledora replay: recording of the replay in {out_dir}", flush=True)
     return rc
