@@ -27,6 +27,7 @@ DEFAULT_STARTUP_TIMEOUT_S = 120.0  # a sim dataflow starts in 10-30 s on a loade
 READY = re.compile(r"all nodes are ready, starting dataflow")
 SPAWNED = re.compile(r"(\S+): spawner spawned node with pid (\d+)")
 STOP_WAIT_S = 10.0  # after each Ctrl-C, before the next step
+QUIET_LEVELS = ("warn", "error")  # dora log levels that hide the "all nodes are ready" line
 
 LineHandler = Callable[[str, subprocess.Popen], None]
 
@@ -113,9 +114,13 @@ def run_dora(cmd: Sequence[str], env: Mapping[str, str], on_line: LineHandler | 
     ``on_line`` with the process. A run that has not started the dataflow
     within ``startup_timeout_s`` is stopped and started again, ``attempts``
     times in all; the last one's status is returned (1 when it never started).
+    With ``DORA_LOG_LEVEL`` at warn or error dora does not print the start,
+    so no run is stopped for want of it.
     A Ctrl-C reaches dora too: once it has ended, KeyboardInterrupt is raised."""
     if attempts < 1 or not startup_timeout_s > 0:
         raise ValueError("attempts must be >= 1 and startup_timeout_s > 0")
+    if env.get("DORA_LOG_LEVEL", "").strip().lower() in QUIET_LEVELS:
+        startup_timeout_s = float("inf")  # the start cannot be seen: never taken for a wedge
     out = sys.stdout if out is None else out
     say = say or (lambda text: print(f"teledora: {text}", file=sys.stderr, flush=True))
     for attempt in range(1, attempts + 1):

@@ -31,6 +31,8 @@ FAKE_DORA = textwrap.dedent("""
     if mode == "wedge" or (mode == "wedge-once" and n == 1):
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a wedged dora outlives Ctrl-C
         time.sleep(600)
+    if mode == "slow":
+        time.sleep(1.5)
     print("01:35:22 INFO   [dora]: daemon all nodes are ready, starting dataflow", flush=True)
     print("ik: running", flush=True)
     node.kill()
@@ -53,9 +55,9 @@ def fake(tmp_path, monkeypatch):
     script.write_text(FAKE_DORA)
     count = tmp_path / "count"
 
-    def run(mode: str, **kwargs):
+    def run(mode: str, env: dict | None = None, **kwargs):
         out, said = io.StringIO(), []
-        rc = run_dora([sys.executable, str(script), str(count), mode], dict(os.environ), out=out,
+        rc = run_dora([sys.executable, str(script), str(count), mode], {**os.environ, **(env or {})}, out=out,
                       say=said.append, **kwargs)
         attempts = int(count.read_text())
         pids = [int((tmp_path / f"count.pid{k}").read_text()) for k in range(1, attempts + 1)
@@ -94,6 +96,14 @@ def test_a_run_that_starts_is_left_to_end(fake):
     rc, out, said, attempts, _ = fake("start", startup_timeout_s=5.0)
     assert rc == 0 and attempts == 1 and said == []
     assert "all nodes are ready" in out and out.endswith("ik: running\n")
+
+
+def test_a_slow_start_is_stopped_unless_dora_is_told_not_to_print_it(fake, tmp_path):
+    rc, _, said, attempts, _ = fake("slow", startup_timeout_s=0.5, attempts=1)
+    assert rc == 1 and attempts == 1 and "giving up" in said[0]
+    (tmp_path / "count").unlink()
+    rc, out, said, attempts, _ = fake("slow", env={"DORA_LOG_LEVEL": "warn"}, startup_timeout_s=0.5)
+    assert rc == 0 and attempts == 1 and said == [] and "ik: running" in out
 
 
 def test_bad_arguments_are_refused():
