@@ -21,9 +21,10 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from typing import Callable, Mapping, Sequence, TextIO
 
-DEFAULT_STARTUP_TIMEOUT_S = 120.0  # a sim dataflow starts in 10-30 s on a loaded 2-core machine
+DEFAULT_STARTUP_TIMEOUT_S = 120.0  # the sim dataflow starts in about 10 s on an idle 2-core machine
 READY = re.compile(r"all nodes are ready, starting dataflow")
 SPAWNED = re.compile(r"(\S+): spawner spawned node with pid (\d+)")
 STOP_WAIT_S = 10.0  # after each Ctrl-C, before the next step
@@ -69,13 +70,13 @@ class _Attempt:
     def wait_started(self, timeout_s: float) -> bool:
         """True once dora started the dataflow, or when it ended before (its
         exit status then says what happened); False when neither came in time."""
-        step = 0.2
-        waited = 0.0
-        while waited < timeout_s:
-            if self.started.wait(step) or self.proc.poll() is not None:
+        deadline = time.monotonic() + timeout_s
+        while not self.started.wait(0.2):
+            if self.proc.poll() is not None:
                 return True
-            waited += step
-        return self.started.is_set() or self.proc.poll() is not None
+            if time.monotonic() >= deadline:
+                return False
+        return True
 
     def finish(self) -> int:
         rc = self.proc.wait()
