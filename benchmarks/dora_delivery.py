@@ -1,11 +1,14 @@
 """What one message costs a Python dora node, and whether dora's operator runtime is cheaper.
 
-Runs two small dataflows one after the other, ``--rounds`` times each in
+Runs three small dataflows one after the other, ``--rounds`` times each in
 alternation: a source node sending a 20-field struct at ``--rate-hz``
 through a chain of three echo stages to a sink. In ``node`` the echo stages
 are custom Python nodes (as every teledora node is); in ``operator`` each is
-a Python operator in its own runtime node (``operator: python:``). Each echo
-receives the message and sends it on, nothing else. Per round it samples
+a Python operator in its own runtime node (``operator: python:``); in
+``spaced`` each is a custom node reading through teledora's ``NodeIO`` with
+``TELEDORA_BATCH_SPACING_S`` set to ``--spacing-s`` (its takes at least that
+far apart, as the sensing nodes of sim.yml read). Each echo receives the
+message and sends it on, nothing else. Per round it samples
 ``/proc`` for every echo process after a warm-up and prints, per variant, the
 median over rounds and echo stages of:
 
@@ -23,7 +26,7 @@ median over rounds and echo stages of:
 It also asks dora for three operators in one runtime node (the only way dora
 offers to run several nodes' logic in one process) and prints its answer.
 
-    python benchmarks/dora_delivery.py [--seconds 20] [--rate-hz 90] [--rounds 2]
+    python benchmarks/dora_delivery.py [--seconds 20] [--rate-hz 90] [--rounds 2] [--spacing-s 0.05]
 """
 
 from __future__ import annotations
@@ -67,6 +70,15 @@ for event in node:
         node.send_output("out", event["value"], event["metadata"])
 """
 
+ECHO_SPACED = """
+from teledora.runtime.node_io import NodeIO, make_node
+io = NodeIO(make_node(), "echo", ends_with=())
+while (batch := io.next_batch()) is not None:
+    for event in batch:
+        if event["type"] == "INPUT":
+            io.node.send_output("out", event["value"], event["metadata"])
+"""
+
 ECHO_OPERATOR = """
 from dora import DoraStatus
 class Operator:
@@ -83,8 +95,9 @@ for event in Node():
 """
 
 
-def write_flows(tmp: Path, rate_hz: float) -> dict[str, Path]:
-    for name, text in (("source.py", SOURCE), ("echo_node.py", ECHO_NODE), ("echo_operator.py", ECHO_OPERATOR), ("sink.py", SINK)):
+def write_flows(tmp: Path, rate_hz: float, spacing_s: float) -> dict[str, Path]:
+    for name, text in (("source.py", SOURCE), ("echo_node.py", ECHO_NODE), ("echo_spaced.py", ECHO_SPACED),
+                       ("echo_operator.py", ECHO_OPERATOR), ("sink.py", SINK)):
         (tmp / name).write_text(text)
     period_ms = max(1, round(1000.0 / rate_hz))
     source = {"id": "source", "path": str(tmp / "source.py"), "inputs": {"tick": f"dora/timer/millis/{period_ms}"}, "outputs": ["out"]}
@@ -96,6 +109,14 @@ def write_flows(tmp: Path, rate_hz: float) -> dict[str, Path]:
         prev = f"{stage}/out"
     nodes.append({"id": "sink", "path": str(tmp / "sink.py"), "inputs": {"x": prev}})
     flows["node"] = nodes
+    prev = "source/out"
+    nodes = [source]
+    for stage in STAGES:
+        nodes.append({"id": stage, "path": str(tmp / "echo_spaced.py"), "inputs": {"x": prev}, "outputs": ["out"],
+                      "env": {"TELEDORA_BATCH_SPACING_S": f"{spacing_s:g}"}})
+        prev = f"{stage}/out"
+    nodes.append({"id": "sink", "path": str(tmp / "sink.py"), "inputs": {"x": prev}})
+    flows["spaced"] = nodes
     prev = "source/out"
     nodes = [source]
     for stage in STAGES:
@@ -129,7 +150,7 @@ def _stage_of(pid: int) -> str | None:
         env = Path(f"/proc/{pid}/environ").read_bytes()
     except OSError:
         return None
-    if "echo_node.py" not in cmd and "start_runtime" not in cmd:
+    if "echo_node.py" not in cmd and "echo_spaced.py" not in cmd and "start_runtime" not in cmd:
         return None
     for stage in STAGES:
         if f"node_id: {stage}\n".encode() in env:
@@ -216,13 +237,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=20.0, help="measured window per round")
     ap.add_argument("--rate-hz", type=float, default=90.0)
     ap.add_argument("--rounds", type=int, default=2, help="runs per variant, alternating")
+    ap.add_argument("--spacing-s", type=float, default=0.05, help="TELEDORA_BATCH_SPACING_S of the spaced echo")
     args = ap.parse_args(argv)
+    variants = ("node", "operator", "spaced")
     with tempfile.TemporaryDirectory(prefix="dora-delivery-") as tmp:
-        flows = write_flows(Path(tmp), args.rate_hz)
-        results: dict[str, list[dict]] = {"node": [], "operator": []}
+        flows = write_flows(Path(tmp), args.rate_hz, args.spacing_s)
+        results: dict[str, list[dict]] = {v: [] for v in variants}
         load0 = os.getloadavg()
         for r in range(args.rounds):
-            for variant in (("node", "operator") if r % 2 == 0 else ("operator", "node")):
+            for variant in (variants if r % 2 == 0 else variants[::-1]):
                 rows = measure(flows[variant], args.seconds, args.rate_hz)
                 results[variant] += rows
                 print(f"round {r + 1}/{args.rounds} {variant:8s}: " + ", ".join(f"{x['stage']} {x['ms_per_msg']:.3f} ms/msg" for x in sorted(rows, key=lambda x: x["stage"])), flush=True)
@@ -242,8 +265,9 @@ def main(argv: list[str] | None = None) -> int:
         med[variant] = m
         print(f"{variant:<10} {m['ms_per_msg']:10.3f} {m['cores']:7.3f} {m['other_share']:13.0%} {m['pss_mb']:12.1f} "
               f"{m['switches_per_msg']:13.1f} {m['threads']:8.0f}")
-    if len(med) == 2:
-        print(f"operator / node, CPU per message: {med['operator']['ms_per_msg'] / med['node']['ms_per_msg']:.2f}")
+    for variant in ("operator", "spaced"):
+        if variant in med and "node" in med:
+            print(f"{variant} / node, CPU per message: {med[variant]['ms_per_msg'] / med['node']['ms_per_msg']:.2f}")
     print(f"three Python operators in one runtime node: {answer}")
     return 0
 

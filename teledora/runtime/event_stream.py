@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any, Iterable, Mapping
+import time
+from typing import Any, Callable, Iterable, Mapping
 
 import yaml
 
 ENDS_WITH_ENV = "TELEDORA_ENDS_WITH"
+BATCH_SPACING_ENV = "TELEDORA_BATCH_SPACING_S"
+MAX_BATCH_SPACING_S = 0.1  # the longest a node may hold its inputs back, whatever it asks
 
 
 class _TaggedLoader(yaml.SafeLoader):
@@ -68,6 +71,25 @@ def ending_inputs() -> frozenset[str]:
     return data_inputs()
 
 
+def batch_spacing_from_env() -> float:
+    """``TELEDORA_BATCH_SPACING_S`` (seconds, 0 when unset): how long a node lets
+    its inputs gather between two takes.
+
+    Raises:
+        ValueError: not a number, or outside 0..MAX_BATCH_SPACING_S.
+    """
+    text = os.environ.get(BATCH_SPACING_ENV, "").strip()
+    if not text:
+        return 0.0
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{BATCH_SPACING_ENV} must be a number of seconds, got {text!r}") from None
+    if not 0.0 <= value <= MAX_BATCH_SPACING_S:
+        raise ValueError(f"{BATCH_SPACING_ENV} must be within 0..{MAX_BATCH_SPACING_S:g} s, got {text}")
+    return value
+
+
 def newest_per_input(events: Iterable[Mapping[str, Any]], latest_only: set[str]) -> list[Mapping[str, Any]]:
     """Collapses a burst of events: for input ids in ``latest_only`` only the
     newest INPUT survives (at the position of its last arrival); every other
@@ -99,10 +121,24 @@ class EventStream:
             :func:`ending_inputs` (``TELEDORA_ENDS_WITH`` or every data input),
             an empty set means that no input's end ends it (a source node that
             runs until STOP).
+        batch_spacing_s: Least time between two batches taken by
+            :meth:`next_batch` (0: take each event as it comes). A node off
+            the control path sets it so that dora wakes it once for the
+            messages of that span rather than once per message; a timeout
+            passed to ``next_batch`` still bounds the whole wait.
+        monotonic, sleep: The clock and the wait of the spacing (injectable
+            for tests).
     """
 
-    def __init__(self, node: Any, ends_with: Iterable[str] | None = None) -> None:
+    def __init__(self, node: Any, ends_with: Iterable[str] | None = None, batch_spacing_s: float = 0.0,
+                 monotonic: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
+        if not 0.0 <= batch_spacing_s <= MAX_BATCH_SPACING_S:
+            raise ValueError(f"batch_spacing_s must be within 0..{MAX_BATCH_SPACING_S:g} s, got {batch_spacing_s}")
         self.node = node
+        self.batch_spacing_s = batch_spacing_s
+        self._monotonic = monotonic
+        self._sleep = sleep
+        self._last_batch_at: float | None = None
         self.ends_with = None if ends_with is None else frozenset(ends_with)
         self.closed: set[str] = set()
         self.finished = False
@@ -138,11 +174,14 @@ class EventStream:
             return None
         if max_events is not None and max_events < 1:
             raise ValueError(f"max_events must be >= 1, got {max_events}")
+        timeout_s = self._wait_out_spacing(timeout_s)
         first = self.node.next(timeout_s) if timeout_s is not None else self.node.next()
         if first is None:
             self.finished = True
             return None
         rest = self._drain() if max_events is None else self._take(max_events - 1)
+        if self.batch_spacing_s > 0:
+            self._last_batch_at = self._monotonic()
         batch = self._close_batch([first] + rest, ending)
         if self.finished and max_events is not None and not self.channel_closed:
             # the stream ends in this slice: what is still queued behind it is
@@ -150,6 +189,19 @@ class EventStream:
             # of it), taken here as an unsliced batch would have
             batch += [ev for ev in self._drain() if not _is_timeout(ev)]
         return batch
+
+    def _wait_out_spacing(self, timeout_s: float | None) -> float | None:
+        """Sleeps what is left of the spacing since the last batch was taken (at
+        most ``timeout_s``) and returns what is left of ``timeout_s``."""
+        if self._last_batch_at is None:
+            return timeout_s
+        wait = self._last_batch_at + self.batch_spacing_s - self._monotonic()
+        if timeout_s is not None:
+            wait = min(wait, timeout_s)
+        if wait <= 0:
+            return timeout_s
+        self._sleep(wait)
+        return None if timeout_s is None else max(0.0, timeout_s - wait)
 
     def _take(self, limit: int) -> list[Mapping[str, Any]]:
         """Up to ``limit`` queued events, one ``try_recv`` each, without waiting."""

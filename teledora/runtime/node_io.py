@@ -20,7 +20,7 @@ from teledora.operators.contract.diagnostics import Diagnostics
 from teledora.operators.contract.messages import MessageError, decode, encode
 from teledora.operators.errors import ConfigError
 from teledora.operators.recording.recorder_watch import DEFAULT_MAX_LAG_S, DEFAULT_TIMEOUT_S, RecorderWatch
-from teledora.runtime.event_stream import EventStream, data_inputs, newest_per_input
+from teledora.runtime.event_stream import EventStream, batch_spacing_from_env, data_inputs, newest_per_input
 from teledora.runtime.library_backtraces import without_library_backtraces
 
 RECORDER_INPUT = "recorder_status"
@@ -88,7 +88,11 @@ class NodeIO:
         self.clock = clock
         self.diag = Diagnostics(name)
         self.sent_per_output: dict[str, int] = {}
-        self.stream = EventStream(node, ends_with)
+        try:
+            spacing_s = batch_spacing_from_env()
+        except ValueError as exc:
+            raise ConfigError(f"{name}: {exc}") from None
+        self.stream = EventStream(node, ends_with, batch_spacing_s=spacing_s)
         self.recorder_watch = recorder_watch_from_env(data_inputs())
         self.recording_hold_reason = ""
         self.journal = None

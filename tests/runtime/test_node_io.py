@@ -187,3 +187,18 @@ def test_diagnostics_refresh_runs_only_when_a_snapshot_goes_out() -> None:
     io.publish_diagnostics(force=True, refresh=refresh)
     assert len(calls) == 3 and len(node.outputs["diagnostics"]) == 3
     assert decode("Diagnostics", node.outputs["diagnostics"][1])["message"] == f"at {calls[1]}"
+
+
+def test_batch_spacing_comes_from_the_node_env(monkeypatch) -> None:
+    monkeypatch.setenv("TELEDORA_BATCH_SPACING_S", "0.05")
+    assert io_over(MockNode([])).stream.batch_spacing_s == 0.05
+    monkeypatch.delenv("TELEDORA_BATCH_SPACING_S")
+    assert io_over(MockNode([])).stream.batch_spacing_s == 0.0
+
+
+def test_a_bad_batch_spacing_stops_the_node_with_its_name(monkeypatch) -> None:
+    from teledora.operators.errors import ConfigError
+
+    monkeypatch.setenv("TELEDORA_BATCH_SPACING_S", "1")
+    with pytest.raises(ConfigError, match="base: TELEDORA_BATCH_SPACING_S must be within"):
+        io_over(MockNode([]))
