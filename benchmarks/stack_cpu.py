@@ -28,6 +28,8 @@ end (the machine may be shared: compare ratios, not absolute figures, across
 runs).
 
     python benchmarks/stack_cpu.py [--json out.json] [--keep-run DIR]
+    python benchmarks/stack_cpu.py --node-env ekf:TELEDORA_BATCH_SPACING_S=0   # one node's env changed for a
+                                                    # variant (repeatable; alternate the variants' runs)
     python benchmarks/stack_cpu.py --control-only   # xr, teleop, ik, arms, base, lift, sim (+ echo, probe, and a
                                                     # counter node standing in for the recorder's message counts)
 """
@@ -81,13 +83,35 @@ def count(out_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ dataflow
-def build_dataflow(tmp: Path, probe_out: Path, control_only: bool) -> tuple[Path, dict]:
+def parse_node_env(items: list[str], node_ids: set[str]) -> dict[str, dict[str, str]]:
+    """``NODE:KEY=VALUE`` settings, per node id.
+
+    Raises:
+        ValueError: a malformed item or a node the dataflow does not have.
+    """
+    out: dict[str, dict[str, str]] = {}
+    for item in items:
+        match = re.fullmatch(r"([A-Za-z0-9_-]+):([A-Za-z_][A-Za-z0-9_]*)=(.*)", item)
+        if match is None:
+            raise ValueError(f"--node-env takes NODE:KEY=VALUE, got {item!r}")
+        node, key, value = match.groups()
+        if node not in node_ids:
+            raise ValueError(f"--node-env: no node {node!r} in the dataflow (nodes: {', '.join(sorted(node_ids))})")
+        out.setdefault(node, {})[key] = value
+    return out
+
+
+def build_dataflow(tmp: Path, probe_out: Path, control_only: bool,
+                   node_env: list[str] | None = None) -> tuple[Path, dict]:
     flow = yaml.safe_load((REPO / "dataflows" / "sim.yml").read_text())
+    overrides = parse_node_env(node_env or [], {n["id"] for n in flow["nodes"]})
     nodes = []
     for n in flow["nodes"]:
         if control_only and n["id"] not in CONTROL_PATH:
             continue
         n = dict(n)
+        if n["id"] in overrides:
+            n["env"] = {**(n.get("env") or {}), **overrides[n["id"]]}
         if "path" in n and n["path"].startswith("../"):
             n["path"] = str((REPO / "dataflows" / n["path"]).resolve())
         nodes.append(n)
@@ -319,6 +343,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     ap.add_argument("--keep-run", type=Path, default=None, help="copy the recording here")
     ap.add_argument("--timeout-s", type=float, default=240.0)
+    ap.add_argument("--node-env", action="append", default=[], metavar="NODE:KEY=VALUE",
+                    help="set an env variable of one node of the dataflow (repeatable), to measure a variant")
     args = ap.parse_args(argv)
     if args.echo:
         echo()
@@ -335,7 +361,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         probe_out = tmp / "probe.jsonl"
-        flow_path, flow = build_dataflow(tmp, probe_out, args.control_only)
+        try:
+            flow_path, flow = build_dataflow(tmp, probe_out, args.control_only, args.node_env)
+        except ValueError as exc:
+            ap.error(str(exc))
         run_dir = tmp / "run"
         env = dora_environment(run_dir)
         dora = Path(sys.executable).parent / "dora"
@@ -392,6 +421,8 @@ def main(argv: list[str] | None = None) -> int:
     order = sorted(per_node, key=lambda n: -per_node[n]["cpu_s"])
     print(f"stack_cpu: {'control path' if args.control_only else 'full sim dataflow'}, window {window_s:.1f} s of robot time "
           f"({wall:.0f} s wall in all), {os.cpu_count()} CPUs, load average at start {load_start}, at end {load_end}")
+    if args.node_env:
+        print(f"node env changed: {', '.join(args.node_env)}")
     print(f"{'node':<14} {'cores':>6} {'in':>6} {'out':>6} {'in Hz':>6} {'out Hz':>6} {'ms/msg in':>9} {'x echo':>7} {'ms/out':>7} {'peak RSS MB':>11} {'peak PSS MB':>11}")
     report = {"window_s": window_s, "load_start": load_start, "load_end": load_end, "cpus": os.cpu_count(), "nodes": {}}
     for name in order:
