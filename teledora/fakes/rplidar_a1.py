@@ -8,7 +8,9 @@ check bit set, distance 0 where nothing is in range.
 Failure modes a driver must survive are switches on the fake:
 ``streaming_at_start`` (a previous process exited without STOP),
 ``silent`` (answers nothing), ``stall_after_samples`` (stops mid-stream),
-``garbage_every_samples`` (a stray byte now and then), :meth:`inject_garbage`
+``garbage_every_samples`` (a stray byte now and then), ``check_bit_clear_every_samples``
+(a sample whose check bit C is 0, carrying a distance ``CHECK_FAULT_DISTANCE_MM``
+the room never gives, so a driver that took it would show it), :meth:`inject_garbage`
 (a burst of random bytes), ``bit_error_rate`` (one flipped bit in that
 fraction of the sample bytes), ``scan_rate_hz`` changed while streaming (0: the
 motor is frozen but samples keep coming; 0.8: a motor browning out),
@@ -102,6 +104,8 @@ def descriptor(length: int, multiple: bool, data_type: int) -> bytes:
 
 
 INFO_PAYLOAD = bytes([0x18, 0x1D, 0x01, 0x07]) + bytes(range(0x10, 0x20))  # model 24, fw 1.29, hw 7
+CHECK_FAULT_DISTANCE_MM = 9999.0  # the distance of the samples sent with their check bit clear
+
 RESET_BANNER = b"RP LIDAR System.\r\nFirmware Ver 1.29 - rtm, HW Ver 7\r\nModel: 18\r\n"
 
 
@@ -115,6 +119,8 @@ class FakeRplidarA1:
             byte, slower than the 86.8 us per byte of the 115200 baud line).
         range_max_m: Farther than this reads as distance 0.
         bit_error_rate: Fraction of sample bytes that get one random bit flipped.
+        check_bit_clear_every_samples: Every this many samples, one is sent with its
+            check bit clear (angle and flags right, distance ``CHECK_FAULT_DISTANCE_MM``).
         seed: Seed of the random faults (garbage bytes, bit errors).
     """
 
@@ -133,6 +139,7 @@ class FakeRplidarA1:
         burst_revolutions: int = 0,
         angle_jitter_deg: float = 0.0,
         bit_error_rate: float = 0.0,
+        check_bit_clear_every_samples: int | None = None,
         seed: int = 0,
     ) -> None:
         self.room = room or SyntheticRoom()
@@ -147,6 +154,8 @@ class FakeRplidarA1:
         self.burst_revolutions = burst_revolutions
         self.angle_jitter_deg = angle_jitter_deg
         self.bit_error_rate = bit_error_rate
+        self.check_bit_clear_every_samples = check_bit_clear_every_samples
+        self.check_bit_cleared = 0
         self.requests: list[int] = []
         self.request_times_ns: list[int] = []  # host time each request was read
         self.error: Exception | None = None
@@ -332,7 +341,14 @@ class FakeRplidarA1:
             valid = dist <= self.range_max_m
             dist_mm = dist * 1000.0 if valid else 0.0
             self.sent.append((angle, dist_mm))
-            out += self._corrupt(encode_sample(start, 47 if valid else 0, angle, dist_mm))
+            every = self.check_bit_clear_every_samples
+            if every and (self.samples_sent + 1) % every == 0:
+                window = bytearray(encode_sample(start, 47, angle, CHECK_FAULT_DISTANCE_MM))
+                window[1] &= 0xFE
+                out += self._corrupt(bytes(window))
+                self.check_bit_cleared += 1
+            else:
+                out += self._corrupt(encode_sample(start, 47 if valid else 0, angle, dist_mm))
             self.samples_sent += 1
             if self.garbage_every_samples and self.samples_sent % self.garbage_every_samples == 0:
                 out += b"\x00"

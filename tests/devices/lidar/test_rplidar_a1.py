@@ -12,7 +12,7 @@ import pytest
 from teledora.devices.lidar.rplidar_a1 import LidarHealthError, LidarTimeoutError, LidarWatchdogError, RplidarA1Backend
 from teledora.operators.lidar.lidar_config import HardwareConfig
 from teledora.models.config_files import load_lidar_setup
-from teledora.fakes.rplidar_a1 import FakeRplidarA1, SyntheticRoom  # noqa: E402
+from teledora.fakes.rplidar_a1 import CHECK_FAULT_DISTANCE_MM, FakeRplidarA1, SyntheticRoom  # noqa: E402
 
 # Generous timeout where a timeout is not the subject (the test machine may be busy);
 # a short one where it is.
@@ -128,6 +128,21 @@ def test_stray_bytes_are_skipped_by_resync(make_backend):
         scans = _scans(backend, 2)
     assert len(scans) >= 2 and backend.parser.resync_bytes >= 4  # a loaded machine may read more than one at once
     assert np.count_nonzero(np.isfinite(scans[-1].ranges)) > 250
+
+
+def test_samples_with_a_clear_check_bit_never_reach_the_scans(make_backend):
+    """Their angle continues the stream and their flags are right: only the check bit
+    tells them apart, and the distance they carry is one the room never gives."""
+    with FakeRplidarA1(check_bit_clear_every_samples=37, **FAKE_RATE) as fake:
+        backend = make_backend(fake)
+        backend.connect()
+        scans = _scans(backend, 3)
+    assert len(scans) >= 3 and fake.check_bit_cleared >= 20
+    marker_m = CHECK_FAULT_DISTANCE_MM / 1000.0
+    assert not any(np.any(np.abs(s.ranges - marker_m) < 0.5) for s in scans)
+    # at most 36 good samples between two broken ones, each of which breaks the run
+    assert backend.parser.resync_events >= backend.parser.samples // 37
+    assert np.count_nonzero(np.isfinite(scans[-1].ranges)) > 240
 
 
 def test_buffer_overflow_restarts_the_scan(make_backend):

@@ -231,3 +231,54 @@ def test_bit_errors_never_decode_a_grossly_wrong_angle():
     assert len(batch) > 0.99 * n
     assert np.count_nonzero(error > 2.0) == 0
     assert parser.rejected_windows > 0
+
+
+MARKER_MM = 9999.0  # a distance no sample of the test streams has
+
+
+def _clear_check_bit(window: bytes) -> bytes:
+    return bytes([window[0], window[1] & 0xFE, *window[2:]])
+
+
+def test_a_sample_with_its_check_bit_clear_is_not_handed_out_and_costs_a_resync():
+    """A window whose angle continues the stream but whose check bit C is 0 is not a sample,
+    however plausible the rest of it looks."""
+    data, angles = _turn_stream(40)
+    samples = [data[k * SAMPLE_LEN:(k + 1) * SAMPLE_LEN] for k in range(40)]
+    bad = (10, 20, 30)
+    for k in bad:
+        samples[k] = _clear_check_bit(encode_sample(False, 40, float(angles[k]), MARKER_MM))
+    parser = SampleStreamParser()
+    batch = parser.feed(b"".join(samples))
+    assert not np.any(batch.distance_m == pytest.approx(MARKER_MM / 1000.0))
+    # each broken window breaks the run: it, the sample before it (unconfirmed) and the
+    # next anchor are lost, besides the first anchor and the waiting last sample
+    lost = {0, 39} | {j for k in bad for j in (k - 1, k, k + 1)}
+    np.testing.assert_allclose(batch.angle_deg, np.delete(np.round(angles * 64) / 64, sorted(lost)))
+    assert parser.resync_events == len(bad)
+
+
+def test_a_stream_whose_check_bits_are_all_clear_decodes_nothing():
+    data, _ = _turn_stream(100)
+    stream = b"".join(_clear_check_bit(data[k:k + SAMPLE_LEN]) for k in range(0, len(data), SAMPLE_LEN))
+    parser = SampleStreamParser()
+    assert len(parser.feed(stream)) == 0
+    assert parser.samples == 0 and parser.resync_bytes > len(stream) - 3 * SAMPLE_LEN
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sets(st.integers(0, 119), max_size=30), st.lists(st.integers(1, 200), max_size=8))
+def test_no_window_with_a_clear_check_bit_is_ever_handed_out(cleared, cuts):
+    data, angles = _turn_stream(120)
+    stream = b"".join(
+        _clear_check_bit(data[k * SAMPLE_LEN:(k + 1) * SAMPLE_LEN]) if k in cleared else data[k * SAMPLE_LEN:(k + 1) * SAMPLE_LEN]
+        for k in range(120))
+    parser = SampleStreamParser()
+    parts, pos = [], 0
+    for c in cuts:
+        parts.append((pos, parser.feed(stream[pos:pos + c])))
+        pos += c
+    parts.append((pos, parser.feed(stream[pos:])))
+    begins = np.concatenate([p + b.end_offset - SAMPLE_LEN for p, b in parts]).astype(int)
+    assert all(stream[i + 1] & 0x1 for i in begins)
+    assert len(begins) <= 120 - len(cleared)
