@@ -298,6 +298,9 @@ def _check(args: argparse.Namespace) -> int:
             print(f"    note: {note}")
     if report.manifest_problem:
         print(f"manifest: {report.manifest_problem}")
+    for problem in report.problems:  # the run's own, not one topic's
+        if problem != report.manifest_problem and not any(problem.startswith(f"{t}: ") for t in report.topics):
+            print(f"run: {problem}")
     verdict = "OK" if report.ok else f"{len(report.problems)} problems"
     print(f"{report.run}: {state}, {verdict}")
     return 0 if report.ok else 1

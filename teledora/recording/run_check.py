@@ -90,6 +90,9 @@ def check_run(run_dir: str | os.PathLike[str]) -> RunReport:
     problems: list[str] = []
     if reader.manifest_problem:
         problems.append(reader.manifest_problem)
+    if not (reader.run_dir / MANIFEST_NAME).exists():
+        # topic files alone say neither what was meant to be recorded nor whether the run was closed
+        problems.append(f"no {MANIFEST_NAME}: not a run the recorder started, or its manifest was lost")
     counts = _manifest_counts(reader.manifest)
     reports: dict[str, TopicReport] = {}
     on_disk = set(reader.topics)

@@ -207,3 +207,26 @@ def test_info_says_whether_the_recorder_raised_its_priority(tmp_path, capsys, ni
     args = build_parser().parse_args(["log", "info", str(tmp_path / "r")])
     assert args.func(args) == 0
     assert shown in capsys.readouterr().out
+
+
+def test_check_fails_a_run_without_a_manifest(tmp_path, capsys):
+    write_run(tmp_path / "r")
+    (tmp_path / "r" / "manifest.json").unlink()
+    assert _run_cli("log", "check", str(tmp_path / "r")) == 1
+    out = capsys.readouterr().out
+    assert "no manifest.json" in out and "OK" not in out.splitlines()[-1]
+    assert _run_cli("log", "check", str(tmp_path / "r"), "--json") == 1
+    assert any("no manifest.json" in p for p in json.loads(capsys.readouterr().out)["problems"])
+
+
+@pytest.mark.parametrize("what", ["empty", "other files", "a file", "missing"])
+def test_check_fails_on_what_is_not_a_run(tmp_path, capsys, what):
+    target = tmp_path / "x"
+    if what == "a file":
+        target.write_text("hello")
+    elif what != "missing":
+        target.mkdir()
+        if what == "other files":
+            (target / "notes.txt").write_text("not a recording")
+    assert _run_cli("log", "check", str(target)) == 2
+    assert "teledora log:" in capsys.readouterr().err
