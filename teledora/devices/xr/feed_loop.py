@@ -14,7 +14,9 @@ once, and services dora events between reads.
 * A frame is applied whole or not at all: the assembler's state changes only
   once its message has been sent.
 * Display inputs go to the page: ``state`` (TeleopState, the stop
-  controls and the heads-up line), ``episode`` (EpisodeState, the episode
+  controls and the heads-up line; with ``page_seq``, the newest of the
+  client's own frames teleop has applied, :mod:`teledora.operators.xr.page_seq_map`,
+  which acknowledges its stop press), ``episode`` (EpisodeState, the episode
   panel) and the camera images.
 * Each report that changes a button, connection or page level (and one a
   second without a change) also goes out on ``buttons``
@@ -38,6 +40,7 @@ from teledora.operators.rendering.camera_intrinsics import CAMERA_NAMES
 from teledora.operators.xr.feed_assembler import FeedAssembler, StaleFrameError
 from teledora.operators.xr.feed_rejection import FeedRejected
 from teledora.operators.xr.level_changes import LevelChanges
+from teledora.operators.xr.page_seq_map import PageSeqMap
 from teledora.operators.xr.xr_feed_format import parse_frame
 
 READ_TIMEOUT_S = 0.005
@@ -92,6 +95,7 @@ def run_feed(io: NodeIO, backend: FeedDevice, assembler: FeedAssembler) -> None:
     """Runs until dora sends STOP; ``backend`` must be connected already."""
     tally = RejectionTally(io)
     changes = LevelChanges()
+    seqs = PageSeqMap()
     client: int | None = None
     try:
         while True:
@@ -102,11 +106,12 @@ def run_feed(io: NodeIO, backend: FeedDevice, assembler: FeedAssembler) -> None:
                         _publish_disconnect(io, assembler, changes, rx.recv_ns, f"controlling client changed to {rx.peer}")
                     client = rx.client
                     assembler.new_client()
+                    seqs.clear()
                 if rx.disconnect:
                     _publish_disconnect(io, assembler, changes, rx.recv_ns, f"controlling client {rx.peer} disconnected")
                     continue
-                _handle_frame(io, assembler, tally, rx, changes)
-            if not _service_events(io, backend, tally):
+                _handle_frame(io, assembler, tally, rx, changes, seqs)
+            if not _service_events(io, backend, tally, seqs):
                 return
             _publish_diagnostics(io, backend, assembler, tally)
     finally:
@@ -124,9 +129,10 @@ def _send_report(io: NodeIO, changes: LevelChanges, message: Mapping[str, Any], 
 
 
 def _handle_frame(io: NodeIO, assembler: FeedAssembler, tally: RejectionTally, rx: ReceivedFrame,
-                  changes: LevelChanges) -> None:
+                  changes: LevelChanges, seqs: PageSeqMap) -> None:
     try:
-        pending = assembler.prepare(parse_frame(rx.data), rx.recv_ns, rx.clock)
+        frame = parse_frame(rx.data)
+        pending = assembler.prepare(frame, rx.recv_ns, rx.clock)
     except FeedRejected as exc:
         tally.reject(exc.reason, f"frame from {rx.peer}: {exc}")
         return
@@ -140,6 +146,7 @@ def _handle_frame(io: NodeIO, assembler: FeedAssembler, tally: RejectionTally, r
         return
     if _send_report(io, changes, pending.message, rx.recv_ns):
         pending.commit()
+        seqs.add(pending.message["seq"], frame.seq)
         io.diag.details.update(peer=rx.peer, last_seq=pending.message["seq"])
 
 
@@ -160,7 +167,7 @@ def _publish_diagnostics(io: NodeIO, backend: FeedDevice, assembler: FeedAssembl
     io.publish_diagnostics(force=True)
 
 
-def _service_events(io: NodeIO, backend: FeedDevice, tally: RejectionTally) -> bool:
+def _service_events(io: NodeIO, backend: FeedDevice, tally: RejectionTally, seqs: PageSeqMap) -> bool:
     """Handles queued dora events; False once the node must stop (STOP, or
     the end of its event stream)."""
     batch = io.next_batch(timeout_s=0)
@@ -186,7 +193,11 @@ def _service_events(io: NodeIO, backend: FeedDevice, tally: RejectionTally) -> b
             except Exception as exc:  # a display-only input: never fatal
                 io.reject(f"state: {exc}")
                 continue
-            backend.write({"type": "state", **{k: v for k, v in state.items() if k != "stamp_ns"}})
+            shown = {"type": "state", **{k: v for k, v in state.items() if k != "stamp_ns"}}
+            page_seq = seqs.page_seq((event.get("metadata") or {}).get("xr_seq"))
+            if page_seq is not None:
+                shown["page_seq"] = page_seq
+            backend.write(shown)
             continue
         if kind == "INPUT" and event.get("id") == "episode":
             try:
