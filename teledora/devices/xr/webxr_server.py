@@ -245,8 +245,10 @@ class WebXrServer(FeedDevice):
         except (ConnectionError, RuntimeError):
             pass
 
-    async def _refuse(self, ws: web.WebSocketResponse, reason: str, code: int) -> None:
-        await self._send_quietly(ws, json.dumps({"type": "refused", "reason": reason}))
+    async def _refuse(self, ws: web.WebSocketResponse, why: str, reason: str, code: int) -> None:
+        """Counts the refusal as ``why``, tells the page (the code it shows a reason for, and the text), closes."""
+        self.reject(why)
+        await self._send_quietly(ws, json.dumps({"type": "refused", "code": why, "reason": reason}))
         await ws.close(code=code)
 
     async def _ws(self, request: web.Request) -> web.StreamResponse:
@@ -259,8 +261,7 @@ class WebXrServer(FeedDevice):
         try:
             first = await asyncio.wait_for(ws.receive(), self.hello_timeout_s)
         except asyncio.TimeoutError:
-            self.reject("hello_timeout")
-            await self._refuse(ws, f"no hello within {self.hello_timeout_s:g} s", _CLOSE_PROTOCOL)
+            await self._refuse(ws, "hello_timeout", f"no hello within {self.hello_timeout_s:g} s", _CLOSE_PROTOCOL)
             return ws
         if first.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
             return ws
@@ -387,16 +388,14 @@ class WebXrServer(FeedDevice):
                 raise FeedFormatError("bad_hello", "the hello is a text message")
             hello = parse_hello(msg.data)
         except FeedFormatError:
-            self.reject("bad_hello")
-            await self._refuse(ws, "the first message must be a hello with the pairing token", _CLOSE_PROTOCOL)
+            await self._refuse(ws, "bad_hello", "the first message must be a hello with the pairing token", _CLOSE_PROTOCOL)
             return False
         if not hmac.compare_digest(hello.token.encode(), self.token.encode()):
-            self.reject("bad_token")
-            await self._refuse(ws, "wrong pairing token: use the URL printed by the xr node", _CLOSE_BAD_TOKEN)
+            said = "pairing token wrong" if hello.token else "pairing token missing"
+            await self._refuse(ws, "bad_token", f"{said}: open the address the xr node printed", _CLOSE_BAD_TOKEN)
             return False
         if self._owner is not None and not self._owner.closed:
-            self.reject("busy")
-            await self._refuse(ws, f"another client ({self._owner_peer}) is in control; close it or wait until it "
+            await self._refuse(ws, "busy", f"another client ({self._owner_peer}) is in control; close it or wait until it "
                                "disconnects", _CLOSE_BUSY)
             return False
         self._owner, self._owner_peer = ws, peer

@@ -107,14 +107,30 @@ def test_pairing_token_and_single_controlling_client(server):
         return bad_reply, bad.close_code, busy, second.close_code
 
     bad_reply, bad_code, busy, busy_code = run(server, script)
-    assert bad_reply["type"] == "refused" and "pairing token" in bad_reply["reason"] and bad_code == 4003
-    assert busy["type"] == "refused" and "in control" in busy["reason"] and busy_code == 4009
+    assert bad_reply == {"type": "refused", "code": "bad_token",
+                         "reason": "pairing token wrong: open the address the xr node printed"} and bad_code == 4003
+    assert busy["type"] == "refused" and busy["code"] == "busy" and "in control" in busy["reason"] and busy_code == 4009
     frames = drain(server, 3)
     assert [parse_frame(f.data).seq for f in frames[:2]] == [1, 2]
     assert all(f.clock is not None for f in frames[:2])  # the pong mapped the page's clock
     assert frames[2].disconnect  # the server reports the client gone
     assert server.rejections() == {"bad_token": 1, "busy": 1, "oversize": 1, "binary": 1}
     assert server.clients_accepted == 1
+
+
+def test_a_hello_without_a_token_is_told_the_token_is_missing(server):
+    # what a page opened without its ?token= sends; the page shows why it is not paired
+    async def script(http, base):
+        ws = await connect(http, base)
+        await ws.send_str(json.dumps({"type": "hello", "token": "", "session": "s"}))
+        reply = (await ws.receive()).json()
+        await ws.receive()
+        return reply, ws.close_code
+
+    reply, code = run(server, script)
+    assert reply == {"type": "refused", "code": "bad_token",
+                     "reason": "pairing token missing: open the address the xr node printed"} and code == 4003
+    assert server.rejections() == {"bad_token": 1} and server.clients_accepted == 0
 
 
 @pytest.mark.parametrize("origin", [None, "https://evil.example", "https://127.0.0.1:1", "http://127.0.0.1:{port}",
@@ -155,7 +171,8 @@ def test_a_socket_without_a_hello_is_closed(tmp_path: Path):
             return reply, ws.close_code
 
         reply, code = run(srv, script)
-        assert reply["type"] == "refused" and "no hello" in reply["reason"] and code == 4002
+        assert reply["type"] == "refused" and reply["code"] == "hello_timeout" and "no hello" in reply["reason"]
+        assert code == 4002
         assert srv.rejections() == {"hello_timeout": 1}
     finally:
         srv.close()
@@ -174,7 +191,7 @@ def test_anything_but_a_hello_first_is_refused_and_the_server_lives_on(server, f
         return reply, ws.close_code
 
     reply, code = run(server, script)
-    assert reply["type"] == "refused" and code == 4002
+    assert reply["type"] == "refused" and reply["code"] == "bad_hello" and code == 4002
     assert server.rejections() == {"bad_hello": 1}
     assert drain(server, 1)[0].disconnect  # the paired client's departure
 
