@@ -48,6 +48,7 @@ from typing import Any, Callable, Iterable, Sequence
 import yaml
 
 from teledora.runtime.node_io import NodeIO, make_node, node_id
+from teledora.operators.recording.message_check import message_problem
 from teledora.operators.recording.recording_gaps import GapDetector
 from teledora.recording import MANIFEST_NAME, RunWriter, TopicNameError, TopicTypeError, new_run_dir
 
@@ -278,6 +279,14 @@ def build_manifest(node: Any, me: str, args: argparse.Namespace) -> dict[str, An
     }
 
 
+def reject(writer: RunWriter, io: NodeIO, topic: Any, why: str) -> None:
+    """Refuses one message: counted in the diagnostics (which turn ``warn``)
+    and in the manifest's ``rejected``, so the run still says it arrived."""
+    reason = f"input {topic!r}: {why}"
+    writer.reject(topic, reason)
+    io.reject(reason)
+
+
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> Path:
     args = parse_args(argv if argv is not None else sys.argv[1:])
     me = node_id("recorder")
@@ -312,11 +321,20 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                 continue
             recv_ns = clock()
             io.diag.received += 1
-            meta = event.get("metadata") or {}
+            topic = event.get("id")
+            meta = event.get("metadata")
+            meta = {} if meta is None else meta
+            value, why = message_problem(event.get("value"), meta)
+            if value is None or not isinstance(topic, str):
+                reject(writer, io, topic, why or f"input id {topic!r} is not a string")
+                continue
             try:
-                result = writer.append(event["id"], event["value"], meta, recv_ns)
+                result = writer.append(topic, value, meta, recv_ns)
             except (TopicTypeError, TopicNameError) as exc:
                 io.reject(str(exc))
+                continue
+            except Exception as exc:  # anything else one message can cause must not end the recording
+                reject(writer, io, topic, f"cannot be recorded ({type(exc).__name__}: {exc})")
                 continue
             for reason in result.rejected:
                 io.reject(reason)
@@ -351,6 +369,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                 "gaps": gaps.counts(),
                 "type_errors": sum(writer.type_errors.values()),
                 "name_errors": sum(writer.name_errors.values()),
+                "refused": sum(e["count"] for e in writer.rejected.values()),
                 "lag_ms": lag.summary_ms(recent=True),
             }
             io.publish_diagnostics()

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1  # the stamp column's range: a stamp beyond it reads as none
 
 
 def dora_timestamp_ns(metadata: Mapping[str, Any]) -> int | None:
@@ -35,15 +36,16 @@ def dora_timestamp_ns(metadata: Mapping[str, Any]) -> int | None:
 
 def message_stamp_ns(value: pa.Array, metadata: Mapping[str, Any]) -> int | None:
     """The message's own ``stamp_ns``: the struct field of a contract message,
-    else a ``stamp_ns`` metadata entry (images), else None."""
+    else a ``stamp_ns`` metadata entry (images), else None (also for a stamp
+    that does not fit int64)."""
     if pa.types.is_struct(value.type) and len(value) >= 1:
         idx = value.type.get_field_index("stamp_ns")
         if idx >= 0 and pa.types.is_integer(value.type.field(idx).type):
             stamp = value.field(idx)[0].as_py()
             if stamp is not None:
-                return int(stamp)
+                return int(stamp) if _INT64_MIN <= stamp <= _INT64_MAX else None
     stamp = metadata.get("stamp_ns")
-    if isinstance(stamp, int) and not isinstance(stamp, bool):
+    if isinstance(stamp, int) and not isinstance(stamp, bool) and _INT64_MIN <= stamp <= _INT64_MAX:
         return stamp
     return None
 

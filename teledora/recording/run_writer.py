@@ -88,6 +88,9 @@ class RunWriter:
         self._last_flush_ns = start_ns
         self.type_errors: dict[str, int] = {}
         self.name_errors: dict[str, int] = {}
+        # messages refused before they reached a topic (no Arrow value, bad
+        # metadata, an impossible image): topic -> {"count", "last"}
+        self.rejected: dict[str, dict[str, Any]] = {}
         # empty messages of a topic that has no type yet: (dora_ns, recv_ns, metadata, value)
         self._held: dict[str, list[tuple[int | None, int, Mapping[str, Any], pa.Array]]] = {}
         self.manifest: dict[str, Any] = dict(manifest or {})
@@ -113,6 +116,15 @@ class RunWriter:
     def counts(self) -> dict[str, int]:
         """Per-topic message counts, flushed and buffered."""
         return {t: w.written + w.pending for t, w in sorted(self._topics.items())}
+
+    def reject(self, topic: Any, reason: str) -> None:
+        """Counts a message that arrived on ``topic`` and was refused, so that
+        the run says it came (manifest ``rejected``: count and last reason)."""
+        key = topic if isinstance(topic, str) else repr(topic)
+        entry = self.rejected.setdefault(key, {"count": 0, "last": ""})
+        entry["count"] += 1
+        entry["last"] = reason
+        self._manifest_dirty = True
 
     def append(self, topic: str, value: pa.Array, metadata: Mapping[str, Any], recv_ns: int) -> AppendResult:
         """Buffers one message.
@@ -219,4 +231,5 @@ class RunWriter:
         self._manifest_dirty = False
         self.manifest["type_errors"] = dict(self.type_errors)
         self.manifest["name_errors"] = dict(self.name_errors)
+        self.manifest["rejected"] = {t: dict(e) for t, e in sorted(self.rejected.items())}
         write_manifest(self.run_dir, self.manifest)

@@ -33,7 +33,12 @@ def _stamp_column(values: pa.Array, one_per_row: bool, rows: list[pa.Array], met
         if idx >= 0 and pa.types.is_integer(vtype.field(idx).type):
             column = values.field(idx)
             if column.null_count == 0:
-                return column if column.type == pa.int64() else column.cast(pa.int64())
+                if column.type == pa.int64():
+                    return column
+                try:
+                    return column.cast(pa.int64())
+                except pa.ArrowInvalid:
+                    pass  # a uint64 stamp beyond int64: row by row, where it reads as none
     return pa.array([message_stamp_ns(v, m) for v, m in zip(rows, metas)], type=pa.int64())
 
 

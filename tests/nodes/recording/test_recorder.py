@@ -47,7 +47,7 @@ def test_records_every_input_including_after_stop(tmp_path, capsys):
     img = pa.array(np.arange(12, dtype=np.uint8))
     stamp = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
     events = [ev("lift__state", lift(i), timestamp=stamp) for i in range(3)]
-    events += [ev("renderer__chest", img, width=2, height=2, stamp_ns=5)]
+    events += [ev("renderer__chest", img, width=2, height=2, encoding="rgb8", stamp_ns=5)]
     events += [{"type": "STOP", "id": "ALL_INPUTS_CLOSED"}]  # data may still follow STOP
     events += [ev("lift__state", lift(3))]
     node = MockNode(events)
@@ -328,3 +328,102 @@ def test_after_a_short_batch_it_waits_for_more_and_never_after_a_full_one(tmp_pa
 def test_a_pause_that_would_hold_back_the_heartbeat_is_refused(tmp_path, bad):
     with pytest.raises(SystemExit):
         recorder.parse_args(["--run-dir", str(tmp_path / "r"), "--batch-pause-s", bad])
+
+
+class Opaque:
+    def __repr__(self) -> str:
+        return "<opaque>"
+
+
+IMAGE_META = {"width": 2, "height": 2, "encoding": "rgb8", "camera": "chest", "stamp_ns": 5}
+BAD_MESSAGES = [
+    ("None value", None, {}),
+    ("a Python list", [1, 2, 3], {}),
+    ("an object", Opaque(), {}),
+    ("a numpy array", np.zeros(3), {}),
+    ("dictionary-encoded", pa.array(["a", "b", "a"]).dictionary_encode(), {}),
+    ("metadata a list", pa.array([1], pa.int64()), ["not", "a", "mapping"]),
+    ("metadata a string", pa.array([1], pa.int64()), "timestamp"),
+    ("metadata int key", pa.array([1], pa.int64()), {1: "x"}),
+    ("metadata nested dict", pa.array([1], pa.int64()), {"a": {"b": 1}}),
+    ("metadata object", pa.array([1], pa.int64()), {"a": Opaque()}),
+    ("timestamp past int64", pa.array([1], pa.int64()), {"timestamp": dt.datetime(9999, 1, 1, tzinfo=dt.timezone.utc)}),
+    ("stamp past int64", pa.array([1], pa.int64()), {"stamp_ns": 2**70}),
+    ("image height -1", pa.array(np.zeros(12, np.uint8)), {**IMAGE_META, "height": -1, "width": -4}),
+    ("image zero size", pa.array([], pa.uint8()), {**IMAGE_META, "height": 0, "width": 0}),
+    ("image size mismatch", pa.array(np.zeros(11, np.uint8)), IMAGE_META),
+    ("image unknown encoding", pa.array(np.zeros(12, np.uint8)), {**IMAGE_META, "encoding": "yuv422"}),
+    ("image float width", pa.array(np.zeros(12, np.uint8)), {**IMAGE_META, "width": 2.0}),
+    ("image not uint8", pa.array(np.zeros(12, np.float32)), IMAGE_META),
+    ("image without encoding", pa.array(np.zeros(12, np.uint8)), {"width": 2, "height": 2}),
+]
+
+
+@pytest.mark.parametrize("what,value,meta", BAD_MESSAGES, ids=[b[0] for b in BAD_MESSAGES])
+def test_a_message_the_run_cannot_hold_is_refused_counted_and_the_recording_goes_on(tmp_path, what, value, meta):
+    events = [ev("lift__state", lift(0)), {"type": "INPUT", "id": "cam__chest", "value": value, "metadata": meta},
+              ev("lift__state", lift(1))]
+    node = MockNode(events)
+    run = recorder.main(["--run-dir", str(tmp_path / "r")], node=node, clock=StepClock())
+    reader = RunReader(run)
+    assert reader.complete and reader.topics == ["lift__state"]  # nothing of it stored
+    assert [m.seq for m in reader.iter_messages()] == [0, 1]
+    assert reader.manifest["rejected"]["cam__chest"]["count"] == 1
+    last = decode("Diagnostics", node.outputs["diagnostics"][-1])
+    assert last["rejected"] == 1 and "cam__chest" in last["last_error"]
+    assert any(log["level"] == "warn" and "rejected input 'cam__chest'" in log["message"] for log in node.logs)
+    levels = [decode("Diagnostics", d)["level"] for d in node.outputs["diagnostics"]]
+    assert "warn" in levels
+
+
+def test_a_valid_image_a_chunked_array_and_no_metadata_are_recorded(tmp_path):
+    img = pa.array(np.arange(12, dtype=np.uint8))
+    chunked = pa.chunked_array([pa.array([1, 2], pa.int64()), pa.array([3], pa.int64())])
+    events = [ev("cam__chest", img, **IMAGE_META), {"type": "INPUT", "id": "x__y", "value": chunked, "metadata": None},
+              {"type": "INPUT", "id": "x__y", "value": pa.chunked_array([], pa.int64()), "metadata": {}}]
+    node = MockNode(events)
+    run = recorder.main(["--run-dir", str(tmp_path / "r")], node=node, clock=StepClock())
+    reader = RunReader(run)
+    assert reader.topics == ["cam__chest", "x__y"] and reader.manifest["rejected"] == {}
+    assert [m.value.to_pylist() for m in reader.iter_topic("x__y")] == [[1, 2, 3], []]
+    assert next(reader.iter_topic("cam__chest")).value.equals(img)
+
+
+def test_an_input_id_that_is_no_string_is_refused_and_counted(tmp_path):
+    node = MockNode([{"type": "INPUT", "id": 7, "value": lift(0), "metadata": {}}, ev("lift__state", lift(1))])
+    run = recorder.main(["--run-dir", str(tmp_path / "r")], node=node, clock=StepClock())
+    reader = RunReader(run)
+    assert reader.topics == ["lift__state"] and reader.manifest["rejected"]["7"]["count"] == 1
+
+
+def test_a_uint64_stamp_beyond_int64_is_stored_with_no_stamp(tmp_path):
+    big = pa.array([{"stamp_ns": 2**64 - 1, "v": 1.0}], type=pa.struct([("stamp_ns", pa.uint64()), ("v", pa.float64())]))
+    run = recorder.main(["--run-dir", str(tmp_path / "r")], node=MockNode([ev("x__y", big)]), clock=StepClock())
+    (msg,) = RunReader(run).iter_topic("x__y")
+    assert msg.value.equals(big) and msg.stamp_ns is None
+
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+GOOD_MESSAGES = [
+    ("lift__state", lift(2), {}),
+    ("cam__chest", pa.array(np.arange(12, dtype=np.uint8)), IMAGE_META),
+    ("x__y", pa.array([1.5, float("nan")]), {"seq": 3, "note": "ok", "list": [1, 2]}),
+]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 99)), max_size=25))
+def test_any_mix_of_good_and_refused_messages_keeps_every_good_one_and_counts_every_other(tmp_path_factory, history):
+    events, goods = [], 0
+    for good, k in history:
+        topic, value, meta = GOOD_MESSAGES[k % len(GOOD_MESSAGES)] if good else ("bad__" + str(k % 3),) + BAD_MESSAGES[k % len(BAD_MESSAGES)][1:]
+        events.append({"type": "INPUT", "id": topic, "value": value, "metadata": meta})
+        goods += good
+    node = MockNode(events)
+    run = recorder.main(["--run-dir", str(tmp_path_factory.mktemp("r") / "r")], node=node, clock=StepClock())
+    reader = RunReader(run)
+    assert reader.complete
+    assert [m.seq for m in reader.iter_messages()] == list(range(goods))
+    assert sum(e["count"] for e in reader.manifest["rejected"].values()) == len(history) - goods
+    assert decode("Diagnostics", node.outputs["diagnostics"][-1])["rejected"] == len(history) - goods
