@@ -25,7 +25,6 @@ import argparse
 import json
 import os
 import secrets
-import socket
 import threading
 import time
 from collections import Counter
@@ -119,8 +118,8 @@ def _stop_when_done():
 
 
 def udp(per_class: int, seed: int) -> bool:
+    from teledora.devices.xr.udp_feed import UdpFeedSender
     from teledora.nodes.xr import xr_udp
-    from teledora.operators.xr.udp_envelope import feed_key, seal
 
     token = secrets.token_urlsafe(12)
     backend = xr_udp.UdpFeedBackend("127.0.0.1", 0, token)
@@ -136,15 +135,12 @@ def udp(per_class: int, seed: int) -> bool:
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
-    fuzzer, key, session = FeedFuzzer(seed), feed_key(token), secrets.token_bytes(8)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    seq = 0
+    fuzzer, sender = FeedFuzzer(seed), UdpFeedSender("127.0.0.1", backend.port, token)
+    sender.connect()
+    sender.pair()
 
     def send(data: bytes) -> None:
-        nonlocal seq
-        seq += 1
-        sock.sendto(seal(key, session, seq, time.time_ns(), data) if len(data) <= MAX_FRAME_BYTES else data,
-                    ("127.0.0.1", backend.port))
+        sender.sock.send(sender.link.seal(data, time.time_ns()) if len(data) <= MAX_FRAME_BYTES else data)
         time.sleep(0.0005)
 
     def published() -> int:

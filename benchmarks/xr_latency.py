@@ -36,7 +36,6 @@ import json
 import math
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -50,6 +49,7 @@ REPO = Path(__file__).resolve().parents[1]
 PORT = 9871
 TOKEN = "xr-latency-benchmark"
 SESSION = os.urandom(8)
+NONCE = os.urandom(16)  # cost(): the receiver run the datagrams are sealed for
 
 
 # ------------------------------------------------------------------- probe node
@@ -132,21 +132,20 @@ def datagram(seq: int, t_ns: int, phase: float) -> bytes:
     """The frame in the UDP feed's authenticated envelope."""
     from teledora.operators.xr.udp_envelope import feed_key, seal
 
-    return seal(feed_key(TOKEN), SESSION, seq, t_ns, frame(seq, t_ns, phase))
+    return seal(feed_key(TOKEN), NONCE, SESSION, seq, t_ns, frame(seq, t_ns, phase))
 
 
-def stream(seconds: float, rate_hz: float, first_seq: int = 1) -> int:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+def stream(sender, seconds: float, rate_hz: float, first_seq: int = 1) -> int:
     period = 1.0 / rate_hz
     start = time.perf_counter()
     n = 0
     while (elapsed := time.perf_counter() - start) < seconds:
-        sock.sendto(datagram(first_seq + n, time.time_ns(), 2 * math.pi * 0.2 * elapsed), ("127.0.0.1", PORT))
+        seq = first_seq + n
+        sender.send(frame(seq, time.time_ns(), 2 * math.pi * 0.2 * elapsed), seq)
         n += 1
         delay = start + n * period - time.perf_counter()
         if delay > 0:
             time.sleep(delay)
-    sock.close()
     return n
 
 
@@ -191,7 +190,7 @@ def cost(frames: int) -> None:
 
     profile = models.load_profile()
     assembler, scheme = FeedAssembler("bench"), TeleopScheme(load_teleop_config(profile=profile))
-    opener = EnvelopeOpener(feed_key(TOKEN))
+    opener = EnvelopeOpener(feed_key(TOKEN), NONCE)
     kin = RobotGrips(models.path(profile.model), profile)
     names = list(kin.profile.arm_joint_names)
     kin.set_joints(names, np.zeros(len(names)))
@@ -255,15 +254,21 @@ def main(argv: list[str] | None = None) -> int:
                                     stderr=subprocess.STDOUT, text=True)
             # warm up at 10 Hz until the probe sees the IK solving (nodes started, sim and IK initialised)
             deadline, seq = time.monotonic() + 180, 0
-            warm = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            from teledora.devices.xr.udp_feed import PairingFailed, UdpFeedSender
+
+            sender = UdpFeedSender("127.0.0.1", PORT, TOKEN, pair_timeout_s=0.2)
+            sender.connect()
             while not out.with_suffix(".ready").exists() and time.monotonic() < deadline and proc.poll() is None:
                 seq += 1
-                warm.sendto(datagram(seq, time.time_ns(), 0.0), ("127.0.0.1", PORT))
+                try:
+                    sender.send(frame(seq, time.time_ns(), 0.0), seq)
+                except PairingFailed:  # the node is not listening yet
+                    pass
                 time.sleep(0.1)
-            warm.close()
             time.sleep(1.0)
             start_ns = time.time_ns()
-            sent = stream(args.seconds, args.rate_hz, first_seq=seq + 1)
+            sent = stream(sender, args.seconds, args.rate_hz, first_seq=seq + 1)
+            sender.close()
             time.sleep(1.0)
             proc.send_signal(signal.SIGINT)  # dora stops the dataflow; the probe writes its rows
             try:

@@ -4,8 +4,10 @@ a PICO SDK poller) or the replay tool -> ``controllers`` (XrControllers),
 one a second; operators/xr/level_changes.py) + ``diagnostics``.
 
 The frame format is documented in :mod:`teledora.operators.xr.xr_feed_format`,
-the envelope (a MAC with the pairing token over each numbered datagram) in
-:mod:`teledora.operators.xr.udp_envelope`, both in docs/xr.md. The socket binds
+the envelope (a pairing hello, then a MAC with the pairing token over this
+run's random nonce and each numbered datagram, so nothing captured before a
+restart is taken after it) in :mod:`teledora.operators.xr.udp_envelope`, both
+in docs/xr.md. The socket binds
 127.0.0.1 by default; binding any other address needs ``--allow-remote``. One
 sender session controls at a time; another is refused while the first has sent
 within ``--takeover-s``. The socket is the device

@@ -33,6 +33,7 @@ REASONS: dict[str, str] = {
     "bad_magic": "a UDP datagram without the feed's envelope marker",
     "bad_mac": "a UDP datagram whose MAC does not verify with the pairing token",
     "replay": "a UDP datagram whose sequence number is not above its session's last one",
+    "foreign_nonce": "a UDP datagram sealed for another run of the receiver (captured before a restart)",
     "stale_datagram": "a UDP datagram sent longer ago than the replay window",
     "future_datagram": "a UDP datagram stamped later than the host's now plus the skew tolerance",
     "refused_sender": "a UDP datagram from another sender session while the current one is alive",

@@ -4,14 +4,17 @@
 line, the format of docs/xr.md) to the ``xr`` UDP node, keeping the recorded
 timing from each frame's ``sent_ns`` (or ``--rate-hz``). Frames are re-stamped
 with the current clock (their pose and input ages kept) and a fresh session,
-so the node sees them as live, and each goes out in the feed's envelope: a
-random sender session, a sequence number and an HMAC-SHA256 with the node's
-pairing token (``--token`` or XR_UDP_TOKEN).
+so the node sees them as live. The sender first pairs with the node (an
+authenticated hello that the node answers with its run's nonce) and each frame
+goes out in the feed's envelope: the nonce, a random sender session, a
+sequence number and an HMAC-SHA256 with the node's pairing token (``--token``
+or XR_UDP_TOKEN). When the node restarts, the sender pairs again.
 
 ``teledora xr record-udp FILE`` listens where the node would (127.0.0.1:9870 by
-default; stop the node first) and writes the frame of every datagram that
-verifies with the token as one line, until ``--seconds``/``--count`` or Ctrl-C.
-Datagrams that do not verify and invalid frames are counted and skipped.
+default; stop the node first), answers hellos as the node does, and writes the
+frame of every datagram that verifies with the token as one line, until
+``--seconds``/``--count`` or Ctrl-C. Datagrams that do not verify and invalid
+frames are counted and skipped.
 """
 
 from __future__ import annotations
@@ -19,15 +22,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import secrets
-import socket
 import sys
 import time
 from pathlib import Path
 from typing import Iterator
 
+from teledora.devices.xr.udp_feed import PairingFailed, UdpFeedBackend, UdpFeedSender
 from teledora.operators.xr.feed_rejection import FeedRejected
-from teledora.operators.xr.udp_envelope import MAX_DATAGRAM_BYTES, EnvelopeOpener, feed_key, seal
 from teledora.operators.xr.xr_feed_format import FeedFormatError, parse_frame
 
 
@@ -104,28 +105,30 @@ def send_udp(args: argparse.Namespace) -> int:
     except (OSError, FeedFormatError) as exc:
         print(f"teledora xr send-udp: {exc}", file=sys.stderr)
         return 1
-    key = feed_key(token)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    session_id = secrets.token_bytes(8)
-    session, seq, sent = session_id.hex(), 1, 0
+    sender = UdpFeedSender(args.host, args.port, token)
+    sender.connect()
+    session, seq, sent = sender.link.session.hex(), 1, 0
     try:
+        sender.pair()
         while True:
             for at, frame in restamped(frames, args.speed, args.rate_hz, time.time_ns(), session, seq):
                 delay = (at - time.time_ns()) / 1e9
                 if delay > 0:
                     time.sleep(delay)
-                payload = json.dumps(frame, separators=(",", ":")).encode()
                 # the envelope carries the actual send time; the frame keeps its schedule (never later)
-                sock.sendto(seal(key, session_id, frame["seq"], time.time_ns(), payload), (args.host, args.port))
+                sender.send(json.dumps(frame, separators=(",", ":")).encode(), seq=frame["seq"])
                 sent += 1
             seq += len(frames)
             if not args.loop:
                 break
     except KeyboardInterrupt:
         pass
+    except PairingFailed as exc:
+        print(f"teledora xr send-udp: {exc}", file=sys.stderr)
+        return 1
     finally:
-        sock.close()
-    print(f"sent {sent} frames to {args.host}:{args.port}")
+        sender.close()
+    print(f"sent {sent} frames to {args.host}:{args.port} ({sender.pairings} pairings)")
     return 0
 
 
@@ -133,31 +136,28 @@ def record_udp(args: argparse.Namespace) -> int:
     token = _token(args, "record-udp")
     if not token:
         return 2
-    opener = EnvelopeOpener(feed_key(token))
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.bind((args.bind, args.port))
-    sock.settimeout(0.2)
+    feed = UdpFeedBackend(args.bind, args.port, token)
+    feed.connect()
     end = time.monotonic() + args.seconds if args.seconds else None
-    kept = skipped = 0
-    print(f"recording XR frames on {args.bind}:{sock.getsockname()[1]} to {args.file}", flush=True)
+    kept = invalid = 0
+    print(f"recording XR frames on {args.bind}:{feed.port} to {args.file}", flush=True)
     try:
         with args.file.open("w") as out:
             while (end is None or time.monotonic() < end) and (args.count is None or kept < args.count):
-                try:
-                    data, _ = sock.recvfrom(MAX_DATAGRAM_BYTES + 1)
-                except socket.timeout:
-                    continue
-                try:
-                    payload = opener.open(data, time.time_ns()).payload
-                    parse_frame(payload)
-                except FeedRejected:
-                    skipped += 1
-                    continue
-                out.write(payload.decode() + "\n")
-                kept += 1
+                for rx in feed.read(0.2):
+                    if args.count is not None and kept >= args.count:
+                        break
+                    try:
+                        parse_frame(rx.data)
+                    except FeedRejected:
+                        invalid += 1
+                        continue
+                    out.write(rx.data.decode() + "\n")
+                    kept += 1
     except KeyboardInterrupt:
         pass
     finally:
-        sock.close()
+        feed.close()
+    skipped = invalid + sum(feed.rejections().values())
     print(f"recorded {kept} frames ({skipped} unauthenticated or invalid skipped)")
     return 0

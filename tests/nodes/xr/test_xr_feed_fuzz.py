@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-import socket
 import threading
 import time
 from pathlib import Path
@@ -20,10 +19,10 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from teledora.devices.xr.udp_feed import UdpFeedSender
 from teledora.fakes.xr_feed_fuzz import CLASSES, FeedFuzzer, message_violations
 from teledora.nodes.xr import xr_udp, xr_webxr
 from teledora.operators.contract.messages import decode
-from teledora.operators.xr.udp_envelope import feed_key, seal
 
 from .test_xr_udp import UntilDone
 
@@ -70,18 +69,21 @@ def test_udp_node_publishes_exactly_the_valid_frames(stream):
     cases = []
 
     def send():
-        sock, key, session = socket.socket(socket.AF_INET, socket.SOCK_DGRAM), feed_key(TOKEN), secrets.token_bytes(8)
+        sender = UdpFeedSender("127.0.0.1", backend.port, TOKEN)
+        sender.connect()
+        sender.pair()
         for i, kind in enumerate(["valid", *kinds]):
             case = fuzzer.case(kind, sent_ns=time.time_ns())
             cases.append(case)
             # a payload over the frame limit cannot be sealed: it goes out bare (and is refused as such)
-            datagram = seal(key, session, i + 1, time.time_ns(), case.data) if len(case.data) <= 4096 else case.data
-            sock.sendto(datagram, ("127.0.0.1", backend.port))
-            sock.sendto(secrets.token_bytes(i * 7 % 90), ("127.0.0.1", backend.port))  # and garbage between
+            datagram = sender.link.seal(case.data, time.time_ns()) if len(case.data) <= 4096 else case.data
+            sender.sock.send(datagram)
+            sender.sock.send(secrets.token_bytes(i * 7 % 90))  # and garbage between
             if not case.must_refuse:  # paced by the valid frames, so the socket buffer never overflows
                 wait_published(node, sum(not c.must_refuse for c in cases))
         wait_published(node, sum(not c.must_refuse for c in cases))
         time.sleep(0.05)
+        sender.close()
         node.done.set()
 
     threading.Thread(target=send, daemon=True).start()

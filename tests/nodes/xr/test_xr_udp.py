@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from dora.testing import MockNode
 
+from teledora.devices.xr.udp_feed import UdpFeedSender
 from teledora.fakes.xr_feed_fuzz import message_violations
 from teledora.nodes.xr import xr_udp
 from teledora.operators.contract.messages import decode
@@ -51,27 +52,34 @@ def frame(seq, session="s", **kw):
 
 
 class Sender:
-    """A sender session: seals each payload with the token, numbering them."""
+    """A sender session speaking the feed's protocol (the device's sender:
+    it pairs with the node on first use, and again after a restart)."""
 
-    def __init__(self, key: bytes = KEY, session: bytes | None = None) -> None:
-        self.key, self.session, self.seq = key, session or secrets.token_bytes(8), 0
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    def __init__(self) -> None:
+        self.dev: UdpFeedSender | None = None
 
-    def seal(self, payload: bytes, seq: int | None = None) -> bytes:
-        self.seq = self.seq + 1 if seq is None else seq
-        return seal(self.key, self.session, self.seq, time.time_ns(), payload)
+    def at(self, port: int) -> UdpFeedSender:
+        if self.dev is None:
+            self.dev = UdpFeedSender("127.0.0.1", port, TOKEN)
+            self.dev.connect()
+        return self.dev
+
+    def seal(self, port: int, payload: bytes) -> bytes:
+        """The next datagram, numbered and sealed but not sent."""
+        dev = self.at(port)
+        if not dev.link.paired:
+            dev.pair()
+        return dev.link.seal(payload, time.time_ns())
 
     def send(self, port: int, payload: bytes, seq: int | None = None) -> bytes:
-        d = self.seal(payload, seq)
-        self.sock.sendto(d, ("127.0.0.1", port))
-        return d
+        return self.at(port).send(payload, seq)
 
     def raw(self, port: int, datagram: bytes) -> None:
-        self.sock.sendto(datagram, ("127.0.0.1", port))
+        self.at(port).sock.send(datagram)
 
 
-def run_node(send, done=lambda node: False, takeover_s: float = 1.0, bound_s: float = 10.0):
-    backend = xr_udp.UdpFeedBackend("127.0.0.1", 0, TOKEN, takeover_s)
+def run_node(send, done=lambda node: False, takeover_s: float = 1.0, bound_s: float = 10.0, port: int = 0):
+    backend = xr_udp.UdpFeedBackend("127.0.0.1", port, TOKEN, takeover_s)
     backend.connect()
     node = UntilDone(bound_s=bound_s)
     finished = threading.Event()
@@ -126,15 +134,16 @@ def test_valid_frames_are_published_and_bad_ones_counted_by_reason():
 
 def test_unauthenticated_replayed_and_stale_datagrams_are_refused_before_parsing():
     def send(port):
-        good, other = Sender(), Sender(key=feed_key("another run's token"))
+        good = Sender()
         first = good.send(port, frame(1))
-        other.send(port, frame(2))  # wrong token
+        link = good.dev.link
+        good.raw(port, seal(feed_key("another run's token"), link.nonce, link.session, 2, time.time_ns(), frame(2)))
         good.raw(port, first)  # a replay of a datagram the node took
         good.raw(port, b"[" * 3000)  # no envelope at all
-        good.raw(port, b"TDX1" + b"\0" * 100)  # the marker, then garbage
-        good.raw(port, seal(KEY, good.session, 99, time.time_ns() - 5 * 10**9, frame(3)))  # sent 5 s ago
-        tampered = bytearray(good.seal(frame(4)))
-        tampered[40] ^= 1
+        good.raw(port, b"TDX2" + b"\0" * 100)  # the marker, then garbage
+        good.raw(port, seal(KEY, link.nonce, link.session, 99, time.time_ns() - 5 * 10**9, frame(3)))  # sent 5 s ago
+        tampered = bytearray(good.seal(port, frame(4)))
+        tampered[60] ^= 1
         good.raw(port, bytes(tampered))
         good.send(port, frame(5))
 
@@ -145,6 +154,31 @@ def test_unauthenticated_replayed_and_stale_datagrams_are_refused_before_parsing
     assert diag["level"] in ("warn", "ok")  # warn while refusals happen; the last snapshot may follow a quiet period
     levels = [decode("Diagnostics", v)["level"] for v in node.outputs["diagnostics"]]
     assert "warn" in levels
+
+
+def test_a_datagram_captured_before_a_restart_is_refused_after_it():
+    """The node restarted with the same token (a new process: a new backend on
+    the same port) refuses a datagram captured a moment before the restart,
+    counts it, and serves a sender that pairs with it."""
+    captured = {}
+
+    def before(port):
+        captured["datagram"] = Sender().send(port, frame(1, session="before", focused=False))
+
+    node, backend = run_node(before, n_published(1))
+    assert [m["focused"] for m in published(node)] == [False]
+
+    def after(port):
+        replayer = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        replayer.sendto(captured["datagram"], ("127.0.0.1", port))
+        replayer.close()
+        Sender().send(port, frame(1, session="after"))
+
+    node, _ = run_node(after, n_published(1), port=backend.port)
+    assert [m["focused"] for m in published(node)] == [True]  # the new sender's frame only
+    diag, details = last_diag(node)
+    assert details["rejected_by_reason"] == {"foreign_nonce": 1} and diag["rejected"] == 1
+    assert details["hellos_answered"] == 1
 
 
 def test_no_takeover_while_the_controlling_sender_is_alive():
@@ -293,13 +327,14 @@ def test_record_udp_keeps_authenticated_valid_frames_only(tmp_path: Path):
     t = threading.Thread(target=lambda: result.update(rc=cli(["xr", "record-udp", str(out), "--port", str(port),
                                                               "--count", "2", "--seconds", "20", "--token", TOKEN])))
     t.start()
-    s, stranger = Sender(), Sender(key=feed_key("nope"))
+    s = Sender()
     deadline = time.monotonic() + 15
     seq = 0
-    while t.is_alive() and time.monotonic() < deadline:  # resend until the recorder is listening
+    while t.is_alive() and time.monotonic() < deadline:  # the sender pairs once the recorder is listening
         seq += 1
         s.send(port, b"garbage")
-        stranger.send(port, frame(1000 + seq))
+        link = s.dev.link
+        s.raw(port, seal(feed_key("nope"), link.nonce, link.session, 10**6 + seq, time.time_ns(), frame(1000 + seq)))
         s.send(port, frame(seq))
         t.join(0.05)
     t.join(5)
