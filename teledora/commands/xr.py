@@ -43,6 +43,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     send.add_argument("--rate-hz", type=float, default=None, help="fixed rate instead of the recorded timing")
     send.add_argument("--loop", action="store_true", help="repeat the file until interrupted")
     send.add_argument("--token", default=None, help="the node's pairing token (default: XR_UDP_TOKEN)")
+    send.add_argument("--pair-timeout-s", type=float, default=5.0,
+                      help="give up when the node sends no welcome within this long")
     send.set_defaults(func=send_udp)
     rec = sub.add_parser("record-udp", help="record an XR feed from a UDP bridge to JSON lines")
     rec.add_argument("file", type=Path, help="output JSON-lines file")
@@ -105,7 +107,7 @@ def send_udp(args: argparse.Namespace) -> int:
     except (OSError, FeedFormatError) as exc:
         print(f"teledora xr send-udp: {exc}", file=sys.stderr)
         return 1
-    sender = UdpFeedSender(args.host, args.port, token)
+    sender = UdpFeedSender(args.host, args.port, token, pair_timeout_s=args.pair_timeout_s)
     sender.connect()
     session, seq, sent = sender.link.session.hex(), 1, 0
     try:

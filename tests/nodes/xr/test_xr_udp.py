@@ -306,6 +306,27 @@ def test_send_udp_without_the_token_is_refused(tmp_path: Path, capsys, monkeypat
     assert "token" in capsys.readouterr().err
 
 
+def test_send_udp_without_a_node_to_pair_with_fails(tmp_path: Path, capsys):
+    from teledora.cli import main as cli
+
+    silent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)  # takes the hellos, answers none
+    silent.bind(("127.0.0.1", 0))
+    rec = tmp_path / "feed.jsonl"
+    rec.write_text(frame(1).decode() + "\n")
+    rc = cli(["xr", "send-udp", str(rec), "--port", str(silent.getsockname()[1]), "--token", TOKEN,
+              "--pair-timeout-s", "0.3"])
+    hellos = []
+    silent.setblocking(False)
+    while True:
+        try:
+            hellos.append(silent.recv(4096))
+        except BlockingIOError:
+            break
+    silent.close()
+    assert rc == 1 and "no welcome" in capsys.readouterr().err
+    assert hellos and all(h[:4] == b"TDH2" for h in hellos)  # no frame went out unpaired
+
+
 def test_send_udp_rejects_a_bad_recording(tmp_path: Path, capsys):
     rec = tmp_path / "bad.jsonl"
     rec.write_text(frame(1).decode() + "\n{\"version\": 1}\n")
