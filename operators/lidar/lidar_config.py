@@ -13,6 +13,7 @@ from typing import Any, Mapping
 from teledora.operators.errors import ConfigError
 from teledora.operators.config import config_from_mapping
 from teledora.operators.lidar.footprint import Footprint
+from teledora.operators.lidar.outlier_filter import OutlierFilterConfig
 from teledora.operators.lidar.scan_binning import ScanGrid
 from teledora.operators.lidar.scan_merger import COMPENSATION_MODES, RESAMPLING_METHODS
 
@@ -138,6 +139,7 @@ class LidarSetup:
     hardware: HardwareConfig
     sim: SimLidarConfig
     merger: MergerConfig
+    outlier_filter: OutlierFilterConfig | None  # null: every ray is published as measured
 
     def __post_init__(self) -> None:
         if not self.lidars:

@@ -27,6 +27,17 @@ def test_unknown_keys_and_bad_values_are_reported_with_their_section():
         lidar_setup_from_dict({**base, "merger": {**base["merger"], "compensation": "sometimes"}})
     with pytest.raises(LidarConfigError, match="stop_settle_s"):
         lidar_setup_from_dict({**base, "hardware": {**base["hardware"], "stop_settle_s": 0.01}})
+    with pytest.raises(LidarConfigError, match="outlier_filter.*range_tolerance_m"):
+        lidar_setup_from_dict({**base, "outlier_filter": {**base["outlier_filter"], "range_tolerance_m": -0.1}})
+    with pytest.raises(LidarConfigError, match="outlier_filter: unknown keys"):
+        lidar_setup_from_dict({**base, "outlier_filter": {**base["outlier_filter"], "tolerance": 0.1}})
+
+
+def test_the_outlier_filter_is_on_in_the_shipped_yaml_and_null_turns_it_off():
+    base = models.load_yaml("alohamini2/lidar.yaml")
+    shipped = lidar_setup_from_dict(base).outlier_filter
+    assert shipped is not None and shipped.range_tolerance_m == 0.1 and shipped.previous_window_deg == 8.0
+    assert lidar_setup_from_dict({**base, "outlier_filter": None}).outlier_filter is None
 
 
 def test_mount_from_a_yawed_site_and_a_missing_site():
