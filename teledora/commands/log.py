@@ -351,8 +351,11 @@ def _export(args: argparse.Namespace) -> int:
     except (ConfigError, OSError) as exc:
         print(f"teledora log: {exc}", file=sys.stderr)
         return 2
-    counts = export_mcap(reader, output, topics, profile=profile)
+    skipped: list[str] = []
+    counts = export_mcap(reader, output, topics, profile=profile, skipped=skipped)
     print(f"wrote {output}: {sum(counts.values())} messages on {len(counts)} channels")
+    if skipped:
+        print(f"skipped {len(skipped)} image frame(s) that are not valid images (first: {skipped[0]})")
     if args.layout is not None:
         args.layout.write_text(foxglove_layout(channel_schemas(output)))
         print(f"wrote {args.layout}: import it in Foxglove (Layouts, Import from file) after opening {output.name}")
@@ -387,6 +390,8 @@ def _export_lerobot(args: argparse.Namespace) -> int:
         print(f"episode {ep['episode_index']}: {ep['frames']} frames, task {ep['task']!r} (ended by {ep['closed_by']})")
     if report.discarded:
         print(f"{report.discarded} discarded episode(s) left out")
+    for cam, (count, first) in report.skipped_frames.items():
+        print(f"camera {cam}: skipped {count} frame(s) that are not valid images of its size (first: {first})")
     if report.ignored_marks:
         print(f"{report.ignored_marks} episode mark(s) ignored (keep/discard with no episode open)")
     rate = report.frames / report.seconds if report.seconds > 0 else float("inf")

@@ -69,10 +69,14 @@ def frame_time_ns(meta: dict[str, Any], recv_ns: int) -> int:
 def recorded_frames(reader: RunReader, topic: str) -> Iterator[tuple[int, np.ndarray]]:
     """(time ns, RGB image) of every recorded frame of an image topic."""
     from teledora.operators.contract.messages import MessageError, decode_image
+    from teledora.operators.recording.message_check import image_problem
 
     for msg in reader.iter_topic(topic):
         meta = json.loads(msg.metadata) if msg.metadata else {}
         try:
+            why = image_problem(msg.value, meta) if isinstance(meta, dict) else "metadata is no mapping"
+            if why:  # decode_image alone lets negative sizes through to reshape
+                raise MessageError(why)
             image = decode_image(msg.value, meta)
         except MessageError as exc:
             print(f"skipping frame seq {msg.seq}: {exc}", file=sys.stderr)

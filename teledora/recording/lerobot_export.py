@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 from teledora.operators.datasets.episodes import Episode, EpisodeMark, split_episodes
 from teledora.operators.datasets.frame_clock import NS_PER_S, frame_times_ns, latest_at_or_before, sorted_order
 from teledora.operators.datasets.lerobot_features import Units, arm_values, base_values, joint_map, lift_value, state_names
+from teledora.operators.recording.message_check import IMAGE_KEYS, image_problem
 from teledora.operators.errors import TeledoraError
 from teledora.recording.run_reader import RunReader
 
@@ -82,6 +83,7 @@ class ExportReport:
     seconds: float = 0.0
     cameras: list[str] = field(default_factory=list)
     whole_run: bool = False
+    skipped_frames: dict[str, tuple[int, str]] = field(default_factory=dict)  # camera -> (count, first reason)
 
 
 # --------------------------------------------------------------------------- streams
@@ -105,8 +107,8 @@ def _find_topic(reader: RunReader, candidates: list[tuple[str, str]]) -> str | N
     return None
 
 
-def _load_stream(reader: RunReader, topic: str) -> Stream:
-    table = reader.read_topic(topic).table
+def _load_stream(reader: RunReader, topic: str, table: pa.Table | None = None) -> Stream:
+    table = reader.read_topic(topic).table if table is None else table
     dora = table.column("dora_ns").to_pylist()
     recv = table.column("recv_ns").to_pylist()
     times = np.array([d if d is not None else r for d, r in zip(dora, recv)], dtype=np.int64)
@@ -237,8 +239,54 @@ def rgb_image(values: pa.Array, i: int, meta: dict[str, Any]) -> np.ndarray:
     return img[:, :, ::-1] if enc == "bgr8" else img
 
 
-def _image_meta(reader: RunReader, topic: str) -> dict[str, Any]:
-    return json.loads(reader.read_topic(topic).table.column("metadata")[0].as_py() or "{}")
+def _row_metadata(text: str | None) -> dict[str, Any]:
+    try:
+        meta = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+@dataclass
+class CameraFrames:
+    """A camera's frames that can go into its video, and those that cannot."""
+
+    stream: Stream
+    meta: dict[str, Any]  # of its first good frame: the video's size and encoding
+    skipped: int = 0
+    first_skip: str = ""
+
+
+def load_camera(reader: RunReader, topic: str) -> CameraFrames:
+    """The frames of an image topic that are valid images of the camera's one
+    size and encoding (its first valid frame's); the others are skipped and
+    counted, so that one bad frame cannot end an export.
+
+    Raises:
+        ExportError: no frame of the topic is a valid image."""
+    table = reader.read_topic(topic).table
+    values = table.column("value")
+    keep: list[bool] = []
+    ref: tuple[Any, ...] | None = None
+    meta0: dict[str, Any] = {}
+    skipped, first = 0, ""
+    for i, text in enumerate(table.column("metadata").to_pylist()):
+        meta = _row_metadata(text)
+        why = image_problem(values[i].values, meta) if any(k in meta for k in IMAGE_KEYS) else "no image metadata"
+        if not why:
+            shape = (meta["width"], meta["height"], meta["encoding"])
+            if ref is None:
+                ref, meta0 = shape, meta
+            elif shape != ref:
+                why = f"{shape[0]}x{shape[1]} {shape[2]}, the camera's first frame is {ref[0]}x{ref[1]} {ref[2]}"
+        if why:
+            skipped += 1
+            first = first or f"row {i}: {why}"
+        keep.append(not why)
+    if ref is None:
+        raise ExportError(f"{reader.run_dir}: {topic} holds no valid image ({first or 'no frames'})")
+    stream = _load_stream(reader, topic, table.filter(pa.array(keep, pa.bool_())) if skipped else table)
+    return CameraFrames(stream, meta0, skipped, first)
 
 
 class VideoWriter:
@@ -447,9 +495,9 @@ def export_run(
         "act_base": _require(reader, BASE_ACTION_SOURCES, "base command"),
         "act_lift": _require(reader, LIFT_ACTION_SOURCES, "lift command"),
     }
-    cam_topics = camera_topics(reader)
-    cam_meta = {c: _image_meta(reader, t) for c, t in cam_topics.items()}
-    cameras = {c: _load_stream(reader, t) for c, t in cam_topics.items()}
+    cam_frames = {c: load_camera(reader, t) for c, t in camera_topics(reader).items()}
+    cam_meta = {c: f.meta for c, f in cam_frames.items()}
+    cameras = {c: f.stream for c, f in cam_frames.items()}
 
     names = state_names()
     features = _features(names, cam_meta, opts)
@@ -464,7 +512,8 @@ def export_run(
     run_start, run_end = int(all_times.min()), int(all_times.max())
     split = split_episodes(episode_marks(reader), run_start, run_end, opts.default_task)
     report = ExportReport(root, discarded=len(split.discarded), ignored_marks=len(split.ignored),
-                          cameras=list(cameras), whole_run=bool(split.episodes) and split.episodes[0].closed_by == "whole run")
+                          cameras=list(cameras), whole_run=bool(split.episodes) and split.episodes[0].closed_by == "whole run",
+                          skipped_frames={c: (f.skipped, f.first_skip) for c, f in cam_frames.items() if f.skipped})
 
     eps = [frames_for(ep, streams, cameras, opts) for ep in split.episodes]
     eps = [e for e in eps if len(e.times)]

@@ -51,6 +51,7 @@ import pyarrow as pa
 
 from teledora.operators.contract.messages import IMAGE_ENCODINGS, SCHEMAS, MessageError, decode
 from teledora.operators.model.robot_profile import RobotProfile
+from teledora.operators.recording.message_check import IMAGE_KEYS, image_problem
 from teledora.operators.scene.message_poses import POSE_KINDS, FramedPose, camera_intrinsics, odom_transform, pose_of, scan_of
 from teledora.operators.scene.model_geometry import BodyShapes, Primitive, body_shapes
 from teledora.operators.scene.robot_frames import RobotFrames, Transform, identity
@@ -150,11 +151,20 @@ def message_kind(value: pa.Array) -> str | None:
     return None
 
 
+def image_metadata_of(msg: RecordedMessage) -> dict[str, Any] | None:
+    """The metadata of a message that claims to be an image (it names
+    ``width``, ``height`` or ``encoding``), else None."""
+    try:
+        meta = json.loads(msg.metadata or "{}")
+    except ValueError:
+        return None
+    return meta if isinstance(meta, dict) and any(k in meta for k in IMAGE_KEYS) else None
+
+
 def is_image(msg: RecordedMessage) -> bool:
-    if msg.value.type != pa.uint8():
-        return False
-    meta = json.loads(msg.metadata or "{}")
-    return {"width", "height", "encoding"} <= set(meta) and meta["encoding"] in IMAGE_ENCODINGS
+    """True for a valid image message (sizes, encoding and bytes agree)."""
+    meta = image_metadata_of(msg)
+    return meta is not None and not image_problem(msg.value, meta)
 
 
 def plain_schema(msg: RecordedMessage) -> tuple[str, dict[str, Any]]:
@@ -405,6 +415,7 @@ def export_mcap(
     *,
     model=None,
     profile: RobotProfile | None = None,
+    skipped: list[str] | None = None,
 ) -> dict[str, int]:
     """Writes the run (or ``topics`` of it) to an MCAP file with the 3D
     channels and the plain-data channels; returns message counts per MCAP channel.
@@ -413,6 +424,8 @@ def export_mcap(
         model: The MuJoCo scene (robot and room) the 3D channels draw; default
             the profile's ``scene``.
         profile: The robot profile; default the shipped one.
+        skipped: Gets one line per image frame left out because it is not a
+            valid image (sizes, encoding and byte count disagree).
     """
     import mujoco
     from mcap.writer import Writer
@@ -464,8 +477,13 @@ def export_mcap(
             plain_topic = f"/{node}/{output_id}"
             fg_topic = f"/foxglove/{node}/{output_id}"
             publish_ns = message_time_ns(msg)
-            if is_image(msg):
-                meta = json.loads(msg.metadata or "{}")
+            meta = image_metadata_of(msg)
+            if meta is not None:
+                why = image_problem(msg.value, meta)
+                if why:  # a frame no viewer could show: left out, and said
+                    if skipped is not None:
+                        skipped.append(f"{msg.topic} seq {msg.seq}: {why}")
+                    continue
                 out.foxglove(plain_topic, raw_image(msg, meta, t_ns), msg.recv_ns, publish_ns)
                 out.foxglove(fg_topic, compressed_image(msg, meta, t_ns), msg.recv_ns, publish_ns)
                 calib = camera_calibration(meta, t_ns)

@@ -59,7 +59,7 @@ def textured(i: int, c: int, w: int, h: int, rng: np.random.Generator) -> np.nda
 
 def write_teleop_run(path: Path, duration_s: float = 3.0, marks: list[tuple[float, str, str]] | None = None,
                      cameras: tuple[str, ...] = CAMERAS, size: tuple[int, int] = (W, H), camera_hz: float = 10,
-                     texture: bool = False) -> Path:
+                     texture: bool = False, extra: list[tuple[int, str, pa.Array, dict]] | None = None) -> Path:
     """Writes the run; ``marks`` are (time s, event, task) episode marks on episodes/marks.
 
     Camera frames are solid colours (``image_colour``) unless ``texture`` asks
@@ -98,6 +98,7 @@ def write_teleop_run(path: Path, duration_s: float = 3.0, marks: list[tuple[floa
             meta = image_metadata(width=width, height=height, encoding="rgb8", camera=cam, stamp_ns=t, fx=1, fy=1,
                                   cx=width / 2, cy=height / 2)
             events.append((t + c * MS, f"renderer__{cam}", pa.array(img.reshape(-1)), meta))
+    events += extra or []  # (time ns, topic, value, metadata) written as they are, checked by nothing
     for ts, event, task in marks or []:
         t = T0 + int(ts * 1e9)
         events.append((t, "episodes__marks", encode("EpisodeMark", {"stamp_ns": t, "event": event, "task": task}), {}))
