@@ -54,7 +54,7 @@ class WiredNode:
         self.outputs.setdefault(output_id, []).append(value)
         self.metadata.setdefault(output_id, []).append(dict(metadata or {}))
         for target, input_id in self.routes.get(output_id, []):
-            target.push(input_id, value)
+            target.push(input_id, value, metadata)  # dora hands the sender's metadata to every receiver
 
     def log(self, level: str, message: str) -> None:
         self.logs.append((level, message))
