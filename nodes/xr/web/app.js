@@ -6,6 +6,7 @@
 // carries the time it was sampled and the node judges its true age.
 import { ControlPanel } from '/static/scene.js';
 import { CameraView, parseFrame } from '/static/cameras.js';
+import { linkReason, pageControls, StopAck } from '/static/page_controls.js';
 
 const params = new URLSearchParams(location.search);
 const token = params.get('token') || '';
@@ -20,8 +21,10 @@ const session = Math.random().toString(16).slice(2, 10);
 const uiUntil = { estop: 0, release_stop: 0, pause: 0, episode_start: 0, episode_keep: 0, episode_discard: 0 };
 // a second press waiting for the level to drop
 const repress = { release_stop: null, pause: null, episode_start: null, episode_keep: null, episode_discard: null };
-const status = { paired: false, refused: '', framesSent: 0, state: null, inVR: false, lastFrameAt: 0, pongs: 0,
-  episode: null, episodeAt: 0 };
+const status = { paired: false, refused: '', refusedCode: '', everPaired: false, vrSupported: false, enterRefused: '', framesSent: 0,
+  state: null, inVR: false, lastFrameAt: 0, pongs: 0, episode: null, episodeAt: 0 };
+// the page E-STOP's acknowledgement (page_controls.js): teleop's state echoing the press as latched
+const stopAck = new StopAck();
 // in-VR controls, and what they did (read by the browser tests and the e-stop benchmark): each
 // panel action (acts: button, hand, XR frame count, feed seq, page time), each grip gesture the
 // page saw (gestures), and the first frame the panel showed each change of the e-stop (shown)
@@ -30,7 +33,7 @@ const scene = { panel: null, frames: 0, hover: {}, pressed: new Map(), acts: [],
 // `probe` on, the pixel at the main panel's centre), and when the HUD showed each e-stop change
 const cams = new CameraView();
 const camStats = { received: {}, shown: [], probe: false, hud: [], stateChanges: [], flatShown: 0 };
-window.teledora = { status, emulator: null, scene, cams, camStats };
+window.teledora = { status, emulator: null, scene, cams, camStats, stopAck, controls, enterVR: () => enterVR() };
 
 let ws = null;
 let seq = 0;
@@ -66,16 +69,22 @@ function connect() {
       // answered at once: the node brackets this clock reading between its send and our answer
       ws.send(JSON.stringify({ type: 'pong', id: msg.id, page_ns: nowNs() }));
       status.pongs += 1;
+      if (status.pongs === 1) renderControls();
     } else if (msg.type === 'welcome') {
-      status.paired = true; status.refused = ''; reconnectDelay = 250;
+      status.paired = true; status.everPaired = true; status.refused = ''; status.refusedCode = ''; reconnectDelay = 250;
       showLink('paired: this page is in control', true);
       sendView();
+      renderControls();
     } else if (msg.type === 'refused') {
-      status.refused = msg.reason; showLink(`refused: ${msg.reason}`, false);
+      status.refused = msg.reason; status.refusedCode = msg.code || 'refused';
+      showLink(`refused: ${msg.reason}`, false);
+      renderControls();
     } else if (msg.type === 'state') {
       const was = !!(status.state && status.state.estop_latched);
       if (!!msg.estop_latched !== was) camStats.stateChanges.push({ latched: !!msg.estop_latched, frame: scene.frames, t: performance.now() });
       status.state = msg; status.stateAt = performance.now(); showState(msg);
+      stopAck.onState(msg, status.stateAt);
+      renderControls();
     } else if (msg.type === 'episode') {
       status.episode = msg; status.episodeAt = performance.now(); $('episode').textContent = episodeModel().status;
     }
@@ -84,6 +93,7 @@ function connect() {
     const wasPaired = status.paired;
     status.paired = false;
     status.pongs = 0;
+    renderControls();
     if (status.refused) return;  // refused for a reason: retrying would not help
     showLink(wasPaired ? 'link lost, reconnecting…' : 'cannot reach the robot, retrying…', false);
     setTimeout(connect, reconnectDelay);
@@ -125,7 +135,8 @@ function onCameraFrame(buffer) {
 
 function hudLine() {
   const s = status.state;
-  if (!status.paired) return { text: 'NOT PAIRED', alarm: true, latched: false };
+  const why = linkReason(linkNow());
+  if (why) return { text: why.split(':')[0].toUpperCase(), alarm: true, latched: false };
   if (!s) return { text: 'robot state unknown', alarm: true, latched: false };
   const parts = [s.estop_latched ? 'E-STOP LATCHED' : 'e-stop clear', s.arms_paused ? 'PAUSED' : 'arms live'];
   const clutch = [s.left_clutched ? 'L' : '', s.right_clutched ? 'R' : ''].join('');
@@ -172,18 +183,41 @@ function showState(s) {
   if (s.release_armed) parts.push('release armed: confirm within 5 s');
   $('robot').textContent = parts.join(' · ');
   document.body.classList.toggle('estop', !!s.estop_latched);
-  // the confirming step is a different button from the arming one, so a double click cannot release
-  // (before any state arrives both steps stay offered: the page cannot know which one is due)
-  $('release').disabled = !s.estop_latched || !!s.release_armed;
-  $('confirm').hidden = !(s.estop_latched && s.release_armed);
+}
+
+// ------------------------------------------------------------ what the controls may do
+function linkNow() {
+  return { hasToken: token !== '', paired: status.paired, clocked: status.pongs > 0, everPaired: status.everPaired,
+    refusedCode: status.refusedCode, refusedText: status.refused };
+}
+
+function controls() { return pageControls(linkNow(), status.state, status.vrSupported); }
+
+// Every button's disabled attribute and the reason beside them follow the link; the E-STOP's
+// label follows its acknowledgement (and turns to a warning when none comes in time).
+function renderControls() {
+  const c = controls();
+  for (const name of ['estop', 'pause', 'release', 'confirm', 'enter']) {
+    const b = $(name);
+    b.disabled = !c.enabled[name];
+    if (b.disabled) b.title = name === 'enter' ? c.enterReason : c.reason || 'not offered in this state';
+    else b.removeAttribute('title');
+  }
+  $('confirm').hidden = c.confirmHidden;
+  $('controls_reason').textContent = c.reason;
+  const ack = stopAck.view(performance.now());
+  $('estop').textContent = ack.label;
+  $('estop').dataset.ack = ack.phase;
+  $('estop_ack').textContent = ack.detail;
+  $('estop_ack').dataset.ack = ack.phase;
 }
 
 // Page and scene buttons are sent as a level for UI_PULSE_MS; the scheme acts on its rising
 // edges, so every press must reach it as a report with the level down, then one with it up.
 function pulse(name) {
   const now = performance.now();
+  if (name === 'estop') { pressStop(now); return; }
   if (now >= uiUntil[name]) { raise(name); return; }
-  if (name === 'estop') { uiUntil[name] = now + UI_PULSE_MS; return; }  // the stop level just stays up
   // pressed again while its level is still up (a release step right after the other): wait for it to drop
   if (!repress[name]) {
     repress[name] = setTimeout(() => { repress[name] = null; raise(name); }, uiUntil[name] - now + 1);
@@ -193,7 +227,21 @@ function pulse(name) {
 function raise(name) {
   if (status.lastFrameAt < uiUntil[name]) sendFrame(null);  // the newest report still had it up: send it down
   uiUntil[name] = performance.now() + UI_PULSE_MS;
-  sendFrame(null);
+  return sendFrame(null);
+}
+
+// The stop level goes up (or, pressed again while up, stays up longer); the acknowledgement
+// waits for a state that has applied the first frame carrying this press.
+function pressStop(now) {
+  let sent;
+  if (now >= uiUntil.estop) {
+    sent = raise('estop') ? seq : null;
+  } else {
+    uiUntil.estop = now + UI_PULSE_MS;
+    sent = sendFrame(null) ? seq : null;
+  }
+  stopAck.press(sent, now);
+  renderControls();
 }
 
 function handOf(frame, src, sampleNs) {
@@ -227,7 +275,7 @@ function handOf(frame, src, sampleNs) {
 // null outside the XR frame loop (then the gamepads are read now)
 function sendFrame(frame, frameTime = null) {
   // frames wait for the first ping: until the node has a round trip it cannot map our stamps
-  if (!ws || ws.readyState !== WebSocket.OPEN || !status.paired || status.pongs === 0) return;
+  if (!ws || ws.readyState !== WebSocket.OPEN || !status.paired || status.pongs === 0) return false;
   const t = performance.now();
   const sentNs = clockNs(t);
   // a runtime may time a frame at its predicted display, after now: a sample is never later than its send
@@ -250,6 +298,7 @@ function sendFrame(frame, frameTime = null) {
   ws.send(JSON.stringify(msg));
   status.framesSent += 1;
   status.lastFrameAt = t;
+  return true;
 }
 
 function clearColor() {
@@ -271,7 +320,7 @@ function clearColor() {
 // What the episode half of the panel shows, from the episodes node's state
 // (docs/xr.md, "In-VR controls: the episode buttons"); with none (not wired, or gone quiet) every step stays offered.
 function episodeModel() {
-  const e = status.episode, paired = status.paired;
+  const e = status.episode, paired = !linkReason(linkNow());
   const age = performance.now() - status.episodeAt;
   const known = !!e && age < EPISODE_STALE_MS;
   let text, color;
@@ -297,11 +346,13 @@ function episodeModel() {
 }
 
 function sceneModel() {
-  const known = !!status.state, s = status.state || {}, paired = status.paired;
+  const known = !!status.state, s = status.state || {}, why = linkReason(linkNow()), paired = !why;
   const latched = !!s.estop_latched, armed = latched && !!s.release_armed;
-  let text = !paired ? 'NOT PAIRED' : !known ? 'ROBOT STATE UNKNOWN'
+  let text = !paired ? why.split(':')[0].toUpperCase() : !known ? 'ROBOT STATE UNKNOWN'
     : latched ? 'E-STOP LATCHED' : (s.arms_paused ? 'ARMS PAUSED' : 'ARMS LIVE');
   if (latched) text += gripsHeld() ? ' · let go of the grips' : (armed ? ' · CONFIRM to release' : '');
+  const ack = stopAck.view(performance.now());  // a panel or page press not (yet) acknowledged says so first
+  if (ack.phase === 'sent' || ack.phase === 'unacked') text = `${ack.label} · ${text}`;
   // with no robot state (teleop/state not wired) both release steps stay offered
   const ep = episodeModel();
   return {
@@ -410,6 +461,8 @@ function onXRFrame(t, frame) {
 }
 
 async function enterVR() {
+  const c = controls();
+  if (!c.enabled.enter) throw new Error(c.enterReason);  // a page that cannot stop the robot does not go into VR
   xrSession = await navigator.xr.requestSession('immersive-vr', { requiredFeatures: ['local-floor'] });
   gl = $('gl').getContext('webgl', { xrCompatible: true });
   // the view is a status colour, the control panel and the controller rays: a few
@@ -435,13 +488,18 @@ $('estop').addEventListener('click', () => pulse('estop'));
 $('release').addEventListener('click', () => pulse('release_stop'));
 $('confirm').addEventListener('click', () => pulse('release_stop'));
 $('pause').addEventListener('click', () => pulse('pause'));
-$('enter').addEventListener('click', () => enterVR().catch((e) => showLink(`cannot enter VR: ${e.message}`, false)));
+$('enter').addEventListener('click', () => enterVR().catch((e) => {
+  status.enterRefused = e.message;
+  showLink(`cannot enter VR: ${e.message}`, false);
+}));
 document.addEventListener('visibilitychange', () => sendFrame(null));
-setInterval(() => { if (performance.now() - status.lastFrameAt > IDLE_FRAME_MS) sendFrame(null); }, IDLE_FRAME_MS);
+setInterval(() => {
+  if (performance.now() - status.lastFrameAt > IDLE_FRAME_MS) sendFrame(null);
+  renderControls();  // the acknowledgement's deadline passes without any message
+}, IDLE_FRAME_MS);
 
-if (navigator.xr && await navigator.xr.isSessionSupported('immersive-vr')) {
-  $('enter').disabled = false;
-} else {
-  $('enter').textContent = 'WebXR immersive-vr not available here';
-}
+renderControls();
+status.vrSupported = !!navigator.xr && await navigator.xr.isSessionSupported('immersive-vr');
+if (!status.vrSupported) $('enter').textContent = 'WebXR immersive-vr not available here';
+renderControls();
 connect();
