@@ -26,7 +26,8 @@ from pathlib import Path
 
 import yaml
 
-from teledora.commands._dora_process import DEFAULT_STARTUP_TIMEOUT_S, run_dora
+from teledora.commands._dora_process import (DEFAULT_STARTUP_TIMEOUT_S, RECORDER_DIED_RC, RecorderGuard, recorder_node,
+                                            run_dora)
 from teledora.models.config_files import PICK_PLACE_SCRIPT
 from teledora.runtime.library_backtraces import without_library_backtraces
 
@@ -112,8 +113,10 @@ def _run(args: argparse.Namespace) -> int:
     if stop_after:
         cmd += ["--stop-after", stop_after]
     print(f"teledora: {' '.join(cmd)}", flush=True)
+    recorder_id = recorder_node(dataflow)
+    guard = None if recorder_id is None else RecorderGuard(recorder_id, str(run_dir), str(dataflow.resolve().parent / "out"))
     try:
-        rc = run_dora(cmd, env, startup_timeout_s=args.startup_timeout_s)
+        rc = run_dora(cmd, env, startup_timeout_s=args.startup_timeout_s, recorder=guard)
     except KeyboardInterrupt:  # the user stopped it, and dora with it: say where the recording went
         rc = 130
     manifest = run_dir / "manifest.json"
@@ -130,7 +133,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"teledora: live view saved in {run_dir / 'viewer.rrd'} (`rerun {run_dir / 'viewer.rrd'}`)")
     if manifest.exists():
         print(f"teledora: see it in Rerun with `teledora view {run_dir}`")
-    if rc != 0:
+    if rc == RECORDER_DIED_RC and guard is not None:
+        print(f"teledora: the run was stopped because its recorder died (exit status {rc})", file=sys.stderr)
+    elif rc != 0:
         print(f"teledora: dora run exited with {rc}", file=sys.stderr)
     return rc
 

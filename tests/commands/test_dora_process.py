@@ -6,6 +6,7 @@ start of the dataflow) and, when wedged, ignores Ctrl-C as dora then does."""
 from __future__ import annotations
 
 import io
+import re
 import os
 import sys
 import textwrap
@@ -111,3 +112,147 @@ def test_bad_arguments_are_refused():
         run_dora(["true"], {}, attempts=0)
     with pytest.raises(ValueError):
         run_dora(["true"], {}, startup_timeout_s=0)
+
+
+TICKER = textwrap.dedent("""
+    import pyarrow as pa
+    from dora import Node
+    node = Node()
+    for i, event in enumerate(node):
+        if event["type"] == "INPUT":
+            node.send_output("count", pa.array([i], pa.int64()), {"seq": i})
+""")
+# a node that outlives every stop: only its end by pid takes it down
+STUBBORN = textwrap.dedent("""
+    import signal, time
+    from dora import Node
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    node = Node()
+    while True:
+        node.next(0.5)
+        time.sleep(0.05)
+""")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _flow(tmp_path: Path) -> Path:
+    (tmp_path / "ticker.py").write_text(TICKER)
+    (tmp_path / "stubborn.py").write_text(STUBBORN)
+    flow = tmp_path / "flow.yml"
+    flow.write_text(textwrap.dedent(f"""
+        nodes:
+          - id: ticker
+            path: ticker.py
+            inputs: {{tick: dora/timer/millis/50}}
+            outputs: [count]
+          - id: stubborn
+            path: stubborn.py
+            inputs: {{count: ticker/count}}
+          - id: recorder
+            path: {REPO / "nodes" / "recording" / "recorder.py"}
+            inputs:
+              ticker__count: {{source: ticker/count, queue_policy: backpressure, queue_size: 1000}}
+            outputs: [status, diagnostics]
+    """))
+    return flow
+
+
+@pytest.mark.dataflow
+def test_a_run_whose_recorder_is_killed_says_so_once_stops_and_leaves_no_node_running(tmp_path, monkeypatch):
+    import re
+    import signal
+    import subprocess
+
+    flow = _flow(tmp_path)
+    assert dora_process.recorder_node(flow) == "recorder"
+    env = {k: v for k, v in os.environ.items() if k not in ("TELEDORA_RECORDER_GUARD", "DORA_LOG_LEVEL")}
+    log = tmp_path / "cli.log"
+    with open(log, "w") as f:
+        # a short grace keeps the test short; the stubborn node needs the end by pid anyway
+        code = ("import sys; from teledora.commands import _dora_process as d; d.RecorderGuard.grace_s = 3.0; "
+                "from teledora.cli import main; sys.exit(main())")
+        cli = subprocess.Popen([sys.executable, "-c", code, "run", str(flow), "--runs-dir", str(tmp_path / "runs")],
+                               cwd=REPO, env=env, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 40
+        while not list((tmp_path / "runs").glob("*/manifest.json")):
+            assert cli.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        time.sleep(1.0)
+        pids = {m.group(1): int(m.group(2)) for m in dora_process.SPAWNED.finditer(log.read_text())}
+        assert set(pids) == {"ticker", "stubborn", "recorder"}
+        os.kill(pids["recorder"], signal.SIGKILL)
+        rc = cli.wait(timeout=40)
+    finally:
+        if cli.poll() is None:
+            os.killpg(cli.pid, signal.SIGKILL)
+            cli.wait()
+    text = log.read_text()
+    died = [line for line in text.splitlines() if "the recorder (recorder) died" in line]
+    assert rc == dora_process.RECORDER_DIED_RC, text
+    assert len(died) == 1 and "the robot holds and the run is being stopped" in died[0], text
+    run_dir = next((tmp_path / "runs").iterdir())
+    assert str(run_dir) in died[0]
+    log_file = Path(re.search(r"its log: (\S+)", died[0]).group(1))
+    assert log_file.is_file(), died[0]
+    deadline = time.monotonic() + 5
+    while any(_alive(p) for p in pids.values()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [name for name, p in pids.items() if _alive(p)], "node processes of the run were left running"
+
+
+def test_recorder_node_finds_the_recorder_by_path_or_module(tmp_path):
+    flow = tmp_path / "f.yml"
+    flow.write_text("nodes:\n  - id: rec\n    path: python\n    args: -m teledora.nodes.recording.recorder\n  - id: x\n    path: x.py\n")
+    assert dora_process.recorder_node(flow) == "rec"
+    flow.write_text("nodes:\n  - id: x\n    path: x.py\n")
+    assert dora_process.recorder_node(flow) is None
+    assert dora_process.recorder_node(tmp_path / "missing.yml") is None
+
+
+FAKE_DORA_RECORDER_DIES = textwrap.dedent("""
+    import subprocess, sys, time
+    rec = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    print(f"01:35:14 DEBUG  recorder: spawner spawned node with pid {rec.pid}", flush=True)
+    print(f"01:35:14 DEBUG  arms: spawner spawned node with pid {other.pid}", flush=True)
+    print("01:35:22 INFO   [dora]: daemon all nodes are ready, starting dataflow", flush=True)
+    time.sleep(0.3)
+    rec.kill()
+    rec.wait()
+    if sys.argv[1] == "quiet":  # dora says nothing: the vanished pid alone tells
+        time.sleep(5)
+    else:
+        print("01:35:23 ERROR  recorder: daemon exited because of signal SIGKILL", flush=True)
+        time.sleep(3)
+    other.kill()
+    print("01:35:30 INFO   [dora]: dataflow finished", flush=True)
+""")
+
+
+@pytest.mark.parametrize("how", ["said", "quiet"])
+@pytest.mark.parametrize("guard", ["hold", "off"])
+def test_a_dead_recorder_ends_the_run_unless_the_guard_is_off(tmp_path, monkeypatch, guard, how):
+    monkeypatch.setattr(dora_process, "GONE_CONFIRM_S", 0.5)
+    monkeypatch.setenv("TELEDORA_RECORDER_GUARD", guard)
+    script = tmp_path / "fake.py"
+    script.write_text(FAKE_DORA_RECORDER_DIES)
+    out, said = io.StringIO(), []
+    watch = dora_process.RecorderGuard("recorder", str(tmp_path / "run"), str(tmp_path / "out"), grace_s=0.5)
+    rc = run_dora([sys.executable, str(script), how], dict(os.environ), out=out, say=said.append, recorder=watch)
+    died = [s for s in said if "the recorder (recorder) died" in s]
+    assert len(died) == 1
+    assert ("signal SIGKILL" if how == "said" else "its process is gone") in died[0]
+    if guard == "off":
+        assert rc == 0 and "goes on UNRECORDED" in died[0]
+        assert len(said) == 2 and "TELEDORA_RECORDER_GUARD=off" in said[0]  # once at the start, once at the death
+        assert "dataflow finished" in out.getvalue()
+    else:
+        assert rc == dora_process.RECORDER_DIED_RC and said == died
+        assert "dataflow finished" not in out.getvalue()  # stopped, not left to run on
+        arms = int(re.search(r"arms: spawner spawned node with pid (\d+)", out.getvalue()).group(1))
+        deadline = time.monotonic() + 5
+        while _alive(arms) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(arms)
