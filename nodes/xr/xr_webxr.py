@@ -13,7 +13,8 @@ per-run pairing token (printed with the URL) must come in the first message,
 within ``--hello-timeout-s``; only one client controls at a time (a second one
 is refused with the reason); refused frames are counted by reason. Plain HTTP
 (``--plain-http``) binds the loopback only. Optional input ``state``
-(TeleopState) is forwarded to the page for display (its heads-up line), and
+(TeleopState) is forwarded to the page for display (its heads-up line, and with
+``page_seq`` the acknowledgement of its E-STOP: docs/xr.md, "What the page shows"), and
 optional input ``episode`` (EpisodeState) for the episode panel in VR, whose
 buttons come back in the feed frames' ``ui`` (docs/xr.md, "In-VR controls: the episode buttons").
 Optional inputs ``chest``, ``top_front``, ``top_back``, ``left_wrist``,
