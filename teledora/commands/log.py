@@ -152,6 +152,7 @@ def summarize(reader: RunReader) -> dict[str, Any]:
         "seq_missing": max_seq + 1 - seqs,
         "type_errors": m.get("type_errors") or {},
         "name_errors": m.get("name_errors") or {},
+        "rejected": m.get("rejected") if isinstance(m.get("rejected"), dict) else {},
         "lag_ms": m.get("lag_ms"),
         "manifest_problem": reader.manifest_problem,
         "manifest_mismatches": mismatches,
@@ -240,6 +241,9 @@ def format_summary(s: dict[str, Any]) -> str:
         lines.append(f"lag        recorder behind senders: median {lag.get('p50')} ms, p99 {lag.get('p99')} ms, max {lag.get('max')} ms")
     if s.get("manifest_problem"):
         lines.append(f"MANIFEST   {s['manifest_problem']}")
+    for topic, entry in s.get("rejected", {}).items():  # refused at record time: arrived, never stored
+        if isinstance(entry, dict):
+            lines.append(f"REFUSED    {topic}: {entry.get('count')} message(s) not recorded (last: {entry.get('last')})")
     for topic, mm in s.get("manifest_mismatches", {}).items():
         lines.append(f"MISMATCH   {topic}: {mm['readable']} readable messages, manifest says {mm['manifest']}")
     corrupt = {t: v["corrupt_batches"] for t, v in s["topics"].items() if v.get("corrupt_batches")}

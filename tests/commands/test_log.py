@@ -230,3 +230,14 @@ def test_check_fails_on_what_is_not_a_run(tmp_path, capsys, what):
             (target / "notes.txt").write_text("not a recording")
     assert _run_cli("log", "check", str(target)) == 2
     assert "teledora log:" in capsys.readouterr().err
+
+
+def test_info_lists_the_messages_the_recorder_refused(tmp_path, capsys):
+    w = RunWriter(tmp_path / "r", {}, start_ns=T0)
+    w.append("lift__state", lift(0), {}, recv_ns=T0)
+    w.reject("cam__chest", "input 'cam__chest': image size 4 x -1 is not two positive integers")
+    w.reject("cam__chest", "input 'cam__chest': no value (None)")
+    w.close(T0 + MS)
+    assert _run_cli("log", "info", str(tmp_path / "r")) == 0
+    assert "REFUSED    cam__chest: 2 message(s) not recorded (last: input 'cam__chest': no value (None))" in capsys.readouterr().out
+    assert log.summarize(RunReader(tmp_path / "r"))["rejected"]["cam__chest"]["count"] == 2
