@@ -12,6 +12,9 @@ every connect waits the unit's ``power_up_delay_s``; a fault (timeout, no turn
 for ``revolution_timeout_s``, protocol or serial error) is reported and retried
 with a growing back-off; after ``hardware.max_restarts`` failed attempts in a
 row the node closes the port and stays in error until it is restarted.
+Every scan passes :class:`teledora.operators.lidar.outlier_filter.OutlierFilter`
+first (lidar.yaml ``outlier_filter``): each isolated range outlier set to NaN
+is counted as a rejection.
 
 Args: ``--lidar front|back`` (or env ``LIDAR``), ``--port`` (or env
 ``LIDAR_PORT``, overrides lidar.yaml), ``--config`` lidar YAML (default:
@@ -27,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from teledora.devices.lidar.rplidar_a1 import RECOVERABLE, RplidarA1Backend
+from teledora.operators.lidar.outlier_filter import OutlierFilter
 from teledora.operators.lidar.restart_policy import CONNECT, RestartPolicy
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.models.config_files import load_lidar_setup
@@ -55,10 +59,17 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     policy.start(clock())
     io.diag.set_status("warn", f"waiting power_up_delay_s {delay_s} s, then connecting to {backend.port}")
     scanning = False
+    outliers = OutlierFilter(setup.outlier_filter) if setup.outlier_filter is not None else None
+
+    def details() -> dict[str, Any]:
+        return {**backend.diagnostics_details(), "consecutive_failures": policy.failures, "gave_up": policy.gave_up,
+                "outliers_rejected": outliers.rays_rejected if outliers is not None else None}
 
     def fault(exc: Exception) -> None:
         nonlocal scanning
         scanning = False
+        if outliers is not None:
+            outliers.reset()  # the turn after a restart has no previous turn to be judged against
         reason = f"{type(exc).__name__}: {exc}"
         io.diag.error(reason)
         io.log("error", f"{backend.port}: {reason}")
@@ -70,8 +81,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         else:
             io.diag.set_status("error", f"lidar fault ({policy.failures} in a row, budget {policy.max_restarts}), "
                                         f"recovering in {policy.backoff_s():.1f} s: {reason}")
-        io.diag.details = {**backend.diagnostics_details(), "consecutive_failures": policy.failures,
-                           "gave_up": policy.gave_up}
+        io.diag.details = details()
         io.publish_diagnostics(force=True)  # every fault is seen, however short the recovery
 
     while (batch := io.next_batch()) is not None:
@@ -98,11 +108,15 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                         policy.turn_completed()
                         io.diag.set_status("ok" if backend.health == "good" else "warn",
                                            f"scanning at {1.0 / scan.scan_time:.1f} Hz, health {backend.health}")
+                        if outliers is not None:
+                            screened = outliers.apply(scan)
+                            for reason in screened.reasons():
+                                io.diag.reject(reason)
+                            scan = screened.scan
                         io.send("scan", "LaserScan", scan.to_message())
             except RECOVERABLE as exc:
                 fault(exc)
-            io.diag.details = {**backend.diagnostics_details(), "consecutive_failures": policy.failures,
-                               "gave_up": policy.gave_up}
+            io.diag.details = details()
             io.publish_diagnostics()
     backend.close()
     io.publish_diagnostics(force=True)

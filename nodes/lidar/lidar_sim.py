@@ -13,7 +13,9 @@ distorts the scan exactly as it does a real rotating lidar. Returns on the
 robot's own body are kept (the merger's footprint removes them); noise,
 random dropouts and the 0.15-12 m limits follow the A1. A turn is cast as
 soon as the pose input covers its end, so the output is deterministic for a
-given input stream (no wall clock).
+given input stream (no wall clock). Every scan passes the same outlier filter
+as the hardware node's (lidar.yaml ``outlier_filter``), so both variants
+publish alike; each ray it sets to NaN is counted as a rejection.
 
 Args: ``--lidar front|back`` (or env ``LIDAR``), ``--config`` lidar YAML,
 ``--scan-rate-hz`` (overrides lidar.yaml), ``--seed``.
@@ -37,6 +39,7 @@ from teledora.operators.lidar.laser_scan import LaserScan
 from teledora.operators.lidar.lidar_config import SimLidarConfig
 from teledora.operators.lidar.lidar_mounts import site_pose_in_base
 from teledora.operators.geometry import Pose2D
+from teledora.operators.lidar.outlier_filter import OutlierFilter
 from teledora.operators.lidar.pose_history import OdometrySample, PoseHistory, PoseOutOfRangeError
 from teledora.operators.lidar.scan_binning import Revolution, ScanGrid, bin_revolution
 
@@ -179,6 +182,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     io = NodeIO(make_node(node), node_id(f"lidar_{args.lidar}"), clock)
     io.diag.set_status("warn", "waiting for a pose input")
     kinds = {"ground_truth": "GroundTruth", "odom": "Odometry"}
+    outliers = OutlierFilter(setup.outlier_filter) if setup.outlier_filter is not None else None
 
     while (batch := io.next_batch()) is not None:
         for event in batch:
@@ -195,13 +199,21 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                 backend.set_joints(msg["joint_names"], msg["joint_position"])
             try:
                 for scan in backend.read(poses):
+                    if outliers is not None:
+                        screened = outliers.apply(scan)
+                        for reason in screened.reasons():
+                            io.diag.reject(reason)
+                        scan = screened.scan
                     io.send("scan", "LaserScan", scan.to_message())
                     io.diag.set_status("ok", f"{backend.turns} turns cast")
             except PoseOutOfRangeError as exc:  # a gap in the pose stream: skip that turn
                 io.diag.error(f"pose gap: {exc}")
                 backend.next_start_ns = poses.newest.stamp_ns
+                if outliers is not None:
+                    outliers.reset()  # the turn after the gap has no previous turn to be judged against
             io.diag.details = {"turns": backend.turns, "samples_per_turn": backend.samples_per_turn,
-                               "scan_rate_hz": 1e9 / backend.period_ns, "out_of_order_poses": poses.out_of_order}
+                               "scan_rate_hz": 1e9 / backend.period_ns, "out_of_order_poses": poses.out_of_order,
+                               "outliers_rejected": outliers.rays_rejected if outliers is not None else None}
         io.publish_diagnostics()
     io.publish_diagnostics(force=True)
 

@@ -180,6 +180,12 @@ class FilterResult:
     scan: LaserScan
     rejected: np.ndarray
     previous_used: bool
+    rejected_ranges: np.ndarray
+
+    def reasons(self) -> list[str]:
+        """One line per rejected ray, for diagnostics."""
+        return [f"range outlier: ray {i} at {r:.2f} m, beyond both neighbours and unlike the previous turn near "
+                "its bearing" for i, r in zip(self.rejected.tolist(), self.rejected_ranges.tolist())]
 
 
 class OutlierFilter:
@@ -219,11 +225,12 @@ class OutlierFilter:
             self.scans_without_previous += 1
         rejected = np.flatnonzero(mask)
         if rejected.size == 0:
-            return FilterResult(scan, rejected, usable)
+            return FilterResult(scan, rejected, usable, np.zeros(0))
         ranges = scan.ranges.copy()
         ranges[rejected] = np.nan
         intensities = scan.intensities.copy()
         if intensities.size:
             intensities[rejected] = 0.0
         self.rays_rejected += int(rejected.size)
-        return FilterResult(replace(scan, ranges=ranges, intensities=intensities), rejected, usable)
+        return FilterResult(replace(scan, ranges=ranges, intensities=intensities), rejected, usable,
+                            scan.ranges[rejected].astype(np.float64))

@@ -10,7 +10,9 @@ Failure modes a driver must survive are switches on the fake:
 ``silent`` (answers nothing), ``stall_after_samples`` (stops mid-stream),
 ``garbage_every_samples`` (a stray byte now and then), ``check_bit_clear_every_samples``
 (a sample whose check bit C is 0, carrying a distance ``CHECK_FAULT_DISTANCE_MM``
-the room never gives, so a driver that took it would show it), :meth:`inject_garbage`
+the room never gives, so a driver that took it would show it),
+``distance_spike_every_samples`` (a sample ``distance_spike_m`` off, angle and
+check bits intact: what one flipped high distance bit gives), :meth:`inject_garbage`
 (a burst of random bytes), ``bit_error_rate`` (one flipped bit in that
 fraction of the sample bytes), ``scan_rate_hz`` changed while streaming (0: the
 motor is frozen but samples keep coming; 0.8: a motor browning out),
@@ -121,6 +123,9 @@ class FakeRplidarA1:
         bit_error_rate: Fraction of sample bytes that get one random bit flipped.
         check_bit_clear_every_samples: Every this many samples, one is sent with its
             check bit clear (angle and flags right, distance ``CHECK_FAULT_DISTANCE_MM``).
+        distance_spike_every_samples: Every this many samples, one (with a return) is
+            sent ``distance_spike_m`` off its true distance.
+        distance_spike_m: The offset of those samples (negative: nearer).
         seed: Seed of the random faults (garbage bytes, bit errors).
     """
 
@@ -140,6 +145,8 @@ class FakeRplidarA1:
         angle_jitter_deg: float = 0.0,
         bit_error_rate: float = 0.0,
         check_bit_clear_every_samples: int | None = None,
+        distance_spike_every_samples: int | None = None,
+        distance_spike_m: float = -1.024,
         seed: int = 0,
     ) -> None:
         self.room = room or SyntheticRoom()
@@ -156,6 +163,9 @@ class FakeRplidarA1:
         self.bit_error_rate = bit_error_rate
         self.check_bit_clear_every_samples = check_bit_clear_every_samples
         self.check_bit_cleared = 0
+        self.distance_spike_every_samples = distance_spike_every_samples
+        self.distance_spike_m = distance_spike_m
+        self.distance_spikes = 0
         self.requests: list[int] = []
         self.request_times_ns: list[int] = []  # host time each request was read
         self.error: Exception | None = None
@@ -341,6 +351,10 @@ class FakeRplidarA1:
             valid = dist <= self.range_max_m
             dist_mm = dist * 1000.0 if valid else 0.0
             self.sent.append((angle, dist_mm))
+            spike_every = self.distance_spike_every_samples
+            if valid and spike_every and (self.samples_sent + 1) % spike_every == 0:
+                dist_mm = max(dist_mm + self.distance_spike_m * 1000.0, 1.0)
+                self.distance_spikes += 1
             every = self.check_bit_clear_every_samples
             if every and (self.samples_sent + 1) % every == 0:
                 window = bytearray(encode_sample(start, 47, angle, CHECK_FAULT_DISTANCE_MM))

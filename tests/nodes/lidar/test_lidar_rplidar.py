@@ -15,7 +15,8 @@ from dora.testing import MockNode
 from teledora import models
 from teledora.nodes.lidar import lidar_rplidar
 from teledora.operators.contract.messages import decode
-from teledora.fakes.rplidar_a1 import FakeRplidarA1  # noqa: E402
+from teledora.fakes.rplidar_a1 import FakeRplidarA1, SyntheticRoom  # noqa: E402
+from teledora.operators.lidar.laser_scan import LaserScan
 
 FAKE_RATE = dict(scan_rate_hz=10.0, samples_per_second=3000.0)
 
@@ -178,3 +179,52 @@ def test_power_up_stagger_is_applied_on_every_reconnect(tmp_path):
     assert info_times[0] - start_ns >= delay_s * 1e9  # first connect
     reconnects = [t for t in info_times if t > state["unplug_ns"]]
     assert reconnects and all(t - state["unplug_ns"] >= delay_s * 1e9 for t in reconnects), [(t - state["unplug_ns"]) * 1e-9 for t in info_times]
+
+
+def _spiked_rays(scan: LaserScan, room: SyntheticRoom) -> int:
+    """Finite rays at least 0.5 m nearer than anything the room has within a sector of them."""
+    count = 0
+    for a, r in zip(scan.angles(), scan.ranges):
+        if np.isfinite(r):
+            nearest = min(room.distance(a + d) for d in np.radians([-0.6, -0.3, 0.0, 0.3, 0.6]))
+            count += int(r < nearest - 0.5)
+    return count
+
+
+def test_isolated_range_spikes_are_rejected_counted_and_raise_the_level(tmp_path):
+    """Samples a metre short with intact angle and check bits (a flipped distance bit): the
+    first turn has nothing to be judged against and keeps them; every later turn rejects them."""
+    room = SyntheticRoom()
+    with FakeRplidarA1(room, distance_spike_every_samples=53, **FAKE_RATE) as fake:
+        node = TimerNode(1000, until=lambda n: len(n.outputs.get("scan", [])) >= 5)
+        _run(tmp_path, fake, node, "--no-power-up-delay")
+    scans = [LaserScan.from_message(decode("LaserScan", v)) for v in node.outputs["scan"]]
+    spiked = [_spiked_rays(s, room) for s in scans]
+    # a turn is judged when the one before it was published at most previous_max_age_s
+    # earlier (a loaded machine can make the reader fall behind and restart)
+    judged = [0 < (b.stamp_ns - a.stamp_ns) * 1e-9 <= 0.5 for a, b in zip(scans, scans[1:])]
+    assert len(scans) >= 5 and fake.distance_spikes >= 25 and sum(judged) >= 3
+    assert spiked[0] >= 3 and all(n == 0 for n, j in zip(spiked[1:], judged) if j), spiked
+    diags = _diags(node)
+    details = json.loads(diags[-1]["details_json"])
+    assert details["outliers_rejected"] >= 3 * sum(judged)  # ~5.7 spikes in each turn
+    assert diags[-1]["rejected"] == details["outliers_rejected"]
+    assert any(d["level"] == "warn" and "range outlier" in d["message"] for d in diags)
+
+
+def test_with_the_outlier_filter_off_the_spikes_are_published(tmp_path):
+    room = SyntheticRoom()
+    cfg = models.load_yaml("alohamini2/lidar.yaml")
+    cfg["lidars"]["front"]["port"] = "unused"
+    cfg["hardware"].update(read_timeout_s=2.0, stop_settle_s=0.1, revolution_timeout_s=10.0)
+    cfg["outlier_filter"] = None
+    path = tmp_path / "off.yaml"
+    path.write_text(json.dumps(cfg))
+    with FakeRplidarA1(room, distance_spike_every_samples=53, **FAKE_RATE) as fake:
+        node = TimerNode(1000, until=lambda n: len(n.outputs.get("scan", [])) >= 3)
+        lidar_rplidar.main(["--lidar", "front", "--config", str(path), "--port", fake.port, "--no-power-up-delay"],
+                           node=node)
+    scans = [LaserScan.from_message(decode("LaserScan", v)) for v in node.outputs["scan"]]
+    assert all(_spiked_rays(s, room) >= 3 for s in scans[1:])
+    diag = _diags(node)[-1]
+    assert diag["rejected"] == 0 and json.loads(diag["details_json"])["outliers_rejected"] is None

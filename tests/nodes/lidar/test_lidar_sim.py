@@ -102,3 +102,31 @@ def test_bad_pose_messages_are_rejected_without_stopping(tmp_path):
     diag = decode("Diagnostics", node.outputs["diagnostics"][-1])
     assert diag["rejected"] == 1 and diag["dropped"] == 1
     assert len(node.outputs["scan"]) == 1
+
+
+def test_an_isolated_range_spike_is_rejected_and_counted_after_the_first_turn(tmp_path, monkeypatch):
+    """The sim lidar screens its scans as the hardware node does: a sample a metre short,
+    at a new bearing each turn, stays in the first turn and is NaN in every later one."""
+    measure = lidar_sim.SimLidarBackend._measure
+    spiked_samples: list[int] = []
+
+    def measure_with_a_spike(self, true_m):
+        out = measure(self, true_m)
+        k = (10, 330, 40, 300)[len(spiked_samples) % 4]
+        spiked_samples.append(k)
+        out[k] -= 1.0
+        return out
+
+    monkeypatch.setattr(lidar_sim.SimLidarBackend, "_measure", measure_with_a_spike)
+    node, scans = run(tmp_path, "front", 0.75)
+    assert len(scans) == 4
+    for n, (scan, k) in enumerate(zip(scans, spiked_samples)):
+        angle_cw = (k + 0.5) / 364 * 360.0  # 2000 samples/s at 5.5 Hz: 364 per turn
+        ray = len(scan) - 1 - int(angle_cw)
+        if n == 0:
+            assert 0.5 < scan.ranges[ray] < 2.2  # the wall is ~2.8-3.3 m away there
+        else:
+            assert np.isnan(scan.ranges[ray])
+    diag = decode("Diagnostics", node.outputs["diagnostics"][-1])
+    assert diag["rejected"] == 3 and json.loads(diag["details_json"])["outliers_rejected"] == 3
+    assert "range outlier" in diag["last_error"]

@@ -163,6 +163,8 @@ def test_filter_rejects_counts_and_remembers_the_scan_as_received():
     spiked[42] = 7.0
     res = f.apply(scan(spiked, 1_180_000_000))
     assert res.previous_used and res.rejected.tolist() == [42]
+    assert res.reasons() == ["range outlier: ray 42 at 7.00 m, beyond both neighbours and unlike the previous "
+                             "turn near its bearing"]
     assert math.isnan(res.scan.ranges[42]) and res.scan.intensities[42] == 0.0
     assert res.scan.ranges[41] == 3.0 and f.rays_rejected == 1 and f.scans == 2
     # the next turn sees 7.0 there again: the raw previous turn vouches for it
