@@ -48,7 +48,7 @@ from typing import Any, Callable, Iterable, Sequence
 import yaml
 
 from teledora.runtime.node_io import NodeIO, make_node, node_id
-from teledora.operators.recording.message_check import message_problem
+from teledora.operators.recording.message_check import MessageCheck
 from teledora.operators.recording.recording_gaps import GapDetector
 from teledora.recording import MANIFEST_NAME, RunWriter, TopicNameError, TopicTypeError, new_run_dir
 
@@ -315,6 +315,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     flushes = 0
     stop = _TerminationFlag()
     heartbeat = Heartbeat(io, clock)
+    check = MessageCheck()
     while not stop.signal_name and (batch := io.next_batch(min(args.flush_interval_s, STATUS_PERIOD_S), MAX_EVENTS_PER_TURN)) is not None:
         for event in batch:
             if event.get("type") != "INPUT":
@@ -324,8 +325,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
             topic = event.get("id")
             meta = event.get("metadata")
             meta = {} if meta is None else meta
-            value, why = message_problem(event.get("value"), meta)
-            if value is None or not isinstance(topic, str):
+            value, why = check(topic, event.get("value"), meta) if isinstance(topic, str) else (None, "")
+            if value is None:
                 reject(writer, io, topic, why or f"input id {topic!r} is not a string")
                 continue
             try:

@@ -25,9 +25,9 @@ from typing import Any, Mapping
 import pyarrow as pa
 
 from teledora.operators.contract.messages import IMAGE_ENCODINGS
-from teledora.operators.recording.recorded_message import dora_timestamp_ns
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+TIMESTAMP_YEARS = (1678, 2261)
 IMAGE_KEYS = ("width", "height", "encoding")
 _SCALARS = (bool, int, float, str, _dt.datetime)
 
@@ -38,8 +38,9 @@ def _has_dictionary(t: pa.DataType) -> bool:
     return any(_has_dictionary(t.field(i).type) for i in range(t.num_fields))
 
 
-def checked_value(value: Any) -> tuple[pa.Array | None, str]:
-    """``(array, "")`` for a value the run can hold, else ``(None, why not)``."""
+def checked_value(value: Any, clean_type: pa.DataType | None = None) -> tuple[pa.Array | None, str]:
+    """``(array, "")`` for a value the run can hold, else ``(None, why not)``.
+    ``clean_type``: a type already known to hold no dictionary (skips the walk)."""
     if value is None:
         return None, "no value (None)"
     if isinstance(value, pa.ChunkedArray):
@@ -49,7 +50,7 @@ def checked_value(value: Any) -> tuple[pa.Array | None, str]:
             return None, f"chunked array that cannot be joined ({exc})"
     if not isinstance(value, pa.Array):
         return None, f"value is a {type(value).__name__}, not an Arrow array"
-    if _has_dictionary(value.type):
+    if (clean_type is None or value.type != clean_type) and _has_dictionary(value.type):
         return None, f"dictionary-encoded type {value.type} cannot be recorded (send the decoded values)"
     return value, ""
 
@@ -70,11 +71,10 @@ def metadata_problem(metadata: Any) -> str:
         if isinstance(v, (list, tuple)) and all(isinstance(x, _SCALARS) for x in v):
             continue
         return f"metadata {key!r} holds a {type(v).__name__}, not a dora parameter value"
-    try:
-        dora_ns = dora_timestamp_ns(metadata)
-    except OverflowError:
-        dora_ns = INT64_MAX + 1
-    if dora_ns is not None and not INT64_MIN <= dora_ns <= INT64_MAX:
+    ts = metadata.get("timestamp")
+    # int64 ns spans 1677-09-21 .. 2262-04-11: whole years inside it, without the arithmetic
+    if (isinstance(ts, _dt.datetime) and not TIMESTAMP_YEARS[0] <= ts.year <= TIMESTAMP_YEARS[1]) or (
+            _is_int(ts) and not INT64_MIN <= ts <= INT64_MAX):
         return "metadata timestamp does not fit int64 nanoseconds"
     stamp = metadata.get("stamp_ns")
     if _is_int(stamp) and not INT64_MIN <= stamp <= INT64_MAX:
@@ -103,10 +103,25 @@ def image_problem(value: pa.Array, metadata: Mapping[str, Any]) -> str:
     return ""
 
 
-def message_problem(value: Any, metadata: Any) -> tuple[pa.Array | None, str]:
+def message_problem(value: Any, metadata: Any, clean_type: pa.DataType | None = None) -> tuple[pa.Array | None, str]:
     """``(array to record, "")``, or ``(None, why the message is refused)``."""
-    array, why = checked_value(value)
+    array, why = checked_value(value, clean_type)
     if array is None:
         return None, why
     why = metadata_problem(metadata) or image_problem(array, metadata)
     return (None, why) if why else (array, "")
+
+
+class MessageCheck:
+    """:func:`message_problem` for a stream of messages: the walk over a
+    value's type is done once per topic and type, not per message (it cost
+    more than all the other checks together)."""
+
+    def __init__(self) -> None:
+        self._clean: dict[str, pa.DataType] = {}
+
+    def __call__(self, topic: str, value: Any, metadata: Any) -> tuple[pa.Array | None, str]:
+        array, why = message_problem(value, metadata, self._clean.get(topic))
+        if array is not None:
+            self._clean[topic] = array.type
+        return array, why

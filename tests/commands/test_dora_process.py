@@ -6,8 +6,10 @@ start of the dataflow) and, when wedged, ignores Ctrl-C as dora then does."""
 from __future__ import annotations
 
 import io
-import re
 import os
+import re
+import signal
+import subprocess
 import sys
 import textwrap
 import time
@@ -159,11 +161,7 @@ def _flow(tmp_path: Path) -> Path:
 
 
 @pytest.mark.dataflow
-def test_a_run_whose_recorder_is_killed_says_so_once_stops_and_leaves_no_node_running(tmp_path, monkeypatch):
-    import re
-    import signal
-    import subprocess
-
+def test_a_run_whose_recorder_is_killed_says_so_once_stops_and_leaves_no_node_running(tmp_path):
     flow = _flow(tmp_path)
     assert dora_process.recorder_node(flow) == "recorder"
     env = {k: v for k, v in os.environ.items() if k not in ("TELEDORA_RECORDER_GUARD", "DORA_LOG_LEVEL")}

@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from dora.testing import MockNode
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from teledora.nodes.recording import recorder
 from teledora.operators.contract.messages import decode, encode
@@ -402,8 +403,6 @@ def test_a_uint64_stamp_beyond_int64_is_stored_with_no_stamp(tmp_path):
     (msg,) = RunReader(run).iter_topic("x__y")
     assert msg.value.equals(big) and msg.stamp_ns is None
 
-
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
 GOOD_MESSAGES = [
     ("lift__state", lift(2), {}),
