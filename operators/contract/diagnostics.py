@@ -39,11 +39,14 @@ class Diagnostics:
         self._rejected_at_publish = 0
         self._clamped_at_publish = 0
 
-    def reject(self, reason: str) -> None:
-        """Counts one rejected message and remembers why."""
+    def reject(self, reason: str, category: str = "contract") -> None:
+        """Counts one rejected message (also per ``category``, the rule it
+        broke, in the details' ``rejected_by_reason``) and remembers why."""
         self.rejected += 1
         self.last_error = reason
         self._last_reject = reason
+        by_reason = self.details.setdefault("rejected_by_reason", {})
+        by_reason[category] = by_reason.get(category, 0) + 1
 
     def clamp(self, reason: str) -> None:
         """Counts one input that was cut down to a limit before use, and remembers which."""

@@ -29,7 +29,16 @@ from teledora.operators.errors import TeledoraError
 
 
 class MessageError(TeledoraError, ValueError):
-    """A message does not satisfy the contract; the receiver must drop it whole."""
+    """A message does not satisfy the contract; the receiver must drop it whole.
+
+    ``reason`` names the rule broken, for counting: ``contract`` (shape, types,
+    NaN/Inf, quaternions, name lists) or one of the plausibility rules of
+    :mod:`~teledora.operators.contract.message_limits` (``out_of_range``,
+    ``future_stamp``, ``bad_stamp``, ``unknown_joint``, ``empty``, ...)."""
+
+    def __init__(self, *args: object, reason: str = "contract") -> None:
+        super().__init__(*args)
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -615,11 +624,20 @@ def _from_row(where: str, plan: _Plan, row: Mapping[str, Any]) -> dict[str, Any]
     return out
 
 
-def decode(kind: str, value: pa.Array) -> dict[str, Any]:
+def decode(kind: str, value: pa.Array, limits: Any = None, now_ns: int | None = None) -> dict[str, Any]:
     """Validates a received dora value of ``kind`` and returns it as a dict.
 
+    Args:
+        kind: The message kind.
+        value: The received value.
+        limits: A :class:`~teledora.operators.contract.message_limits.MessageLimits`
+            to hold the message to as well (plausible values, known joints,
+            stamps), or None for the contract's shape rules alone.
+        now_ns: The receiver's clock, for the limits' stamp window.
+
     Raises:
-        MessageError: wrong type or length, nulls, or a rule of the contract broken.
+        MessageError: wrong type or length, nulls, or a rule of the contract
+            (or of ``limits``) broken.
     """
     struct = schema(kind)
     if not isinstance(value, pa.Array):
@@ -633,6 +651,8 @@ def decode(kind: str, value: pa.Array) -> dict[str, Any]:
         raise MessageError(f"{kind}: null message")
     msg = _from_row(kind, _PLANS[kind], row)
     _check(kind, msg)
+    if limits is not None:
+        limits.check(kind, msg, now_ns)
     return msg
 
 

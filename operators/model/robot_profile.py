@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from teledora.operators.contract.message_limits import MessageLimitsSettings
 from teledora.operators.errors import ConfigError
 from teledora.operators.model.sides import SIDES
 from teledora.operators.config import config_from_mapping, key_field
@@ -103,6 +104,7 @@ class RobotProfile:
     base: BaseProfile
     sim: SimRates
     command_limits: CommandLimitsProfile
+    message_limits: MessageLimitsSettings
 
     def __post_init__(self) -> None:
         if set(self.arms) != {"left", "right"}:

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Mapping, NoReturn
 import pyarrow as pa
 
 from teledora.operators.contract.diagnostics import Diagnostics
+from teledora.operators.contract.message_limits import MessageLimits
 from teledora.operators.contract.messages import MessageError, decode, encode
 from teledora.operators.errors import ConfigError
 from teledora.operators.recording.recorder_watch import DEFAULT_MAX_LAG_S, DEFAULT_TIMEOUT_S, RecorderWatch
@@ -24,6 +25,15 @@ from teledora.runtime.event_stream import EventStream, batch_spacing_from_env, d
 from teledora.runtime.library_backtraces import without_library_backtraces
 
 RECORDER_INPUT = "recorder_status"
+
+
+def load_message_limits() -> MessageLimits:
+    """The message limits of the robot this node runs for (``TELEDORA_PROFILE``)."""
+    from teledora import models
+    from teledora.models.config_files import load_node_profile
+
+    profile = load_node_profile()
+    return MessageLimits.for_robot(profile, models.path(profile.model).read_text())
 RECORDER_GUARD_ENV = "TELEDORA_RECORDER_GUARD"
 
 
@@ -95,6 +105,8 @@ class NodeIO:
         self.stream = EventStream(node, ends_with, batch_spacing_s=spacing_s)
         self.recorder_watch = recorder_watch_from_env(data_inputs())
         self.recording_hold_reason = ""
+        self._limits: MessageLimits | None = None
+        self._limits_now: int | None = None  # the clock value stamps are checked against, per batch
         self.journal = None
         if journal:
             from teledora.runtime.node_journal import NodeJournal, follow_run_from_env
@@ -118,6 +130,7 @@ class NodeIO:
         Raises:
             ValueError: a timeout on a journaled node.
         """
+        self._limits_now = None
         if self.journal is not None:
             if timeout_s is not None or max_events is not None:
                 raise ValueError(f"{self.name}: a journaled node reads its batches whole and without a timeout")
@@ -133,6 +146,7 @@ class NodeIO:
         of stream. Not for a journaled node (its batches are its journal's)."""
         if self.journal is not None:
             raise ValueError(f"{self.name}: a journaled node reads whole batches through next_batch")
+        self._limits_now = None
         batch = self.stream.poll()
         if batch is None or self.recorder_watch is None:
             return batch
@@ -192,18 +206,39 @@ class NodeIO:
     def _count(self, output: str) -> None:
         self.sent_per_output[output] = self.sent_per_output.get(output, 0) + 1
 
+    @property
+    def limits(self) -> MessageLimits:
+        """The plausibility limits inputs are held to (the node's robot
+        profile and model, read on first use)."""
+        if self._limits is None:
+            self._limits = load_message_limits()
+        return self._limits
+
+    def _stamp_reference(self) -> int:
+        """The clock value this batch's stamps are checked against: read once
+        per batch, through the journal on a journaled node (so that an exact
+        replay makes the same decisions)."""
+        if self._limits_now is None:
+            self._limits_now = self.now() if self.journal is not None else self.clock()
+        return self._limits_now
+
     def decode(self, event: Mapping[str, Any], kind: str) -> dict[str, Any] | None:
-        """Decodes an INPUT event as ``kind``; on a contract violation counts the
-        rejection, logs why and returns None (the caller keeps its last state)."""
+        """Decodes an INPUT event as ``kind`` and holds it to the contract and
+        to the message limits (plausible values, the model's joints, stamps
+        not ahead of this node's clock). A message that fails is counted by
+        reason, logged and dropped: the caller gets None and keeps its last
+        state."""
         self.diag.received += 1
         try:
-            return decode(kind, event["value"])
+            return decode(kind, event["value"], self.limits, self._stamp_reference())
         except MessageError as exc:
-            self.reject(f"input {event.get('id')!r}: {exc}")
+            self.reject(f"input {event.get('id')!r}: {exc}", exc.reason)
             return None
 
-    def reject(self, reason: str) -> None:
-        self.diag.reject(reason)
+    def reject(self, reason: str, category: str = "contract") -> None:
+        """Counts one rejected input (per ``category``, in the diagnostics'
+        details) and logs why; the diagnostics level rises to ``warn``."""
+        self.diag.reject(reason, category)
         self.log("warn", f"rejected {reason}")
 
     def clamp(self, reason: str) -> None:

@@ -14,6 +14,10 @@ from teledora.nodes.estimation import ekf_onboard
 from teledora.nodes.estimation import flow_sim
 from teledora.operators.contract.messages import decode, encode
 
+# a host clock later than every stamp the tests send (stamps ahead of a
+# receiver's clock are refused), fixed so that no timer fires
+AFTER_EVERY_STAMP_NS = 2**62
+
 
 
 class MockNode(_MockNode):
@@ -57,14 +61,14 @@ def _sensor_outputs(twist, seconds: float, args=()) -> tuple[list[tuple[str, pa.
         send(output_id, data, metadata)
 
     sim_node.send_output = record
-    flow_sim.main(list(args), node=sim_node, clock=lambda: 1)
+    flow_sim.main(list(args), node=sim_node, clock=lambda: AFTER_EVERY_STAMP_NS)
     return ordered, (x, y, yaw - dt * wz)
 
 
 def test_straight_drive_pose_follows_truth():
     msgs, truth = _sensor_outputs((0.1, 0.0, 0.0), 3.0)
     node = MockNode(msgs)
-    ekf_onboard.main([], node=node, clock=lambda: 1)
+    ekf_onboard.main([], node=node, clock=lambda: AFTER_EVERY_STAMP_NS)
     poses = [decode("PoseEstimate", v) for v in node.outputs["pose"]]
     last = poses[-1]
     assert last["source"] == "onboard" and last["frame_id"] == "odom"
@@ -79,7 +83,7 @@ def test_spin_in_place_offset_model_matters():
     errs = {}
     for label, args in (("with", []), ("without", ["--no-offset-model"])):
         node = MockNode(msgs)
-        ekf_onboard.main(args, node=node, clock=lambda: 1)
+        ekf_onboard.main(args, node=node, clock=lambda: AFTER_EVERY_STAMP_NS)
         poses = [decode("PoseEstimate", v) for v in node.outputs["pose"]]
         errs[label] = max(math.hypot(p["x"], p["y"]) for p in poses)
         assert abs(poses[-1]["yaw"] - math.remainder(truth[2], 2 * math.pi)) < 0.05
@@ -93,7 +97,7 @@ def test_bad_messages_counted_and_odom_fused():
     bad_flow = pa.array([{"stamp_ns": 1, "flow_rate_x": float("nan")}])
     gyro = encode("Gyro", {"stamp_ns": 5_000_000, "frame_id": "base_link", "angular_velocity": [0, 0, 0.0]})
     node = MockNode([("gyro", gyro), ("flow", bad_flow), ("odom", odom), ("mystery", pa.array([1]))])
-    ekf_onboard.main([], node=node, clock=lambda: 1)
+    ekf_onboard.main([], node=node, clock=lambda: AFTER_EVERY_STAMP_NS)
     diag = decode("Diagnostics", node.outputs["diagnostics"][-1])
     assert diag["rejected"] == 2
     details = json.loads(diag["details_json"])

@@ -14,6 +14,10 @@ from teledora.operators.contract.messages import decode, encode
 
 JOINTS = ["left_shoulder_pan"]
 
+# a host clock later than every stamp the tests send (stamps ahead of a
+# receiver's clock are refused), fixed so that no timer fires
+AFTER_EVERY_STAMP_NS = 2**62
+
 
 class MockNode(_MockNode):
     """Delivers events one at a time, as a live dataflow at sensor rates does
@@ -45,7 +49,7 @@ def test_flow_and_gyro_from_ground_truth(tmp_path):
     path, cfg = quiet_config(tmp_path)
     inputs = [("ground_truth", ground_truth(k * 10_000_000, vx=0.05, wz=0.3)) for k in range(1, 11)]
     node = MockNode(inputs)
-    flow_sim.main(["--config", str(path)], node=node, clock=lambda: 1)
+    flow_sim.main(["--config", str(path)], node=node, clock=lambda: AFTER_EVERY_STAMP_NS)
     flows = [decode("OpticalFlow", v) for v in node.outputs["flow"]]
     gyros = [decode("Gyro", v) for v in node.outputs["gyro"]]
     assert [f["stamp_ns"] // 1_000_000 for f in flows] == [10, 30, 50, 70, 90] and len(gyros) == 10
@@ -64,7 +68,7 @@ def test_bad_ground_truth_and_unknown_inputs_rejected(tmp_path):
     bad = pa.array([{"stamp_ns": 1}])
     node = MockNode([("ground_truth", bad), ("ground_truth", ground_truth(5, vx=0.01)), ("tick", pa.array([1])),
                      ("ground_truth", ground_truth(4, vx=0.01))])  # older than the one before
-    flow_sim.main(["--config", str(path)], node=node, clock=lambda: 1)
+    flow_sim.main(["--config", str(path)], node=node, clock=lambda: AFTER_EVERY_STAMP_NS)
     assert len(node.outputs["flow"]) == 1 and len(node.outputs["gyro"]) == 1
     diag = decode("Diagnostics", node.outputs["diagnostics"][-1])
     assert diag["rejected"] == 3 and diag["level"] != "ok"
@@ -87,7 +91,7 @@ def test_uneven_or_batched_truth_gives_a_report_every_20_ms_of_its_stamps(tmp_pa
 
     one_by_one, late = MockNode(truth), Late(truth)
     for node in (one_by_one, late):
-        flow_sim.main(["--config", str(path)], node=node, clock=lambda: 1)
+        flow_sim.main(["--config", str(path)], node=node, clock=lambda: AFTER_EVERY_STAMP_NS)
     flows = [decode("OpticalFlow", v) for v in one_by_one.outputs["flow"]]
     assert [f["stamp_ns"] for f in flows] == list(range(stamps[0], stamps[-1] + 1, 20_000_000))
     assert flows == [decode("OpticalFlow", v) for v in late.outputs["flow"]]
@@ -96,7 +100,7 @@ def test_uneven_or_batched_truth_gives_a_report_every_20_ms_of_its_stamps(tmp_pa
 def test_dropouts_reported_with_zero_quality(tmp_path):
     path, _ = quiet_config(tmp_path, dropout_probability=1.0)
     node = MockNode([("ground_truth", ground_truth(5, vx=0.01))])
-    flow_sim.main(["--config", str(path), "--seed", "3"], node=node, clock=lambda: 1)
+    flow_sim.main(["--config", str(path), "--seed", "3"], node=node, clock=lambda: AFTER_EVERY_STAMP_NS)
     assert decode("OpticalFlow", node.outputs["flow"][0])["quality"] == 0
     details = json.loads(decode("Diagnostics", node.outputs["diagnostics"][-1])["details_json"])
     assert details["dropouts"] == 1 and details["seed"] == 3
@@ -110,7 +114,7 @@ def test_image_mode_measures_flow_from_rendered_floor(tmp_path):
         x += 0.1 * 0.02
         inputs.append(("ground_truth", ground_truth(k * 20_000_000, vx=0.1, x=x)))
     node = MockNode(inputs)
-    flow_sim.main(["--config", str(path), "--image"], node=node, clock=lambda: 1)
+    flow_sim.main(["--config", str(path), "--image"], node=node, clock=lambda: AFTER_EVERY_STAMP_NS)
     flows = [decode("OpticalFlow", v) for v in node.outputs["flow"]]
     assert len(flows) == 6  # the first frame has nothing to compare with
     model = FlowModel(FlowModelConfig.from_dict(cfg["flow_sensor"]))
@@ -133,7 +137,7 @@ def test_image_mode_reports_on_every_grid_time_when_the_truth_is_slower_and_unev
         last_ns = int(t_ms * 1e6)
         t_ms += rng.uniform(22.0, 45.0)  # never two truth samples inside one report interval
     node = MockNode(inputs)
-    flow_sim.main(["--config", str(path), "--image"], node=node, clock=lambda: 1)
+    flow_sim.main(["--config", str(path), "--image"], node=node, clock=lambda: AFTER_EVERY_STAMP_NS)
     flows = [decode("OpticalFlow", v) for v in node.outputs["flow"]]
     stamps = [f["stamp_ns"] for f in flows]
     # every grid time up to the last truth sample, but the first (no earlier frame to compare)
@@ -163,7 +167,7 @@ def _first_motion_stamp_ms(tmp_path, delay_ms: float, image: bool = False) -> tu
         inputs.append(("ground_truth", ground_truth(k * 10_000_000, vx=vx, x=x)))
         x += vx * 0.01
     node = MockNode(inputs)
-    flow_sim.main(["--config", str(path)] + (["--image"] if image else []), node=node, clock=lambda: 1)
+    flow_sim.main(["--config", str(path)] + (["--image"] if image else []), node=node, clock=lambda: AFTER_EVERY_STAMP_NS)
     flows = [decode("OpticalFlow", v) for v in node.outputs["flow"]]
     moving = [f["stamp_ns"] / 1e6 for f in flows if abs(f["flow_rate_y"]) > 0.5 or abs(f["flow_rate_x"]) > 0.5]
     return moving[0], flows

@@ -224,7 +224,7 @@ def test_invalid_joint_states_are_rejected_whole_and_the_last_pose_held(config_p
     diag = node.diagnostics()
     assert diag["rejected"] == 3
     reasons = " ".join(str(log) for log in node.logs)
-    assert "unknown joint names" in reasons and "incomplete" in reasons
+    assert "not in the model" in reasons and "incomplete" in reasons
 
 
 def test_non_finite_and_duplicate_states_never_reach_the_pose(config_path):

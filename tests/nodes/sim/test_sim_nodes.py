@@ -83,7 +83,7 @@ def test_sim_rejects_unknown_joints_whole() -> None:
     node = MockNode([("servo_targets", commands(0.2, JOINTS[:3] + ["tail"]))])
     sim.main(node=node, clock=FastClock())
     d = diagnostics(node)
-    assert d["rejected"] == 1 and "unknown joint names ['tail']" in d["last_error"]
+    assert d["rejected"] == 1 and "not in the model: ['tail']" in d["last_error"]
 
 
 def test_arms_sim_quantizes_like_a_servo_and_rejects_incomplete_commands() -> None:
