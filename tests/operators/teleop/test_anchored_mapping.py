@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from teledora.operators.teleop.anchored_mapping import AnchoredMapping, MappingScaleError
+from teledora.operators.teleop.anchored_mapping import AnchoredMapping, CatchUp, MappingScaleError
 from teledora.operators.geometry import Pose, quat_angle, quat_from_rotvec
 
 C0 = Pose.of([1.0, 2.0, 1.2], quat_from_rotvec([0.1, -0.2, 0.3]))
@@ -42,3 +42,40 @@ def test_rescaled_continues_without_jump():
 def test_bad_scale(scale):
     with pytest.raises(MappingScaleError):
         AnchoredMapping(C0, R0, scale)
+
+
+MS = 1_000_000
+START = Pose.of([0.30, 0.10, 0.70], quat_from_rotvec([0.0, 0.0, 0.4]))  # where the arm is
+GOAL = Pose.of([0.36, 0.18, 0.75], quat_from_rotvec([0.1, 0.0, -0.2]))  # where the mapping puts the hand
+
+
+def test_a_catch_up_publishes_its_start_at_once():
+    pose, left = CatchUp.between(START, GOAL, 0).advance(GOAL, 0, 0.2, 1.0)
+    np.testing.assert_allclose(pose.position, START.position, atol=1e-12)
+    assert quat_angle(pose.orientation, START.orientation) < 1e-9 and left is not None
+
+
+@pytest.mark.parametrize("speed_m_s, rate_rad_s", [(0.2, 1.0), (0.05, 3.0), (1.0, 0.1)])
+def test_a_catch_up_closes_at_most_its_speeds_and_then_ends(speed_m_s, rate_rad_s):
+    gap_m = float(np.linalg.norm(START.position - GOAL.position))
+    gap_rad = quat_angle(START.orientation, GOAL.orientation)
+    c: CatchUp | None = CatchUp.between(START, GOAL, 0)
+    k = 0
+    while c is not None:
+        k += 1
+        pose, c = c.advance(GOAL, 10 * MS * k, speed_m_s, rate_rad_s)
+        s = 0.010 * k
+        assert np.linalg.norm(pose.position - GOAL.position) == pytest.approx(max(0.0, gap_m - speed_m_s * s), abs=1e-12)
+        assert quat_angle(pose.orientation, GOAL.orientation) == pytest.approx(max(0.0, gap_rad - rate_rad_s * s), abs=1e-9)
+    assert k == int(np.ceil(max(gap_m / speed_m_s, gap_rad / rate_rad_s) / 0.010 - 1e-9))
+    np.testing.assert_allclose(pose.position, GOAL.position)
+
+
+def test_a_catch_up_rides_on_the_mappings_motion():
+    # the mapping's target moves 1 cm; the published target moves that, plus the catch-up's share
+    c = CatchUp.between(START, GOAL, 0)
+    moved = Pose(GOAL.position + [0.0, 0.0, 0.01], GOAL.orientation)
+    first, c = c.advance(GOAL, 0, 0.2, 1.0)
+    second, _ = c.advance(moved, 10 * MS, 0.2, 1.0)
+    step = second.position - first.position - [0.0, 0.0, 0.01]
+    assert np.linalg.norm(step) == pytest.approx(0.2 * 0.010, abs=1e-12)
