@@ -22,18 +22,25 @@ Controls (sticks arrive as xr-standard axes: x right positive, y pushed forward 
   ``pose_timeout_s`` holds that arm and zeros its stick; button/stick reports older
   than ``input_timeout_s`` zero base/lift but keep arm tracking. Ages are sample
   ages: the stamps are when the headset sampled, mapped to the host clock by the
-  xr node, so link delay counts. A stamp later than now by more than
-  ``future_stamp_tolerance_s`` is not fresh either (a skewed clock cannot keep a
-  sample alive): that hand holds and its stick is zeroed until a sample with a
-  sound stamp arrives. Digital levels stay
-  latched until a real report changes them or the hand disconnects; edges come only
+  xr node, so link delay counts. A connected hand's report with a pose or input
+  stamp later than now by more than ``future_stamp_tolerance_s`` is refused
+  whole (counted in ``rejected_future_reports``; a skewed clock cannot keep a
+  sample alive, nor make one fresh later): the hand keeps its last sound
+  sample, which ages as usual. A left menu or grip gesture in it still latches
+  the stop. Digital levels stay
+  latched until a real report changes them or the hand disconnects (the pinch
+  range, slow and clutch included); edges come only
   from reports. A new connection (epoch) starts with a baseline report that makes no
   edges, except that a menu button already down latches the e-stop. An epoch change
   or pose loss discards that hand's anchor, so poses never jump across them.
-  Late is not lost: while a hand's samples stay contiguous (no gap over
-  ``pose_timeout_s`` between consecutive sample stamps) but arrive stale, the
-  arm holds and its anchor is kept for ``late_anchor_keep_s``; fresh again, the
-  arm goes on to where the mapping puts the hand (through the IK's speed caps).
+* anchoring never moves an arm: a (re)enabled arm's first target is the robot's
+  grip pose. Late is not lost: while a hand's samples stay contiguous (no gap
+  over ``pose_timeout_s`` between consecutive sample stamps) but arrive stale,
+  the arm holds and its anchor is kept for ``late_anchor_keep_s`` (0: not
+  kept). Fresh again, the arm resumes at its grip pose and its target closes
+  the difference to where the kept mapping puts the hand at most at
+  ``late_catch_up_speed_m_s`` and ``late_catch_up_rate_rad_s``, on top of the
+  hand's own motion.
 * losing page focus pauses the arms and zeros base/lift while unfocused.
 """
 
@@ -49,7 +56,7 @@ from teledora.operators.geometry import Pose, PoseError
 from teledora.operators.model.sides import SIDES
 from teledora.operators.config import config_from_mapping
 from teledora.operators.model.robot_profile import RobotProfile
-from teledora.operators.teleop.anchored_mapping import AnchoredMapping
+from teledora.operators.teleop.anchored_mapping import AnchoredMapping, CatchUp
 from teledora.operators.teleop.estop_latch import EStopLatch
 
 PINCH_ORDER = ("full", "fine", "half")
@@ -71,6 +78,8 @@ class TeleopConfig:
     slow_factor: float
     pose_timeout_s: float
     late_anchor_keep_s: float
+    late_catch_up_speed_m_s: float
+    late_catch_up_rate_rad_s: float
     input_timeout_s: float
     future_stamp_tolerance_s: float
     stick_deadzone: float
@@ -99,6 +108,9 @@ class TeleopConfig:
             raise TeleopConfigError(f"estop_squeeze_threshold must be in (0, 1], got {self.estop_squeeze_threshold}")
         if self.release_confirm_window_s <= 0.0:
             raise TeleopConfigError(f"release_confirm_window_s must be > 0, got {self.release_confirm_window_s}")
+        for name in ("late_catch_up_speed_m_s", "late_catch_up_rate_rad_s"):
+            if getattr(self, name) <= 0.0:  # zero would never close the gap: late_anchor_keep_s 0 is the off switch
+                raise TeleopConfigError(f"{name} must be > 0, got {getattr(self, name)}")
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], profile: RobotProfile) -> "TeleopConfig":
@@ -138,11 +150,14 @@ class _Hand:
     mapping: AnchoredMapping | None = None
     hold: Pose | None = None  # last target sent: the tracked target or the held grip pose
     late_since_ns: int | None = None  # when the pose went stale with the anchor kept
+    catch_up: CatchUp | None = None  # resumed with a kept anchor: what is left to close
     gripper_rad: float = 0.0
     tracking: bool = False
 
     def forget_connection(self) -> None:
+        """A connection ended or a new one began: every latched level and the anchor go."""
         self.baseline_pending = True
+        self.pinch = 0
         self.buttons = dict.fromkeys(_BUTTONS, False)
         self.stick = (0.0, 0.0)
         self.trigger = 0.0
@@ -151,6 +166,8 @@ class _Hand:
         self.pose = None
         self.pose_stamp_ns = None
         self.mapping = None
+        self.catch_up = None
+        self.late_since_ns = None
 
 
 class _ResetChord:
@@ -217,6 +234,7 @@ class TeleopScheme:
         self._hands = {h: _Hand() for h in SIDES}
         self.arms_paused = self.config.start_paused
         self.reset_count = 0
+        self.rejected_future_reports = 0  # hand reports refused for a stamp beyond the future tolerance
         self._clutched = dict.fromkeys(SIDES, False)
         self._slow = dict.fromkeys(SIDES, False)
         self._focused = True
@@ -241,9 +259,9 @@ class TeleopScheme:
         """Applies one decoded ``XrControllers`` report received at ``now_ns``."""
         self._stop.expire(now_ns)
         for hand in SIDES:
-            self._on_hand(hand, msg[hand])
-            self._note_future_stamps(hand, msg[hand], now_ns)
-        if self.stop_gesture_held():
+            if not self._from_the_future(hand, msg[hand], now_ns):
+                self._on_hand(hand, msg[hand])
+        if self.stop_gesture_held() or self._gesture_in(msg):
             self._estop("grip_gesture")
         focused = bool(msg["focused"])
         if self._focused and not focused:
@@ -314,14 +332,27 @@ class TeleopScheme:
                 self._toggle_pause("right_menu")
         self._apply_levels(hand)
 
-    def _note_future_stamps(self, hand: str, rep: Mapping[str, Any], now_ns: int) -> None:
-        """An event when a report's stamps lie beyond the future tolerance
-        (``_fresh`` then refuses them)."""
+    def _from_the_future(self, hand: str, rep: Mapping[str, Any], now_ns: int) -> bool:
+        """True (counted, with an event) for a connected hand's report whose pose
+        or input stamp lies beyond the future tolerance: none of it is stored, as
+        a stored future stamp would turn fresh, and drive, once the clock caught
+        up with it. A left menu down in it still latches the stop (latching
+        cannot move anything, and a stop is never delayed)."""
         if not rep["connected"]:
-            return
+            return False
         latest = now_ns + self.config.future_stamp_tolerance_s * 1e9
-        if int(rep["input_stamp_ns"]) > latest or (rep["pose_valid"] and int(rep["pose_stamp_ns"]) > latest):
-            self._event(f"{hand}_future_stamp")
+        if not (int(rep["input_stamp_ns"]) > latest or (rep["pose_valid"] and int(rep["pose_stamp_ns"]) > latest)):
+            return False
+        self.rejected_future_reports += 1
+        self._event(f"{hand}_future_stamp")
+        if hand == "left" and rep["menu"]:
+            self._estop("left_menu_future_stamp")
+        return True
+
+    def _gesture_in(self, msg: Mapping[str, Any]) -> bool:
+        """The grip gesture in this report's own levels, refused hand reports included."""
+        return all(msg[h]["connected"] and _clamp(msg[h]["squeeze"], 0.0, 1.0) >= self.config.estop_squeeze_threshold
+                   for h in SIDES)
 
     def _apply_levels(self, hand: str) -> None:
         """Clutch and slow follow the held levels; clutch edges re-anchor, slow edges rescale."""
@@ -448,30 +479,42 @@ class TeleopScheme:
                 # Samples that arrive late (the host fell behind; the headset's
                 # samples are contiguous, else on_controllers voids the anchor)
                 # hold the arm but keep the anchor for late_anchor_keep_s: when
-                # they are fresh again the arm goes on to where the hand is, as
-                # if it had not waited, instead of re-anchoring short of it.
+                # they are fresh again the arm catches up with where the hand
+                # is (from its own pose, at bounded speeds) instead of
+                # re-anchoring short of it for good.
                 if st.late_since_ns is None:
                     st.late_since_ns = now_ns
                     self._event(f"{hand}_pose_stale")
-                if now_ns - st.late_since_ns > cfg.late_anchor_keep_s * 1e9:
+                if now_ns - st.late_since_ns >= cfg.late_anchor_keep_s * 1e9:  # 0: not kept at all
                     st.mapping = None
                     st.late_since_ns = None
                     self._event(f"{hand}_anchor_dropped")
             can_track = (
                 pose_fresh and not self.estop_latched and not self.arms_paused and self._focused and not self._clutched[hand]
             )
-            # the robot's grip pose is asked for only when anchoring or holding
-            # needs it: a tracking arm's step does without (the node's forward
-            # kinematics then run only when used)
-            if can_track and st.mapping is None:
+            # the robot's grip pose is asked for only when anchoring, resuming or
+            # holding needs it: a tracking arm's step does without (the node's
+            # forward kinematics then run only when used)
+            tracking = can_track and st.mapping is not None and st.tracking
+            if can_track and not tracking:
                 robot = robot_grips.get(hand)
                 if robot is not None:
-                    scale = cfg.slow_factor if self._slow[hand] else 1.0
-                    st.mapping = AnchoredMapping(st.pose, robot, scale)
-                    self._event(f"{hand}_anchored")
-            tracking = can_track and st.mapping is not None
+                    tracking = True
+                    if st.mapping is None:
+                        scale = cfg.slow_factor if self._slow[hand] else 1.0
+                        st.mapping = AnchoredMapping(st.pose, robot, scale)
+                        st.catch_up = None
+                        self._event(f"{hand}_anchored")
+                    else:
+                        # a kept anchor: start where the arm is, never where the
+                        # mapping puts the hand, and close the rest at bounded speeds
+                        st.catch_up = CatchUp.between(robot, st.mapping.target(st.pose), now_ns)
+                        self._event(f"{hand}_catching_up")
             if tracking:
                 st.hold = st.mapping.target(st.pose)
+                if st.catch_up is not None:
+                    st.hold, st.catch_up = st.catch_up.advance(
+                        st.hold, now_ns, cfg.late_catch_up_speed_m_s, cfg.late_catch_up_rate_rad_s)
             else:
                 robot = robot_grips.get(hand)
                 if robot is not None:

@@ -108,6 +108,10 @@ def release_edge(h: Harness, t_ms: float) -> TeleopOutput:
         ({"estop_squeeze_threshold": 0.0}, "estop_squeeze_threshold"),
         ({"estop_squeeze_threshold": 1.5}, "estop_squeeze_threshold"),
         ({"release_confirm_window_s": 0.0}, "release_confirm_window_s"),
+        ({"late_catch_up_speed_m_s": 0.0}, "late_catch_up_speed_m_s must be"),
+        ({"late_catch_up_speed_m_s": float("inf")}, "late_catch_up_speed_m_s.*finite"),
+        ({"late_catch_up_rate_rad_s": 0.0}, "late_catch_up_rate_rad_s must be"),
+        ({"late_catch_up_rate_rad_s": -1.0}, "late_catch_up_rate_rad_s must be"),
         ({"max_speed_m_s": 0.3}, r"\['max_speed_m_s'\]: speed caps are set in the robot profile"),
     ],
 )
@@ -542,30 +546,96 @@ def test_pose_reacquisition_discards_the_old_reference():
     np.testing.assert_allclose(out.arm_targets["left"]["position"], h.grips["left"].position)
 
 
-@pytest.mark.parametrize("late_ms, kept", [(500, True), (900, True), (1200, False), (2000, False)])
-def test_a_late_stretch_of_contiguous_samples_keeps_the_anchor_up_to_late_anchor_keep_s(late_ms, kept):
-    # the host falls behind: samples keep their headset spacing (10 ms) but arrive
-    # 400 ms old for late_ms, then on time again; the arm held meanwhile, 6 cm
-    # short of where the hand had taken it
-    h = Harness()
-    assert CONFIG.late_anchor_keep_s == 1.0
-    t = 1000
+def late_stretch(h: Harness, late_ms: int, robot_dp=(0.04, 0.0, 0.0), robot_q=(0.0, 0.0, 0.0, 1.0)) -> tuple[int, list]:
+    """The host falls behind: samples keep their headset spacing (10 ms) but
+    arrive 400 ms old for ``late_ms`` while the hand moves 10 cm in x, and the
+    arm, held meanwhile, has got ``robot_dp`` from its grip; then the backlog
+    (the samples of the last 400 ms, still 10 ms apart) arrives at once.
+    Returns the arrival time of the backlog and its outputs."""
     for t in range(1000, 1100, 10):
-        out = sampled(h, t, 0, 0)
+        sampled(h, t, 0, 0)
+    t = 1100
     for t in range(1100, 1100 + late_ms, 10):
         h.hands["left"]["position"] = list(np.add(HOME["left"], (0.1 * (t - 1100) / late_ms, 0, 0)))
         out = sampled(h, t, 400, 0)
         assert not out.arm_targets["left"]["enabled"]
-    h.grips["left"] = Pose.of(GRIPS["left"].position + [0.04, 0, 0], [0, 0, 0, 1])
+    h.grips["left"] = Pose.of(GRIPS["left"].position + robot_dp, robot_q)
     h.hands["left"]["position"] = list(np.add(HOME["left"], (0.1, 0, 0)))
-    # it catches up: the backlog (samples of the last 400 ms, still 10 ms apart)
-    # arrives at once
-    for age in range(390, -10, -10):
-        out = sampled(h, t + 10, age, 0)
-    assert out.arm_targets["left"]["enabled"]
-    assert ("left_anchor_dropped" in events(out)) is False  # dropped, if at all, while late
-    expected = GRIPS["left"].position + [0.1, 0, 0] if kept else h.grips["left"].position
-    np.testing.assert_allclose(out.arm_targets["left"]["position"], expected, atol=1e-12)
+    return t + 10, [sampled(h, t + 10, age, 0) for age in range(390, -10, -10)]
+
+
+def first_enabled(outs: list[TeleopOutput], hand: str = "left") -> TeleopOutput:
+    return next(o for o in outs if o.arm_targets[hand]["enabled"])
+
+
+@pytest.mark.parametrize("late_ms, kept", [(500, True), (900, True), (1200, False), (2000, False)])
+def test_after_a_late_stretch_the_arm_resumes_at_the_robot_pose_and_catches_up_at_the_bounded_speed(late_ms, kept):
+    # the arm held 6 cm short of where the kept mapping puts the hand; it is
+    # never commanded that jump: it resumes where it is, then the target closes
+    # the 6 cm at late_catch_up_speed_m_s (a dropped anchor has nothing to close)
+    h = Harness()
+    assert CONFIG.late_anchor_keep_s == 1.0
+    t, backlog = late_stretch(h, late_ms)
+    first = first_enabled(backlog)
+    np.testing.assert_allclose(first.arm_targets["left"]["position"], h.grips["left"].position, atol=1e-12)
+    assert ("left_anchored" in events(*backlog)) is not kept
+    assert ("left_anchor_dropped" in events(*backlog)) is False  # dropped, if at all, while late
+    goal = GRIPS["left"].position + [0.1, 0, 0] if kept else h.grips["left"].position
+    v = CONFIG.late_catch_up_speed_m_s
+    left_m = float(np.linalg.norm(h.grips["left"].position - goal))
+    for k in range(1, 60):  # on time again, every 10 ms, the hand still
+        p = sampled(h, t + 10 * k, 0, 0).arm_targets["left"]["position"]
+        assert np.linalg.norm(p - goal) == pytest.approx(max(0.0, left_m - v * 0.010 * k), abs=1e-12)
+    np.testing.assert_allclose(p, goal, atol=1e-12)
+
+
+def test_a_resumed_arm_catches_up_a_rotation_at_the_bounded_rate():
+    robot_q = quat_from_rotvec([0.0, 0.0, 0.3])  # the held arm turned 0.3 rad away from the kept target
+    h = Harness()
+    t, backlog = late_stretch(h, 500, robot_q=robot_q)
+    first = first_enabled(backlog)
+    assert quat_angle(first.arm_targets["left"]["orientation"], robot_q) < 1e-9
+    w = CONFIG.late_catch_up_rate_rad_s
+    for k in range(1, 60):
+        q = sampled(h, t + 10 * k, 0, 0).arm_targets["left"]["orientation"]
+        assert quat_angle(q, GRIPS["left"].orientation) == pytest.approx(max(0.0, 0.3 - w * 0.010 * k), abs=1e-9)
+
+
+def test_a_resumed_arm_follows_the_hand_while_it_catches_up():
+    # the catch-up comes on top of the hand's own motion: a hand moving 1 cm per
+    # report moves the target by that plus at most the catch-up's share
+    h = Harness()
+    t, backlog = late_stretch(h, 500)
+    prev = first_enabled(backlog).arm_targets["left"]["position"]
+    v = CONFIG.late_catch_up_speed_m_s
+    for k in range(1, 10):
+        h.hands["left"]["position"] = list(np.add(HOME["left"], (0.1, 0.01 * k, 0)))
+        p = sampled(h, t + 10 * k, 0, 0).arm_targets["left"]["position"]
+        assert p[1] - prev[1] == pytest.approx(0.01, abs=1e-12)  # the hand's motion, unscaled
+        assert p[0] - prev[0] == pytest.approx(v * 0.010, abs=1e-12)  # the catch-up, toward the kept target
+        prev = p
+
+
+def test_a_clutch_during_the_catch_up_reanchors_where_the_arm_is():
+    h = Harness()
+    t, backlog = late_stretch(h, 500)
+    sampled(h, t + 10, 0, 0)
+    h.report(t + 20, left={"secondary": True})
+    h.grips["left"] = Pose.of(GRIPS["left"].position + [0.05, 0, 0], [0, 0, 0, 1])
+    out = h.report(t + 30, left={"secondary": False})
+    np.testing.assert_allclose(out.arm_targets["left"]["position"], h.grips["left"].position, atol=1e-12)
+    out = h.report(t + 40)  # anchored afresh: nothing left to catch up
+    np.testing.assert_allclose(out.arm_targets["left"]["position"], h.grips["left"].position, atol=1e-12)
+
+
+@pytest.mark.parametrize("keep_s, dropped_at_first_stale_step", [(0.0, True), (1.0, False)])
+def test_late_anchor_keep_zero_switches_keeping_off(keep_s, dropped_at_first_stale_step):
+    h = Harness(replace(CONFIG, late_anchor_keep_s=keep_s))
+    for t in range(1000, 1100, 10):
+        sampled(h, t, 0, 0)
+    out = sampled(h, 1100, 400, 0)  # a single late sample
+    assert not out.arm_targets["left"]["enabled"]
+    assert ("left_anchor_dropped" in events(out)) is dropped_at_first_stale_step
 
 
 def test_a_gap_in_the_samples_discards_the_anchor_even_within_late_anchor_keep_s():
@@ -637,6 +707,7 @@ def test_a_stamp_from_the_future_beyond_the_tolerance_is_not_fresh(ahead_ms, fre
     assert out.arm_targets["left"]["enabled"] is fresh
     assert (out.base_cmd["forward_m_s"] == pytest.approx(0.25)) is fresh
     assert ("left_future_stamp" in out.state["events"]) is (not fresh)
+    assert h.s.rejected_future_reports == (0 if fresh else 2)  # one per hand whose report is refused
 
 
 def test_one_report_from_the_future_cannot_keep_the_base_moving_through_silence():
@@ -647,13 +718,48 @@ def test_one_report_from_the_future_cannot_keep_the_base_moving_through_silence(
     assert speeds == [0.0] * len(speeds)
 
 
-def test_a_future_stamp_is_fresh_again_once_a_sound_sample_arrives():
+@pytest.mark.parametrize("which", ["both", "pose", "input"])
+def test_a_report_stamped_beyond_the_tolerance_never_enters_the_state(which):
+    # a sound report, then one stamped 10 s ahead (either stamp is enough) with the
+    # stick forward, the clutch down, a stick click and the hand moved; then
+    # silence until well past the time the stamp names: none of it is ever used
+    h = Harness()
+    sampled(h, 0, 0, 0)
+    ahead = {"both": (-10_000, -10_000), "pose": (-10_000, 0), "input": (0, -10_000)}[which]
+    moved_to = list(np.add(HOME["left"], (0.2, 0.0, 0.0)))
+    out = sampled(h, 10, *ahead, left={"stick": [0.0, -1.0], "secondary": True, "stick_click": True, "position": moved_to})
+    assert h.s.rejected_future_reports == 2
+    assert {"left_future_stamp", "right_future_stamp"} <= set(events(out))
+    assert not out.state["left_clutched"] and out.state["left_pinch"] == "full"
+    np.testing.assert_allclose(out.arm_targets["left"]["position"], GRIPS["left"].position, atol=1e-12)  # not moved
+    outs = [h.step(t) for t in range(20, 12_000, 50)]
+    assert all(o.base_cmd["forward_m_s"] == 0.0 for o in outs)
+    assert all(not o.arm_targets["left"]["enabled"] for o in outs if o.arm_targets["stamp_ns"] > 300 * MS)
+    assert h.s.rejected_future_reports == 2
+
+
+def test_a_future_report_leaves_the_hands_last_sound_sample_in_force():
     h = Harness()
     sampled(h, 0, 0, 0)
     out = sampled(h, 10, -5_000, -5_000, left={"stick": [0.0, -1.0]})
-    assert not out.arm_targets["left"]["enabled"] and out.base_cmd["forward_m_s"] == 0.0
+    assert out.arm_targets["left"]["enabled"] and out.base_cmd["forward_m_s"] == 0.0  # the sample of t=0, 10 ms old
     out = sampled(h, 20, 0, 0)
     assert out.arm_targets["left"]["enabled"] and out.base_cmd["forward_m_s"] == pytest.approx(0.25)
+    assert h.s.rejected_future_reports == 2
+
+
+@pytest.mark.parametrize(
+    "stop, why",
+    [({"left": {"menu": True}}, "estop_latched:left_menu_future_stamp"),
+     ({"left": {"squeeze": 1.0}, "right": {"squeeze": 1.0}}, "estop_latched:grip_gesture")],
+)
+def test_a_stop_input_in_a_refused_report_still_latches_the_stop(stop, why):
+    # a stop never waits for a sound stamp: latching it cannot move anything
+    h = Harness()
+    sampled(h, 0, 0, 0)
+    out = sampled(h, 10, -10_000, -10_000, **stop)
+    assert out.state["estop_latched"] and why in events(out)
+    assert h.s.rejected_future_reports == 2
 
 
 def test_input_timeout_generates_no_edges():
@@ -710,6 +816,25 @@ def test_disconnect_releases_buttons_and_holds_arm():
     assert not out.state["left_clutched"] and not out.state["left_slow"]
     assert not out.arm_targets["left"]["enabled"] and out.arm_targets["right"]["enabled"]
     assert "left_disconnected" in events(out)
+
+
+@pytest.mark.parametrize("how", ["disconnect", "epoch"])
+def test_a_new_connection_starts_with_pinch_slow_and_clutch_reset(how):
+    h = Harness()
+    h.report(0)
+    h.press(10, "right", "stick_click")
+    out = h.report(30, right={"primary": True, "secondary": True, "trigger": 1.0})
+    assert (out.state["right_pinch"], out.state["right_slow"], out.state["right_clutched"]) == ("fine", True, True)
+    if how == "disconnect":
+        out = h.report(40, right={"connected": False})
+        assert (out.state["right_pinch"], out.state["right_slow"], out.state["right_clutched"]) == ("full", False, False)
+        assert not out.arm_targets["right"]["slow"]
+        out = h.report(50, right={"connected": True, "primary": False, "secondary": False})
+    else:
+        out = h.report(50, right={"epoch": 2, "primary": False, "secondary": False})
+    assert (out.state["right_pinch"], out.state["right_slow"], out.state["right_clutched"]) == ("full", False, False)
+    assert out.arm_targets["right"]["gripper"] == pytest.approx(CONFIG.pinch_full_rad)  # the trigger, still full
+    assert out.state["left_pinch"] == "full"
 
 
 # ------------------------------------------------------------------ focus
