@@ -203,6 +203,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         io.diag.details.update(
             estop_latched=scheme.estop_latched, release_armed=scheme.release_armed, arms_paused=scheme.arms_paused, reset_count=scheme.reset_count,
             robot_state_known=kin.known, reports_folded=dict(folded), unchanged_held=dict(gate.held),
+            rejected_future_reports=scheme.rejected_future_reports,
         )
         level = "warn" if scheme.estop_latched or not kin.known else "ok"
         io.diag.set_status(level, "e-stop latched" if scheme.estop_latched else ("no joint/lift state yet" if not kin.known else ""))
@@ -234,7 +235,10 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
             folded["backlog"] += backlog
             folded["burst"] += steps[backlog:].count(False)
             for msg, step in zip(reports, steps):
+                refused = scheme.rejected_future_reports
                 scheme.on_controllers(msg, io.now())
+                for _ in range(scheme.rejected_future_reports - refused):
+                    io.reject("controllers: a hand's stamp lies beyond future_stamp_tolerance_s ahead (not applied)")
                 trace.update(xr_seq=int(msg["seq"]), xr_stamp_ns=int(msg["stamp_ns"]))
                 if step:
                     publish(io.now())
