@@ -12,11 +12,12 @@ to NaN, REP 117 "invalid") when all of these hold:
   more than the tolerance, on the same side (both nearer or both farther): an
   isolated spike. A ray between its neighbours (a grazing wall, an edge) is
   never a spike;
-* the previous scan of the same grid exists, is at most
-  ``previous_max_age_s`` older, measured something within
-  ``previous_window_deg`` of the ray's bearing, and none of that agrees with
-  the ray. A real thin object (a pole, a chair leg) is seen again turn after
-  turn and passes; the window allows for the robot turning between turns.
+* the previous scans of the same grid from the last ``previous_max_age_s``
+  exist, measured something within ``previous_window_deg`` of the ray's
+  bearing, and none of that agrees with the ray. A real thin object (a pole,
+  a chair leg) is seen again and passes: several turns are kept because a leg
+  narrower than the spacing of the samples is caught only by some turns; the
+  window allows for the robot turning between turns.
 
 "Agrees" means within ``range_tolerance_m + range_tolerance_fraction * r``
 (``r`` the nearer of the two ranges). A "saw nothing" ray (+Inf) stands for
@@ -26,13 +27,15 @@ a side has no measured neighbour, or there is no usable previous scan (the
 first turn, after a restart, a different grid), nothing is rejected: the
 filter only acts on evidence.
 
-The previous scan kept is the one as received, not as filtered.
+The previous scans kept are the ones as received, not as filtered.
 """
 
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass, replace
+from typing import Sequence
 
 import numpy as np
 
@@ -49,8 +52,8 @@ class OutlierFilterConfig:
         range_tolerance_m: Absolute part of the agreement tolerance.
         range_tolerance_fraction: Part of the tolerance proportional to the nearer range.
         neighbour_window_deg: How far either side to look for the nearest measured ray.
-        previous_window_deg: Bearings of the previous scan, either side, that can vouch for a ray.
-        previous_max_age_s: A previous scan older than this vouches for nothing (nor refutes).
+        previous_window_deg: Bearings of the previous scans, either side, that can vouch for a ray.
+        previous_max_age_s: Previous scans up to this much older vouch for a ray (or refute it).
     """
 
     range_tolerance_m: float
@@ -100,7 +103,7 @@ def _gap_and_near(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.nda
 
 def isolated_outliers(
     ranges: np.ndarray,
-    previous: np.ndarray | None,
+    previous: Sequence[np.ndarray],
     angle_increment: float,
     range_min: float,
     range_max: float,
@@ -110,7 +113,7 @@ def isolated_outliers(
 
     Args:
         ranges: This scan's ranges.
-        previous: The previous scan's ranges on the same grid, or None (nothing is rejected).
+        previous: The previous scans' ranges on the same grid (none: nothing is rejected).
         angle_increment: Grid spacing, radians (either sign).
         range_min, range_max: The scan's range limits.
         cfg: Tolerances and windows.
@@ -118,7 +121,7 @@ def isolated_outliers(
     r = np.asarray(ranges, dtype=np.float64)
     n = r.shape[0]
     out = np.zeros(n, dtype=bool)
-    if previous is None or n < 3 or angle_increment == 0.0:
+    if len(previous) == 0 or n < 3 or angle_increment == 0.0:
         return out
     step_deg = abs(math.degrees(angle_increment))
     wrap = abs(n * step_deg - 360.0) < 0.5 * step_deg  # a whole turn: the first and last rays are neighbours
@@ -152,18 +155,18 @@ def isolated_outliers(
     if not spike.any():
         return out
 
-    p = np.asarray(previous, dtype=np.float64)
-    p_lo, p_hi = _intervals(p, range_min, range_max)
     kp = int(cfg.previous_window_deg / step_deg + 1e-9)
     seen = np.zeros(n, dtype=bool)
     vouched = np.zeros(n, dtype=bool)
-    for d in range(-kp, kp + 1):
-        s_lo, s_hi = _shift(p_lo, d, wrap), _shift(p_hi, d, wrap)
-        measured = ~np.isnan(s_lo)
-        gap, near = _gap_and_near(r, s_lo, s_hi)
-        with np.errstate(invalid="ignore"):
-            vouched |= measured & (gap <= tolerance(near))
-        seen |= measured
+    for p in previous:
+        p_lo, p_hi = _intervals(np.asarray(p, dtype=np.float64), range_min, range_max)
+        for d in range(-kp, kp + 1):
+            s_lo, s_hi = _shift(p_lo, d, wrap), _shift(p_hi, d, wrap)
+            measured = ~np.isnan(s_lo)
+            gap, near = _gap_and_near(r, s_lo, s_hi)
+            with np.errstate(invalid="ignore"):
+                vouched |= measured & (gap <= tolerance(near))
+            seen |= measured
     return spike & seen & ~vouched
 
 
@@ -174,7 +177,7 @@ class FilterResult:
     Attributes:
         scan: The scan with the rejected rays set to NaN (intensity 0).
         rejected: Indices of the rejected rays.
-        previous_used: Whether a previous scan could vouch (False: nothing was tested).
+        previous_used: Whether previous scans could vouch (False: nothing was tested).
     """
 
     scan: LaserScan
@@ -189,25 +192,24 @@ class FilterResult:
 
 
 class OutlierFilter:
-    """Applies :func:`isolated_outliers` to one lidar's scans in order, keeping the previous scan.
+    """Applies :func:`isolated_outliers` to one lidar's scans in order, keeping the recent ones.
 
     Counters: ``scans``, ``rays_rejected``, ``scans_without_previous``.
     """
 
     def __init__(self, cfg: OutlierFilterConfig) -> None:
         self.cfg = cfg
-        self._previous: LaserScan | None = None
+        self._previous: deque[LaserScan] = deque()
         self.scans = 0
         self.rays_rejected = 0
         self.scans_without_previous = 0
 
     def reset(self) -> None:
-        """Forgets the previous scan (after a restart of the lidar: the next scan is a first one)."""
-        self._previous = None
+        """Forgets the previous scans (after a restart of the lidar: the next scan is a first one)."""
+        self._previous.clear()
 
-    def _comparable(self, scan: LaserScan) -> bool:
-        prev = self._previous
-        if prev is None or len(prev) != len(scan) or prev.frame_id != scan.frame_id:
+    def _comparable(self, prev: LaserScan, scan: LaserScan) -> bool:
+        if len(prev) != len(scan) or prev.frame_id != scan.frame_id:
             return False
         if abs(prev.angle_min - scan.angle_min) > _GRID_SLACK or abs(prev.angle_increment - scan.angle_increment) > _GRID_SLACK:
             return False
@@ -215,11 +217,13 @@ class OutlierFilter:
         return 0.0 < age_s <= self.cfg.previous_max_age_s
 
     def apply(self, scan: LaserScan) -> FilterResult:
-        """Filters ``scan`` against its neighbours and the previous scan; remembers it as received."""
-        usable = self._comparable(scan)
-        previous = self._previous.ranges if usable else None
+        """Filters ``scan`` against its neighbours and the recent scans; remembers it as received."""
+        previous = [p.ranges for p in self._previous if self._comparable(p, scan)]
+        usable = bool(previous)
         mask = isolated_outliers(scan.ranges, previous, scan.angle_increment, scan.range_min, scan.range_max, self.cfg)
-        self._previous = scan
+        # what cannot vouch for this scan (too old, another grid) cannot for later ones either
+        self._previous = deque(p for p in self._previous if self._comparable(p, scan))
+        self._previous.append(scan)
         self.scans += 1
         if not usable:
             self.scans_without_previous += 1

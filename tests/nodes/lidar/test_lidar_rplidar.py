@@ -195,7 +195,9 @@ def test_isolated_range_spikes_are_rejected_counted_and_raise_the_level(tmp_path
     """Samples a metre short with intact angle and check bits (a flipped distance bit): the
     first turn has nothing to be judged against and keeps them; every later turn rejects them."""
     room = SyntheticRoom()
-    with FakeRplidarA1(room, distance_spike_every_samples=53, **FAKE_RATE) as fake:
+    # every 97th of 300 samples a turn: each turn's spikes lie >= 10.8 degrees from those of
+    # the 5 turns before it (a spike there would vouch for them, as a real object would)
+    with FakeRplidarA1(room, distance_spike_every_samples=97, **FAKE_RATE) as fake:
         node = TimerNode(1000, until=lambda n: len(n.outputs.get("scan", [])) >= 5)
         _run(tmp_path, fake, node, "--no-power-up-delay")
     scans = [LaserScan.from_message(decode("LaserScan", v)) for v in node.outputs["scan"]]
@@ -203,11 +205,11 @@ def test_isolated_range_spikes_are_rejected_counted_and_raise_the_level(tmp_path
     # a turn is judged when the one before it was published at most previous_max_age_s
     # earlier (a loaded machine can make the reader fall behind and restart)
     judged = [0 < (b.stamp_ns - a.stamp_ns) * 1e-9 <= 0.5 for a, b in zip(scans, scans[1:])]
-    assert len(scans) >= 5 and fake.distance_spikes >= 25 and sum(judged) >= 3
-    assert spiked[0] >= 3 and all(n == 0 for n, j in zip(spiked[1:], judged) if j), spiked
+    assert len(scans) >= 5 and fake.distance_spikes >= 12 and sum(judged) >= 3
+    assert spiked[0] >= 2 and all(n == 0 for n, j in zip(spiked[1:], judged) if j), spiked
     diags = _diags(node)
     details = json.loads(diags[-1]["details_json"])
-    assert details["outliers_rejected"] >= 3 * sum(judged)  # ~5.7 spikes in each turn
+    assert details["outliers_rejected"] >= 2 * sum(judged)  # ~3.1 spikes in each turn
     assert diags[-1]["rejected"] == details["outliers_rejected"]
     assert any(d["level"] == "warn" and "range outlier" in d["message"] for d in diags)
 
@@ -220,11 +222,11 @@ def test_with_the_outlier_filter_off_the_spikes_are_published(tmp_path):
     cfg["outlier_filter"] = None
     path = tmp_path / "off.yaml"
     path.write_text(json.dumps(cfg))
-    with FakeRplidarA1(room, distance_spike_every_samples=53, **FAKE_RATE) as fake:
+    with FakeRplidarA1(room, distance_spike_every_samples=97, **FAKE_RATE) as fake:
         node = TimerNode(1000, until=lambda n: len(n.outputs.get("scan", [])) >= 3)
         lidar_rplidar.main(["--lidar", "front", "--config", str(path), "--port", fake.port, "--no-power-up-delay"],
                            node=node)
     scans = [LaserScan.from_message(decode("LaserScan", v)) for v in node.outputs["scan"]]
-    assert all(_spiked_rays(s, room) >= 3 for s in scans[1:])
+    assert all(_spiked_rays(s, room) >= 2 for s in scans[1:])
     diag = _diags(node)[-1]
     assert diag["rejected"] == 0 and json.loads(diag["details_json"])["outliers_rejected"] is None
