@@ -7,10 +7,22 @@ targets and joint states at 90 Hz, lift states at 50 Hz, 10 ms timer ticks.
 Every leg (0.5 s) each grip's target jumps by up to 0.3 m, with a random
 orientation, towards a point inside the other arm's grip, the column, the
 battery box, the base disk, the carriage, its own shoulder mount, or below the
-floor. After every published solve the commanded configuration is checked with
-``mj_geomDistance`` on every pair MuJoCo's collision filter allows (not the
-IK's pair list). Prints the smallest distance seen, the pair, how many solves
-ended inside the configured clearance and how many penetrated; and, from the
+floor. After every published solve the commanded configuration is measured
+on every pair MuJoCo's collision filter allows (not the IK's pair list), by two
+measures, each reported under its own name:
+
+* ``mj_geomDistance``: the exact signed distance between two geoms, the
+  measure the IK's clearance rows and guard use (the configured clearance
+  applies to it);
+* contacts: the smallest ``contact.dist`` per pair that ``mj_collision``
+  reports with every geom given a 50 mm margin. Box-box pairs come from
+  MuJoCo's box-box collider, whose ``dist`` for separated boxes is not their
+  distance: it reads several mm either side of it, or no contact at all.
+
+For each it prints the closest approach, its pair and episode, and how many
+solves came under the configured clearance; how many solves penetrated (by
+``mj_geomDistance``); where the contacts read lowest, the exact distance of
+the same pair on the same solve; and, from the
 published arm references of each episode at their publish times, how many
 solves broke the joint speed, acceleration or jerk cap (divided differences,
 which a motion within a cap cannot exceed; relative tolerance 1e-6).
@@ -35,6 +47,7 @@ same step, alternating which runs first (thread CPU).
 from __future__ import annotations
 
 import argparse
+import copy
 import math
 import sys
 import time
@@ -43,6 +56,7 @@ from pathlib import Path
 from typing import Callable
 
 import mink
+import mujoco
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -57,15 +71,38 @@ LEG_S = 0.5
 MAX_JUMP_M = 0.3
 
 
+CONTACT_MARGIN_M = 0.05  # the contacts' reach: as far out as the exact check looks
+NEAR_BAND_M = 0.005  # the two measures are compared on pairs closer than the clearance plus this
+
+
+@dataclass
+class ContactMeasure:
+    """Closest approach by contacts (``ContactDistances``) over a run."""
+
+    min_distance_m: float = np.inf
+    worst_pair: str = ""
+    worst_episode: int = -1
+    exact_at_worst_m: float = np.nan  # mj_geomDistance of that pair on that solve
+    below_clearance: int = 0
+    # on pairs within NEAR_BAND_M of the clearance by contacts, same pair and solve:
+    most_below_m: float = 0.0  # largest mj_geomDistance minus contact distance
+    most_below_pair: str = ""
+    most_above_m: float = 0.0  # largest contact distance minus mj_geomDistance
+    most_above_pair: str = ""
+    closest_unseen: int = 0  # solves whose closest pair (exact, in the band) had no contact
+
+
 @dataclass
 class AdversarialResult:
     episodes: int
     solves: int = 0
+    # by mj_geomDistance (the exact distance, the IK's measure)
     min_distance_m: float = np.inf
     worst_pair: str = ""
     worst_attack: str = ""
     worst_episode: int = -1
     below_clearance: int = 0
+    contact: ContactMeasure = field(default_factory=ContactMeasure)
     penetrations: int = 0
     penetrating_episodes: int = 0
     failed_solves: int = 0
@@ -99,6 +136,52 @@ def count_cap_violations(res: "AdversarialResult", t_ns: list[int], q: list[np.n
         worst = np.abs(divided_differences(t_s, qa, order)).max(axis=1)
         res.cap_violations[name] += int(np.sum(worst > cap * (1 + CAP_REL)))
         res.cap_peaks[name] = max(res.cap_peaks[name], float(worst.max()))
+
+
+class ContactDistances:
+    """Pair distances as MuJoCo's collision detection reports them: a copy of
+    the check's model with every geom given ``margin_m``, so ``mj_collision``
+    returns contacts for pairs closer than that, and per pair the smallest
+    ``contact.dist`` under ``margin_m``. A pair its collider finds no contact
+    for is not seen."""
+
+    def __init__(self, check: MujocoCollisionCheck, margin_m: float = CONTACT_MARGIN_M) -> None:
+        self.check = check
+        self.margin_m = margin_m
+        self.model = copy.deepcopy(check.model)
+        # a pair's margin combines both geoms' (MuJoCo 4 adds them): at least
+        # margin_m either way, and contacts beyond it are dropped below
+        self.model.geom_margin[:] = margin_m
+        self.model.geom_gap[:] = 0.0
+        self.data = mujoco.MjData(self.model)
+        self._allowed = set(check.pairs)
+
+    def distances(self, qpos: np.ndarray) -> dict[tuple[int, int], float]:
+        """Smallest contact distance of each pair in contact at ``qpos``."""
+        m, d = self.model, self.data
+        d.qpos[:] = qpos
+        mujoco.mj_kinematics(m, d)
+        mujoco.mj_collision(m, d)
+        out: dict[tuple[int, int], float] = {}
+        for c in d.contact[: d.ncon]:
+            pair = (int(min(c.geom)), int(max(c.geom)))
+            if pair in self._allowed and c.dist < self.margin_m:
+                out[pair] = min(out.get(pair, np.inf), float(c.dist))
+        return out
+
+    def closest(self, qpos: np.ndarray) -> tuple[float, tuple[int, int]]:
+        """(smallest contact distance, its pair); (inf, (-1, -1)) with no contact."""
+        found = self.distances(qpos)
+        if not found:
+            return np.inf, (-1, -1)
+        pair = min(found, key=found.get)
+        return found[pair], pair
+
+
+def pair_label(check: MujocoCollisionCheck, pair: tuple[int, int]) -> str:
+    """Both geoms' names and types: 'a (box) x b (capsule)'."""
+    kind = lambda g: mujoco.mjtGeom(int(check.model.geom_type[g])).name.removeprefix("mjGEOM_").lower()  # noqa: E731
+    return " x ".join(f"{check.name(g)} ({kind(g)})" for g in pair)
 
 
 def make_adversarial_loop(qp_only: bool = False, barrier: str = "ours") -> IkLoop:
@@ -194,13 +277,15 @@ def time_guard_variants(ik, costs: list[tuple[float, float, float]]) -> None:
 
 def run(loop: IkLoop | None, episodes: int, seed: int = 0, legs: int = 4, check: MujocoCollisionCheck | None = None,
         progress: bool = False, first: int = 0, make: Callable[[], IkLoop] | None = None,
-        on_violation: Callable[[Violation], None] | None = None) -> AdversarialResult:
+        on_violation: Callable[[Violation], None] | None = None,
+        contacts: ContactDistances | None = None) -> AdversarialResult:
     """Episodes ``first`` .. ``first + episodes - 1``. Each is self-contained, so
     any range replays exactly: its draws come from ``default_rng([seed, episode])``
     and, when ``make`` is given, it runs on a fresh loop (a fresh IK, whose global
     search starts its random stream anew); otherwise ``loop``'s IK carries over
     from one episode to the next."""
     check = check or MujocoCollisionCheck()
+    contacts = contacts or ContactDistances(check)
     res = AdversarialResult(episodes)
     loop = loop if loop is not None else make()
     clearance = loop.ik.settings.collision.minimum_distance_m
@@ -261,9 +346,10 @@ def run(loop: IkLoop | None, episodes: int, seed: int = 0, legs: int = 4, check:
                     penetrated = True
                 if d < res.min_distance_m:
                     res.min_distance_m = d
-                    res.worst_pair = f"{check.name(pair[0])} x {check.name(pair[1])}"
+                    res.worst_pair = pair_label(check, pair)
                     res.worst_attack = key
                     res.worst_episode = episode
+                measure_contacts(res.contact, check, contacts, clearance, episode, (d, pair))
 
             driver.run(LEG_S, lambda t, msg=msg: msg, on_solve)
         res.penetrating_episodes += penetrated
@@ -273,11 +359,40 @@ def run(loop: IkLoop | None, episodes: int, seed: int = 0, legs: int = 4, check:
         res.relaxed_solves += ik.relaxed_solves - stats0[2]
         done = episode + 1 - first
         if progress and done % 10 == 0:
-            print(f"  {done}/{episodes} episodes (to {episode}), {res.solves} solves, min {res.min_distance_m * 1000:.3f} "
-                  f"mm, {res.below_clearance} under the clearance, {res.penetrations} penetrating, cap violations "
+            print(f"  {done}/{episodes} episodes (to {episode}), {res.solves} solves, min by mj_geomDistance "
+                  f"{res.min_distance_m * 1000:.3f} mm ({res.below_clearance} under the clearance), by contacts "
+                  f"{res.contact.min_distance_m * 1000:.3f} mm ({res.contact.below_clearance} under), "
+                  f"{res.penetrations} penetrating, cap violations "
                   f"{res.cap_violations}, {time.perf_counter() - t0:.0f} s", flush=True)
     res.seconds = time.perf_counter() - t0
     return res
+
+
+def measure_contacts(res: ContactMeasure, check: MujocoCollisionCheck, contacts: ContactDistances, clearance: float,
+                     episode: int, closest_exact: tuple[float, tuple[int, int]]) -> None:
+    """Adds the configuration last set on ``check`` to the contact measure;
+    ``closest_exact`` is its closest pair by mj_geomDistance."""
+    found = contacts.distances(check.data.qpos)
+    d_exact, pair_exact = closest_exact
+    if d_exact < clearance + NEAR_BAND_M and pair_exact not in found:
+        res.closest_unseen += 1
+    if not found:
+        return
+    pair = min(found, key=found.get)
+    dc = found[pair]
+    res.below_clearance += dc < clearance - 1e-9
+    exact_of = lambda p: mujoco.mj_geomDistance(check.model, check.data, p[0], p[1], 1.0, None)  # noqa: E731
+    if dc < res.min_distance_m:
+        res.min_distance_m, res.worst_pair, res.worst_episode, res.exact_at_worst_m = (
+            dc, pair_label(check, pair), episode, exact_of(pair))
+    for p, dp in found.items():  # both measures on the near pairs
+        if dp >= clearance + NEAR_BAND_M:
+            continue
+        exact = exact_of(p)
+        if exact - dp > res.most_below_m:
+            res.most_below_m, res.most_below_pair = exact - dp, pair_label(check, p)
+        if dp - exact > res.most_above_m:
+            res.most_above_m, res.most_above_pair = dp - exact, pair_label(check, p)
 
 
 def main() -> None:
@@ -309,10 +424,20 @@ def main() -> None:
     mode = f"{args.barrier} barrier, " + ("QP rows only" if args.qp_only else "QP rows + exact guard")
     print(f"episodes             {args.first}..{args.first + res.episodes - 1}: {res.episodes} x {args.legs} legs x {LEG_S} s, targets jump <= {MAX_JUMP_M} m ({mode})")
     print(f"checked              {res.solves} solves x {len(check.pairs)} geom pairs (MuJoCo's filter, robot + floor)")
-    print(f"min distance         {res.min_distance_m * 1000:.3f} mm  ({res.worst_pair}; attack {res.worst_attack}; "
-          f"episode {res.worst_episode})")
-    print(f"below clearance      {res.below_clearance} solves under {clearance * 1000:.0f} mm")
-    print(f"penetrations         {res.penetrations} solves in {res.penetrating_episodes}/{res.episodes} episodes")
+    cm = res.contact
+    print(f"closest, exact       {res.min_distance_m * 1000:.3f} mm by mj_geomDistance, the IK's measure "
+          f"({res.worst_pair}; attack {res.worst_attack}; episode {res.worst_episode})")
+    print(f"closest, contacts    {cm.min_distance_m * 1000:.3f} mm by mj_collision contact.dist, "
+          f"{CONTACT_MARGIN_M * 1000:.0f} mm margin ({cm.worst_pair}; episode {cm.worst_episode}; "
+          f"mj_geomDistance {cm.exact_at_worst_m * 1000:.3f} mm on the same pair and solve)")
+    print(f"below clearance      solves under {clearance * 1000:.0f} mm: {res.below_clearance} by mj_geomDistance, "
+          f"{cm.below_clearance} by contacts")
+    print(f"contacts vs exact    same pair and solve, pairs under {(clearance + NEAR_BAND_M) * 1000:.0f} mm: contacts read "
+          f"up to {cm.most_below_m * 1000:.3f} mm below mj_geomDistance ({cm.most_below_pair}) and up to "
+          f"{cm.most_above_m * 1000:.3f} mm above ({cm.most_above_pair}); {cm.closest_unseen} solves' closest pair "
+          f"(mj_geomDistance) had no contact")
+    print(f"penetrations         {res.penetrations} solves in {res.penetrating_episodes}/{res.episodes} episodes "
+          f"(mj_geomDistance < 0)")
     caps = loop.ik.settings.joint_reference
     print("joint caps           " + ", ".join(
         f"{name} {res.cap_violations[name]} solves over {cap:g} (peak {res.cap_peaks[name]:.4g})"
