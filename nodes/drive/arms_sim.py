@@ -68,6 +68,11 @@ def main(argv: list[str] | None = None, node=None) -> None:
                 msg = io.decode(event, "JointState")
                 if msg is None:
                     continue
+                try:  # the arms report all their joints or nothing: a partial state is refused whole
+                    require_joint_names(msg["names"], joints)
+                except MessageError as exc:
+                    io.reject(f"sim_joint_states: {exc}", "missing_joint")
+                    continue
                 msg["position"] = quantize_rad(msg["position"])
                 io.send("joint_states", "JointState", msg)
         io.diag.details["limits"] = limits.counts()

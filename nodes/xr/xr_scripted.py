@@ -32,9 +32,15 @@ ODOM_INPUT = "odom"
 LIFT_INPUT = "lift"
 
 
+# What each input the script can wait for carries: a message only counts as
+# arrived when it decodes (a malformed one is refused and counted).
+WAIT_KINDS = {"robot_ready": "JointState", "cameras_ready": "CameraCalibration", ODOM_INPUT: "Odometry",
+              LIFT_INPUT: "LiftState"}
+
+
 def _wait_for_inputs(io: NodeIO, input_ids: set[str]) -> tuple[bool, bool]:
-    """Blocks until every input of ``input_ids`` has delivered a message, or
-    the stream ends.
+    """Blocks until every input of ``input_ids`` has delivered a sound message,
+    or the stream ends.
 
     Returns (arrived, stop_seen): whether all of them delivered, and whether a
     STOP came with the last one (the script then plays one report and stops)."""
@@ -42,6 +48,9 @@ def _wait_for_inputs(io: NodeIO, input_ids: set[str]) -> tuple[bool, bool]:
     while (batch := io.next_batch()) is not None:
         for i, event in enumerate(batch):
             if event.get("type") == "INPUT":
+                kind = WAIT_KINDS.get(event.get("id"))
+                if kind is not None and io.decode(event, kind) is None:
+                    continue
                 waiting.discard(event.get("id"))
                 if not waiting:
                     return True, any(later.get("type") == "STOP" for later in batch[i + 1:])
@@ -83,6 +92,7 @@ def main(argv: list[str] | None = None, node=None, clock=time.monotonic, sleep=t
         arrived, stop_seen = _wait_for_inputs(io, wait_for)
         if not arrived:
             io.log("warn", f"stopped before each of {sorted(wait_for)} delivered: script not played")
+            io.publish_diagnostics(force=True)
             return
     io.log("info", f"scripted operator: {script.duration_s:.1f} s at {rate_hz:.0f} Hz")
     start = last = clock()

@@ -35,6 +35,7 @@ class Diagnostics:
         self.level = "ok"
         self.message = ""
         self.details: dict[str, Any] = {}
+        self.rejected_by_reason: dict[str, int] = {}
         self._last_publish_ns: int | None = None
         self._rejected_at_publish = 0
         self._clamped_at_publish = 0
@@ -45,8 +46,7 @@ class Diagnostics:
         self.rejected += 1
         self.last_error = reason
         self._last_reject = reason
-        by_reason = self.details.setdefault("rejected_by_reason", {})
-        by_reason[category] = by_reason.get(category, 0) + 1
+        self.rejected_by_reason[category] = self.rejected_by_reason.get(category, 0) + 1
 
     def clamp(self, reason: str) -> None:
         """Counts one input that was cut down to a limit before use, and remembers which."""
@@ -87,6 +87,12 @@ class Diagnostics:
             parts.append(f"{clamped} input(s) clamped (last: {self.last_clamp})")
         return "warn", "since the last report: " + "; ".join(parts)
 
+    def _details(self) -> dict[str, Any]:
+        """The node's details, with the rejections per reason once there are any."""
+        if not self.rejected_by_reason:
+            return self.details
+        return {**self.details, "rejected_by_reason": dict(self.rejected_by_reason)}
+
     def snapshot(self, now_ns: int) -> dict[str, Any]:
         """A Diagnostics message dict; marks the publication time and starts a new period."""
         level, message = self._reported_status()
@@ -104,5 +110,5 @@ class Diagnostics:
             "clamped": self.clamped,
             "dropped": self.dropped,
             "last_error": self.last_error,
-            "details_json": json.dumps(self.details, sort_keys=True, default=float),
+            "details_json": json.dumps(self._details(), sort_keys=True, default=float),
         }

@@ -699,6 +699,8 @@ def decode_image(value: pa.Array, metadata: Mapping[str, Any]) -> np.ndarray:
         width, height, encoding = int(metadata["width"]), int(metadata["height"]), metadata["encoding"]
     except (KeyError, TypeError, ValueError) as exc:
         raise MessageError(f"image metadata incomplete: {exc}") from None
+    if width <= 0 or height <= 0:
+        raise MessageError(f"image size {width}x{height} is impossible (both must be positive)", reason="out_of_range")
     channels = IMAGE_ENCODINGS.get(encoding)
     if channels is None:
         raise MessageError(f"unknown image encoding {encoding!r}")

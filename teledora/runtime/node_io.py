@@ -160,9 +160,9 @@ class NodeIO:
                 kept.append(event)
             elif event.get("type") == "INPUT":
                 try:
-                    status = decode("RecorderStatus", event["value"])
+                    status = decode("RecorderStatus", event["value"], self.limits, self.clock())
                 except MessageError as exc:
-                    self.reject(f"input {RECORDER_INPUT!r}: {exc}")
+                    self.reject(f"input {RECORDER_INPUT!r}: {exc}", exc.reason)
                     continue
                 self.recorder_watch.feed(status, self.clock())
             elif event.get("type") == "INPUT_CLOSED":

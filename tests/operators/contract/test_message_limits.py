@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -146,3 +147,12 @@ def test_without_limits_decode_checks_the_shape_alone():
     value = xr(left=hand(position=[1e308, 0.0, 0.0]))
     assert decode("XrControllers", value)["left"]["position"][0] == 1e308
     assert np.isfinite(decode("XrControllers", xr(), LIMITS, None)["left"]["position"]).all()
+
+
+@pytest.mark.parametrize("width, height", [(-4, -1), (0, 10), (10, 0), (-2, 3)])
+def test_an_image_of_impossible_size_is_refused_even_when_its_byte_count_matches(width, height):
+    from teledora.operators.contract.messages import decode_image
+
+    pixels = pa.array(np.zeros(max(1, abs(width * height)) * 3, dtype=np.uint8))
+    with pytest.raises(MessageError, match="impossible"):
+        decode_image(pixels, dict(width=width, height=height, encoding="rgb8"))
