@@ -202,7 +202,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                     if outliers is not None:
                         screened = outliers.apply(scan)
                         for reason in screened.reasons():
-                            io.diag.reject(reason)
+                            io.diag.reject(reason, category="range_outlier")
                         scan = screened.scan
                     io.send("scan", "LaserScan", scan.to_message())
                     io.diag.set_status("ok", f"{backend.turns} turns cast")

@@ -210,7 +210,7 @@ def test_isolated_range_spikes_are_rejected_counted_and_raise_the_level(tmp_path
     diags = _diags(node)
     details = json.loads(diags[-1]["details_json"])
     assert details["outliers_rejected"] >= 2 * sum(judged)  # ~3.1 spikes in each turn
-    assert diags[-1]["rejected"] == details["outliers_rejected"]
+    assert diags[-1]["rejected"] == details["outliers_rejected"] == details["rejected_by_reason"]["range_outlier"]
     assert any(d["level"] == "warn" and "range outlier" in d["message"] for d in diags)
 
 

@@ -128,5 +128,6 @@ def test_an_isolated_range_spike_is_rejected_and_counted_after_the_first_turn(tm
         else:
             assert np.isnan(scan.ranges[ray])
     diag = decode("Diagnostics", node.outputs["diagnostics"][-1])
-    assert diag["rejected"] == 3 and json.loads(diag["details_json"])["outliers_rejected"] == 3
+    details = json.loads(diag["details_json"])
+    assert diag["rejected"] == 3 and details["outliers_rejected"] == 3 == details["rejected_by_reason"]["range_outlier"]
     assert "range outlier" in diag["last_error"]
