@@ -24,6 +24,7 @@ from teledora.operators.config import ConfigError
 
 if TYPE_CHECKING:
     from teledora.operators.contract.topic_rates import RateTable
+    from teledora.operators.dataflow.node_scheduling import SchedulingConfig
     from teledora.operators.drive.drive_config import DriveConfig
     from teledora.operators.drive.servo_calibration import CalibrationFile
     from teledora.operators.estimation.estimation_config import EstimationConfig
@@ -54,10 +55,11 @@ DEMO_SCRIPT = "alohamini2/demo_script.yaml"
 PICK_PLACE_SCRIPT = "alohamini2/pick_place_script.yaml"
 RATES = "alohamini2/rates.yaml"
 VIEWER = "alohamini2/viewer.yaml"
+SCHEDULING = "alohamini2/scheduling.yaml"
 
 # Every shipped config file (tests check that each of their keys is read).
 SHIPPED = (PROFILE, DRIVE, CALIBRATION, IK, TELEOP, LIDAR, ESTIMATION, MOCAP, RENDERER, CAMERAS, DEMO_SCRIPT, PICK_PLACE_SCRIPT, RATES,
-           VIEWER)
+           VIEWER, SCHEDULING)
 
 
 def read_config_file(name_or_path: PathLike) -> tuple[str, Mapping[str, Any]]:
@@ -199,6 +201,13 @@ def load_rate_table(name_or_path: PathLike | None = None) -> RateTable:
     from teledora.operators.contract.topic_rates import RateTable
 
     return load_config(name_or_path or RATES, RateTable.from_mapping)
+
+
+def load_scheduling_config(name_or_path: PathLike | None = None) -> SchedulingConfig:
+    """scheduling.yaml: the control path's real-time policies and their CPU budget."""
+    from teledora.operators.dataflow.node_scheduling import SchedulingConfig
+
+    return load_config(name_or_path or SCHEDULING, SchedulingConfig.from_mapping)
 
 
 def load_viewer_config(name_or_path: PathLike | None = None) -> ViewerConfig:

@@ -107,11 +107,40 @@ class NodeIO:
         self.recording_hold_reason = ""
         self._limits: MessageLimits | None = None
         self._limits_now: int | None = None  # the clock value stamps are checked against, per batch
+        self.scheduling = self._schedule(node)
         self.journal = None
         if journal:
             from teledora.runtime.node_journal import NodeJournal, follow_run_from_env
 
             self.journal = NodeJournal(self, follow_run_from_env())
+
+    def _schedule(self, node: Any) -> Any:
+        """Real-time scheduling for a control-path node (scheduling.yaml), only
+        for a real dora node: a test's MockNode shares the test's process."""
+        from dora import Node
+
+        if not isinstance(node, Node):
+            return None
+        from teledora.runtime.realtime import apply_node_scheduling, load_scheduling
+
+        try:
+            table = load_scheduling()
+        except (OSError, ValueError) as exc:
+            self.fail_start("scheduling", exc)
+        if table is None or table.for_node(self.name) is None:
+            return None
+
+        def demoted(report: Any) -> None:
+            self.diag.error(report.problem)
+            self.diag.set_status("error", report.problem)
+            self.diag.details["scheduling"] = report.as_details()
+            self.log("error", report.problem)
+
+        report = apply_node_scheduling(table.for_node(self.name), table.cpu_budget_ms, demoted)
+        self.diag.details["scheduling"] = report.as_details()
+        if report.problem:  # said once, like the recorder's priority; the node runs on unprioritised
+            self.log("warn", report.problem)
+        return report
 
     def now(self) -> int:
         """The time now (host ns); journaled, or replayed from a journal."""

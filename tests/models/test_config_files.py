@@ -27,6 +27,7 @@ from teledora.operators.rendering.camera_intrinsics import RendererConfig
 from teledora.operators.cameras.camera_config import CamerasConfig
 from teledora.operators.teleop.teleop_scheme import TeleopConfig
 from teledora.operators.viewing.viewer_config import ViewerConfig
+from teledora.operators.dataflow.node_scheduling import SchedulingConfig
 from teledora.operators.xr.scripted_operator import OperatorScript
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,6 +49,7 @@ LOADERS: dict[str, tuple[Callable[..., Any], type]] = {
     cf.PICK_PLACE_SCRIPT: (cf.load_demo_script, OperatorScript),
     cf.RATES: (cf.load_rate_table, RateTable),
     cf.VIEWER: (cf.load_viewer_config, ViewerConfig),
+    cf.SCHEDULING: (cf.load_scheduling_config, SchedulingConfig),
 }
 
 # Defaults that are a format's own, not a second copy of a shipped value.
