@@ -13,8 +13,9 @@ for ``revolution_timeout_s``, protocol or serial error) is reported and retried
 with a growing back-off; after ``hardware.max_restarts`` failed attempts in a
 row the node closes the port and stays in error until it is restarted.
 Every scan passes :class:`teledora.operators.lidar.outlier_filter.OutlierFilter`
-first (lidar.yaml ``outlier_filter``): each isolated range outlier set to NaN
-is counted as a rejection.
+first (lidar.yaml ``outlier_filter``): the isolated range outliers it sets to
+NaN are counted (details ``outliers_rejected``) and make the period's
+diagnostics ``warn``.
 
 Args: ``--lidar front|back`` (or env ``LIDAR``), ``--port`` (or env
 ``LIDAR_PORT``, overrides lidar.yaml), ``--config`` lidar YAML (default:
@@ -65,6 +66,12 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         return {**backend.diagnostics_details(), "consecutive_failures": policy.failures, "gave_up": policy.gave_up,
                 "outliers_rejected": outliers.rays_rejected if outliers is not None else None}
 
+    def flag_outliers() -> None:
+        # real rays are dropped too (a thin object seen for the first time): a warning, not a fault
+        new, last = outliers.report() if outliers is not None else (0, "")
+        if new and io.diag.level == "ok":
+            io.diag.set_status("warn", f"{new} range outlier(s) set to NaN since the last report (last: {last})")
+
     def fault(exc: Exception) -> None:
         nonlocal scanning
         scanning = False
@@ -109,17 +116,14 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                         io.diag.set_status("ok" if backend.health == "good" else "warn",
                                            f"scanning at {1.0 / scan.scan_time:.1f} Hz, health {backend.health}")
                         if outliers is not None:
-                            screened = outliers.apply(scan)
-                            for reason in screened.reasons():
-                                io.diag.reject(reason, category="range_outlier")
-                            scan = screened.scan
+                            scan = outliers.apply(scan).scan
                         io.send("scan", "LaserScan", scan.to_message())
             except RECOVERABLE as exc:
                 fault(exc)
             io.diag.details = details()
-            io.publish_diagnostics()
+            io.publish_diagnostics(refresh=flag_outliers)
     backend.close()
-    io.publish_diagnostics(force=True)
+    io.publish_diagnostics(force=True, refresh=flag_outliers)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ random dropouts and the 0.15-12 m limits follow the A1. A turn is cast as
 soon as the pose input covers its end, so the output is deterministic for a
 given input stream (no wall clock). Every scan passes the same outlier filter
 as the hardware node's (lidar.yaml ``outlier_filter``), so both variants
-publish alike; each ray it sets to NaN is counted as a rejection.
+publish alike; the rays it sets to NaN are counted (``outliers_rejected``)
+and make the period's diagnostics ``warn``.
 
 Args: ``--lidar front|back`` (or env ``LIDAR``), ``--config`` lidar YAML,
 ``--scan-rate-hz`` (overrides lidar.yaml), ``--seed``.
@@ -184,6 +185,11 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     kinds = {"ground_truth": "GroundTruth", "odom": "Odometry"}
     outliers = OutlierFilter(setup.outlier_filter) if setup.outlier_filter is not None else None
 
+    def flag_outliers() -> None:
+        new, last = outliers.report() if outliers is not None else (0, "")
+        if new and io.diag.level == "ok":
+            io.diag.set_status("warn", f"{new} range outlier(s) set to NaN since the last report (last: {last})")
+
     while (batch := io.next_batch()) is not None:
         for event in batch:
             if event["type"] != "INPUT" or event["id"] not in kinds:
@@ -200,10 +206,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
             try:
                 for scan in backend.read(poses):
                     if outliers is not None:
-                        screened = outliers.apply(scan)
-                        for reason in screened.reasons():
-                            io.diag.reject(reason, category="range_outlier")
-                        scan = screened.scan
+                        scan = outliers.apply(scan).scan
                     io.send("scan", "LaserScan", scan.to_message())
                     io.diag.set_status("ok", f"{backend.turns} turns cast")
             except PoseOutOfRangeError as exc:  # a gap in the pose stream: skip that turn
@@ -214,8 +217,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
             io.diag.details = {"turns": backend.turns, "samples_per_turn": backend.samples_per_turn,
                                "scan_rate_hz": 1e9 / backend.period_ns, "out_of_order_poses": poses.out_of_order,
                                "outliers_rejected": outliers.rays_rejected if outliers is not None else None}
-        io.publish_diagnostics()
-    io.publish_diagnostics(force=True)
+        io.publish_diagnostics(refresh=flag_outliers)
+    io.publish_diagnostics(force=True, refresh=flag_outliers)
 
 
 if __name__ == "__main__":

@@ -194,7 +194,8 @@ class FilterResult:
 class OutlierFilter:
     """Applies :func:`isolated_outliers` to one lidar's scans in order, keeping the recent ones.
 
-    Counters: ``scans``, ``rays_rejected``, ``scans_without_previous``.
+    Counters: ``scans``, ``rays_rejected``, ``scans_without_previous``;
+    :meth:`report` gives the rejections of each diagnostics period.
     """
 
     def __init__(self, cfg: OutlierFilterConfig) -> None:
@@ -203,6 +204,14 @@ class OutlierFilter:
         self.scans = 0
         self.rays_rejected = 0
         self.scans_without_previous = 0
+        self._reported = 0
+        self._last_reason = ""
+
+    def report(self) -> tuple[int, str]:
+        """Rays rejected since the previous call, and the last one's reason; starts a new period."""
+        new = self.rays_rejected - self._reported
+        self._reported = self.rays_rejected
+        return new, self._last_reason
 
     def reset(self) -> None:
         """Forgets the previous scans (after a restart of the lidar: the next scan is a first one)."""
@@ -236,5 +245,7 @@ class OutlierFilter:
         if intensities.size:
             intensities[rejected] = 0.0
         self.rays_rejected += int(rejected.size)
-        return FilterResult(replace(scan, ranges=ranges, intensities=intensities), rejected, usable,
-                            scan.ranges[rejected].astype(np.float64))
+        result = FilterResult(replace(scan, ranges=ranges, intensities=intensities), rejected, usable,
+                              scan.ranges[rejected].astype(np.float64))
+        self._last_reason = result.reasons()[-1]
+        return result

@@ -167,6 +167,7 @@ def test_filter_rejects_counts_and_remembers_the_scan_as_received():
                              "turn near its bearing"]
     assert math.isnan(res.scan.ranges[42]) and res.scan.intensities[42] == 0.0
     assert res.scan.ranges[41] == 3.0 and f.rays_rejected == 1 and f.scans == 2
+    assert f.report() == (1, res.reasons()[0]) and f.report()[0] == 0  # per diagnostics period
     # the next turn sees 7.0 there again: the raw previous turn vouches for it
     assert f.apply(scan(spiked, 1_360_000_000)).rejected.size == 0
 
