@@ -36,6 +36,8 @@ class Diagnostics:
         self.message = ""
         self.details: dict[str, Any] = {}
         self.rejected_by_reason: dict[str, int] = {}
+        # what the node runtime reports (scheduling), kept whatever the node does with ``details``
+        self.runtime_details: dict[str, Any] = {}
         self._last_publish_ns: int | None = None
         self._rejected_at_publish = 0
         self._clamped_at_publish = 0
@@ -88,10 +90,11 @@ class Diagnostics:
         return "warn", "since the last report: " + "; ".join(parts)
 
     def _details(self) -> dict[str, Any]:
-        """The node's details, with the rejections per reason once there are any."""
-        if not self.rejected_by_reason:
+        """The node's details, the runtime's, and the rejections per reason once there are any."""
+        if not (self.rejected_by_reason or self.runtime_details):
             return self.details
-        return {**self.details, "rejected_by_reason": dict(self.rejected_by_reason)}
+        extra = {"rejected_by_reason": dict(self.rejected_by_reason)} if self.rejected_by_reason else {}
+        return {**self.details, **self.runtime_details, **extra}
 
     def snapshot(self, now_ns: int) -> dict[str, Any]:
         """A Diagnostics message dict; marks the publication time and starts a new period."""

@@ -133,11 +133,11 @@ class NodeIO:
         def demoted(report: Any) -> None:
             self.diag.error(report.problem)
             self.diag.set_status("error", report.problem)
-            self.diag.details["scheduling"] = report.as_details()
+            self.diag.runtime_details["scheduling"] = report.as_details()
             self.log("error", report.problem)
 
         report = apply_node_scheduling(table.for_node(self.name), table.cpu_budget_ms, demoted)
-        self.diag.details["scheduling"] = report.as_details()
+        self.diag.runtime_details["scheduling"] = report.as_details()
         if report.problem:  # said once, like the recorder's priority; the node runs on unprioritised
             self.log("warn", report.problem)
         return report
