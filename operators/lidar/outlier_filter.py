@@ -155,20 +155,27 @@ def isolated_outliers(
     if not spike.any():
         return out
 
+    # only the few spikes need the previous turns: gather their windows
+    idx = np.flatnonzero(spike)
     kp = int(cfg.previous_window_deg / step_deg + 1e-9)
-    seen = np.zeros(n, dtype=bool)
-    vouched = np.zeros(n, dtype=bool)
+    window = idx[:, None] + np.arange(-kp, kp + 1)[None, :]
+    inside = (window >= 0) & (window < n)
+    if wrap:
+        window, inside = window % n, np.ones_like(inside)
+    window = np.clip(window, 0, n - 1)
+    x = r[idx][:, None]
+    seen = np.zeros(idx.size, dtype=bool)
+    vouched = np.zeros(idx.size, dtype=bool)
     for p in previous:
         p_lo, p_hi = _intervals(np.asarray(p, dtype=np.float64), range_min, range_max)
-        for d in range(-kp, kp + 1):
-            s_lo, s_hi = _shift(p_lo, d, wrap), _shift(p_hi, d, wrap)
-            measured = ~np.isnan(s_lo)
-            gap, near = _gap_and_near(r, s_lo, s_hi)
-            with np.errstate(invalid="ignore"):
-                vouched |= measured & (gap <= tolerance(near))
-            seen |= measured
-    return spike & seen & ~vouched
-
+        w_lo, w_hi = p_lo[window], p_hi[window]
+        measured = inside & ~np.isnan(w_lo)
+        gap, near = _gap_and_near(x, w_lo, w_hi)
+        with np.errstate(invalid="ignore"):
+            vouched |= (measured & (gap <= tolerance(near))).any(axis=1)
+        seen |= measured.any(axis=1)
+    out[idx[seen & ~vouched]] = True
+    return out
 
 @dataclass
 class FilterResult:
