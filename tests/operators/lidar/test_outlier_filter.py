@@ -212,3 +212,13 @@ def test_a_thin_object_caught_only_every_other_turn_passes():
         g.apply(scan(room, 1_000_000_000 + k * 100_000_000))
     assert g.apply(scan(leg, 1_600_000_000)).rejected.tolist() == [200]
     assert len(g._previous) <= 6  # only the scans of the last 0.5 s are kept
+
+
+def test_the_previous_turns_window_wraps_round_a_whole_turn():
+    pole = np.full(N, 3.0)
+    pole[2] = 1.2
+    before = np.full(N, 3.0)
+    before[357] = 1.2  # 5 degrees away across the seam
+    assert not outliers(pole, before)[2]
+    # on a stretch that is not a whole turn nothing wraps: the same bearings are 355 rays apart
+    assert isolated_outliers(pole[:358], [before[:358]], INC, R_MIN, R_MAX, CFG)[2]
