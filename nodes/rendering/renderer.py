@@ -113,7 +113,8 @@ def _end_idle(io: NodeIO) -> str:
     published. The node says so in one diagnostics message and ends, so that
     dora stops delivering it the states (about 130 a second in the sim demo)
     that it would only have read and dropped."""
-    reason = "idle: no window and no cameras to render; the node ended"
+    reason = ("idle: no window and no cameras to render (camera images come from the cameras node); "
+              "nothing to do here, so the renderer stops, as intended")
     io.diag.set_status("ok", reason)
     io.diag.details = {"window": "off", "cameras": [], "idle": True}
     io.log("info", reason)

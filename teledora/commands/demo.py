@@ -10,8 +10,15 @@ of the default demo script (models/alohamini2/pick_place_script.yaml, through
 the scripted xr node's TELEDORA_XR_SCRIPT) and names its episodes' task.
 
 ``--view`` adds the Rerun ``viewer`` node (docs/viewing.md): the dataflow with
-it is written to a temporary folder and started from there; the dataflow file
-itself is left as it is.
+it is written to a temporary folder and started from there, and the folder is
+removed when the run ends (dora's node logs from it move into the run, as
+``dora_logs/``); the dataflow file itself is left as it is.
+
+The console shows one line per node started, problems, a status line and the
+closing lines; all of dora's output goes to ``RUN/dora.log``, and to the
+console too with ``--verbose`` (teledora/commands/_run_console.py). The
+pick-and-place scenario ends by saying how far the cube moved and how many
+episodes were kept, read from the recording.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -28,10 +36,13 @@ import yaml
 
 from teledora.commands._dora_process import (DEFAULT_STARTUP_TIMEOUT_S, RECORDER_DIED_RC, RecorderGuard, recorder_node,
                                             run_dora)
+from teledora.commands._run_console import LOG_NAME, RunConsole
 from teledora.models.config_files import PICK_PLACE_SCRIPT
 from teledora.runtime.library_backtraces import without_library_backtraces
 
 DEFAULT_DATAFLOW = Path("dataflows/sim.yml")
+DORA_LOGS = "dora_logs"  # a --view run's dora node logs, moved into the run from the temporary dataflow's folder
+PICK_PLACE_OBJECT = "cube_red"  # the object the pick-and-place script moves
 
 #: `teledora demo --script NAME`: the operator script and the episodes' task text
 #: (None: the dataflow's own). The default demo's script is the xr node's default.
@@ -54,6 +65,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         p.add_argument("--speed", type=float, default=None, help="sim real-time factor (default 1.0)")
         p.add_argument("--view", action="store_true",
                        help="add the Rerun viewer node: a viewer window, or RUN/viewer.rrd without a display (docs/viewing.md)")
+        p.add_argument("--verbose", action="store_true",
+                       help="show all of dora's output as it comes (it always goes to RUN/dora.log)")
         add_startup_timeout(p)
         p.set_defaults(func=_run, demo=(name == "demo"))
 
@@ -95,49 +108,113 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     run_dir = new_run_path(args.runs_dir)
     env = dora_environment(run_dir, args.speed)
-    script, task = DEMO_SCRIPTS[getattr(args, "script", "demo")]
+    script_name = getattr(args, "script", "demo")
+    script, task = DEMO_SCRIPTS[script_name]
     if script is not None:
         env["TELEDORA_XR_SCRIPT"] = script
     if task is not None:
         env["TELEDORA_EPISODE_TASK"] = task
+    view_dir: Path | None = None
     if getattr(args, "view", False):
         try:
-            dataflow = add_viewer(dataflow)
+            view_dir = Path(tempfile.mkdtemp(prefix="teledora-view-"))
+            dataflow = add_viewer(dataflow, view_dir)
         except (RuntimeError, ValueError) as exc:
             print(f"teledora: {exc}", file=sys.stderr)
+            if view_dir is not None:
+                shutil.rmtree(view_dir, ignore_errors=True)
             return 2
-        print(f"teledora: with the viewer node: {dataflow}", flush=True)
+    try:
+        return _run_dataflow(args, dataflow, run_dir, env, script_name, view_dir)
+    finally:
+        if view_dir is not None:  # the generated dataflow; dora's node logs in it go with the run
+            if (view_dir / "out").is_dir():
+                shutil.move(str(view_dir / "out"), str(run_dir / DORA_LOGS))
+            shutil.rmtree(view_dir, ignore_errors=True)
+
+
+def _run_dataflow(args: argparse.Namespace, dataflow: Path, run_dir: Path, env: dict[str, str], script_name: str,
+                  view_dir: Path | None) -> int:
     dora = Path(sys.executable).parent / "dora"
     cmd = [str(dora) if dora.exists() else "dora", "run", str(dataflow)]
     stop_after = args.stop_after or ("300s" if args.demo else None)  # the demo ends by itself (~80 s unloaded)
     if stop_after:
         cmd += ["--stop-after", stop_after]
-    print(f"teledora: {' '.join(cmd)}", flush=True)
+    with_viewer = " (with the viewer node added)" if view_dir is not None else ""
+    print(f"teledora: {' '.join(cmd)}{with_viewer}", flush=True)
     recorder_id = recorder_node(dataflow)
-    guard = None if recorder_id is None else RecorderGuard(recorder_id, str(run_dir), str(dataflow.resolve().parent / "out"))
+    logs_dir = run_dir / DORA_LOGS if view_dir is not None else dataflow.resolve().parent / "out"
+    guard = None if recorder_id is None else RecorderGuard(recorder_id, str(run_dir), str(logs_dir))
+    console = RunConsole(sys.stdout, run_dir / LOG_NAME, run_dir, verbose=args.verbose).start()
     try:
-        rc = run_dora(cmd, env, startup_timeout_s=args.startup_timeout_s, recorder=guard)
+        rc = run_dora(cmd, env, startup_timeout_s=args.startup_timeout_s, recorder=guard, out=console, say=console.say)
     except KeyboardInterrupt:  # the user stopped it, and dora with it: say where the recording went
         rc = 130
-    manifest = run_dir / "manifest.json"
-    if manifest.exists():
-        counts = json.loads(manifest.read_text()).get("topics", {})
-        total = sum(int(v.get("count", v) if isinstance(v, dict) else v) for v in counts.values())
-        print(f"teledora: recorded {total} messages on {len(counts)} topics")
-    print(f"teledora: recording in {run_dir}")
-    if manifest.exists():
-        print(f"teledora: look at it with `teledora log info {run_dir}` and `teledora tracking {run_dir}`;"
-              f" re-run the control nodes on it exactly with"
-              f" `teledora replay {run_dir} --live teleop,ik,scan_merger --exact --speed 0`")
-    if getattr(args, "view", False) and (run_dir / "viewer.rrd").exists():
-        print(f"teledora: live view saved in {run_dir / 'viewer.rrd'} (`rerun {run_dir / 'viewer.rrd'}`)")
-    if manifest.exists():
-        print(f"teledora: see it in Rerun with `teledora view {run_dir}`")
+    counts_lines = console.close()
+    for line in closing_lines(run_dir, console, script_name if args.demo else None, view_dir is not None):
+        print(f"teledora: {line}")
+    for line in counts_lines:
+        print(f"teledora: {line}")
     if rc == RECORDER_DIED_RC and guard is not None:
         print(f"teledora: the run was stopped because its recorder died (exit status {rc})", file=sys.stderr)
     elif rc != 0:
         print(f"teledora: dora run exited with {rc}", file=sys.stderr)
+    sys.stdout.flush()
     return rc
+
+
+def rerun_command() -> str:
+    """How to start this environment's Rerun viewer: its own ``rerun``, else ``python -m rerun``."""
+    from teledora.devices.viewing.rerun_sink import viewer_binary
+
+    local = Path(sys.executable).parent / "rerun"
+    return str(local) if local.exists() else (viewer_binary() or f"{sys.executable} -m rerun")
+
+
+def _disk_mb(run_dir: Path) -> float:
+    return sum(p.stat().st_size for p in run_dir.rglob("*") if p.is_file()) / 1e6
+
+
+def closing_lines(run_dir: Path, console: RunConsole, script: str | None, view: bool) -> list[str]:
+    """Where the recording went, how much it holds, what to do with it next."""
+    manifest = run_dir / "manifest.json"
+    if not manifest.exists():
+        return [f"recording in {run_dir} (nothing recorded)"]
+    counts = json.loads(manifest.read_text()).get("topics", {})
+    total = sum(int(v.get("count", v) if isinstance(v, dict) else v) for v in counts.values())
+    lines = [f"recorded {total:,} messages on {len(counts)} topics; recording in {run_dir} ({_disk_mb(run_dir):,.0f} MB)"]
+    if script == "pick-place":
+        lines += pick_place_outcome(run_dir)
+    lines.append(f"look at it: `teledora log info {run_dir}`, `teledora tracking {run_dir}`; "
+                 f"in Rerun: `teledora view {run_dir}`")
+    if view and (run_dir / "viewer.rrd").exists():
+        lines.append(f"live view saved: `{rerun_command()} {run_dir / 'viewer.rrd'}`")
+    lines.append(f"re-run its control nodes exactly: `teledora replay {run_dir} --live teleop,ik,scan_merger --exact --speed 0`")
+    return lines
+
+
+def pick_place_outcome(run_dir: Path) -> list[str]:
+    """The pick and place's outcome from the recording: how far the cube went
+    (its true poses, sim/objects), the episodes kept, and the export command."""
+    from teledora.operators.contract.messages import MessageError, decode
+    from teledora.operators.datasets.episodes import split_episodes
+    from teledora.operators.datasets.scenario_outcome import object_travel
+    from teledora.recording.lerobot_export import episode_marks
+    from teledora.recording.run_reader import RunReader
+
+    try:
+        reader = RunReader(run_dir)
+        poses = [decode("ObjectPoses", rec.value) for rec in reader.iter_topic("sim__objects")] \
+            if "sim__objects" in reader.topics else []
+        marks = episode_marks(reader)
+    except (OSError, ValueError, MessageError) as exc:
+        return [f"pick-place: the outcome cannot be read from the recording ({exc})"]
+    travel = object_travel(poses, PICK_PLACE_OBJECT)
+    moved = f"pick-place: {travel.sentence()}" if travel else f"pick-place: no pose of {PICK_PLACE_OBJECT} was recorded"
+    split = split_episodes(marks, 0, 2**62, "")  # episodes still open at the end count as kept
+    kept = len(split.episodes) if marks else 0
+    return [f"{moved}; {kept} episode(s) kept, {len(split.discarded)} discarded",
+            f"next: the dataset: `teledora log export {run_dir} --format lerobot -o datasets/pick_place`"]
 
 
 def add_viewer(dataflow: Path, out_dir: Path | None = None) -> Path:
@@ -157,7 +234,7 @@ def add_viewer(dataflow: Path, out_dir: Path | None = None) -> Path:
     viewer_file = source.parent.parent / "nodes" / "viewing" / "viewer.py"
     uses_modules = all(n.get("path") == "python" for n in parsed.get("nodes", []))
     augmented = with_viewer(parsed, str(source.parent), None if uses_modules or not viewer_file.exists() else str(viewer_file))
-    out_dir = out_dir or Path(tempfile.mkdtemp(prefix="teledora-view-"))
+    out_dir = out_dir or Path(tempfile.mkdtemp(prefix="teledora-view-"))  # the caller removes it
     out = out_dir / f"{source.stem}.view.yml"
     types = source.parent / "types"  # dora finds the message types next to the dataflow file
     if types.is_dir() and not (out_dir / "types").exists():
