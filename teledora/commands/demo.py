@@ -37,6 +37,7 @@ import yaml
 from teledora.commands._dora_process import (DEFAULT_STARTUP_TIMEOUT_S, RECORDER_DIED_RC, RecorderGuard, recorder_node,
                                             run_dora)
 from teledora.commands._run_console import LOG_NAME, RunConsole
+from teledora.commands.view import rerun_command
 from teledora.models.config_files import PICK_PLACE_SCRIPT
 from teledora.runtime.library_backtraces import without_library_backtraces
 
@@ -161,14 +162,6 @@ def _run_dataflow(args: argparse.Namespace, dataflow: Path, run_dir: Path, env: 
         print(f"teledora: dora run exited with {rc}", file=sys.stderr)
     sys.stdout.flush()
     return rc
-
-
-def rerun_command() -> str:
-    """How to start this environment's Rerun viewer: its own ``rerun``, else ``python -m rerun``."""
-    from teledora.devices.viewing.rerun_sink import viewer_binary
-
-    local = Path(sys.executable).parent / "rerun"
-    return str(local) if local.exists() else (viewer_binary() or f"{sys.executable} -m rerun")
 
 
 def _disk_mb(run_dir: Path) -> float:

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from teledora.commands._progress import progress, recorded_total
 from teledora.models.config_files import load_profile
 from teledora.operators.errors import ConfigError
 from teledora.operators.recording.recording_gaps import GAP_KINDS, GapDetector
@@ -356,7 +357,8 @@ def _export(args: argparse.Namespace) -> int:
         print(f"teledora log: {exc}", file=sys.stderr)
         return 2
     skipped: list[str] = []
-    counts = export_mcap(reader, output, topics, profile=profile, skipped=skipped)
+    with progress(f"exporting {output.name}", recorded_total(reader.manifest, topics)) as advance:
+        counts = export_mcap(reader, output, topics, profile=profile, skipped=skipped, advance=advance)
     print(f"wrote {output}: {sum(counts.values())} messages on {len(counts)} channels")
     if skipped:
         print(f"skipped {len(skipped)} image frame(s) that are not valid images (first: {skipped[0]})")
@@ -364,6 +366,11 @@ def _export(args: argparse.Namespace) -> int:
         args.layout.write_text(foxglove_layout(channel_schemas(output)))
         print(f"wrote {args.layout}: import it in Foxglove (Layouts, Import from file) after opening {output.name}")
     return 0
+
+
+def _finished_only(line: str) -> None:
+    if line.startswith("encoded"):
+        print(line, flush=True)
 
 
 def _export_lerobot(args: argparse.Namespace) -> int:
@@ -384,7 +391,9 @@ def _export_lerobot(args: argparse.Namespace) -> int:
     )
     root = args.output or (args.run / "lerobot")
     try:
-        report = export_run(args.run, root, opts, append=args.append, progress=lambda line: print(line, flush=True))
+        with progress("encoding camera videos", None, "frames") as advance:
+            # the bar shows the encoding; of the export's own lines only the finished cameras are kept
+            report = export_run(args.run, root, opts, append=args.append, advance=advance, progress=_finished_only)
     except ExportError as exc:
         print(f"teledora log: {exc}", file=sys.stderr)
         return 2

@@ -19,6 +19,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from teledora.commands._progress import recorded_total, track
 from teledora.operators.errors import TeledoraError
 from teledora.recording import RecordingError, RunReader, replay_metadata
 
@@ -241,14 +242,16 @@ def make_video(args: argparse.Namespace) -> int:
         topic = None if args.render else image_topic(reader, args.camera, args.topic)
         out = Path(args.output or Path(args.run) / f"{args.camera}.mp4")
         if topic is not None:
-            count, fps = write_mp4(recorded_frames(reader, topic), out, args.fps)
+            frames = track(recorded_frames(reader, topic), f"writing {out.name}", recorded_total(reader.manifest, [topic]),
+                           "frames")
+            count, fps = write_mp4(frames, out, args.fps)
             how = f"from recorded topic {topic}"
         else:
             if _needs_fresh_process():
                 return _rerun_headless(args)
             fps_render = args.fps or 15.0
             frames = rendered_frames(reader, args.camera, fps_render, args.width, args.height)
-            count, fps = write_mp4(frames, out, fps_render)
+            count, fps = write_mp4(track(frames, f"rendering {out.name}", None, "frames"), out, fps_render)
             how = "rendered from recorded states"
     except (RecordingError, VideoError, KeyError) as exc:
         print(f"teledora video: {exc}", file=sys.stderr)

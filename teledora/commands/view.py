@@ -12,6 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from teledora.commands._progress import progress, recorded_total
 from teledora.devices.viewing.rerun_sink import ViewerUnavailable, open_viewer, require_rerun
 
 
@@ -21,6 +22,28 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--save", type=Path, default=None, help="only write the Rerun recording to this .rrd file")
     p.add_argument("--config", default=None, help="viewer config (default: the shipped alohamini2/viewer.yaml)")
     p.set_defaults(func=_view)
+
+
+def rerun_command() -> str:
+    """How to start this environment's Rerun viewer, said the same by every
+    command: the ``rerun`` next to this Python, else ``python -m rerun``."""
+    local = Path(sys.executable).parent / "rerun"
+    return str(local) if local.exists() else f"{sys.executable} -m rerun"
+
+
+class _Counted:
+    """The run's reader, advancing a progress bar for each message the conversion reads."""
+
+    def __init__(self, reader, advance) -> None:
+        self._reader, self._advance = reader, advance
+
+    def __getattr__(self, name: str):
+        return getattr(self._reader, name)
+
+    def iter_sent(self, *args, **kwargs):
+        for msg in self._reader.iter_sent(*args, **kwargs):
+            self._advance(1)
+            yield msg
 
 
 def _view(args: argparse.Namespace) -> int:
@@ -45,10 +68,15 @@ def _view(args: argparse.Namespace) -> int:
     config = load_viewer_config(args.config)
     mapper = ViewMapper(config, load_robot_binding(load_renderer_config(), models.load_profile()))
     output = args.save or (args.run / "view.rrd")
-    result = convert_run(reader, mapper, output, recording_id=args.run.resolve().name)
+    with progress(f"converting to {output.name}", recorded_total(reader.manifest)) as advance:
+        result = convert_run(_Counted(reader, advance), mapper, output, recording_id=args.run.resolve().name)
     print(f"teledora view: {result.messages} messages read, {result.shown} shown"
           f" ({result.items} items, {result.invalid} invalid skipped) -> {output}")
     if args.save is None:
-        how = open_viewer(output)
-        print("teledora view: Rerun viewer started" if how == "spawned" else f"teledora view: {how}")
+        if open_viewer(output) == "spawned":
+            print("teledora view: Rerun viewer started")
+        else:
+            rerun = rerun_command()
+            print(f"teledora view: no display: open it with `{rerun} {output}` on a machine with one, "
+                  f"or in a browser with `{rerun} --web-viewer {output}`")
     return 0

@@ -477,8 +477,11 @@ def export_run(
     *,
     append: bool,
     progress: Callable[[str], None] = lambda line: None,
+    advance: Callable[[int, int], None] | None = None,
 ) -> ExportReport:
-    """Exports one run into the dataset at ``root`` (created, or appended to)."""
+    """Exports one run into the dataset at ``root`` (created, or appended to).
+    ``progress`` gets a line now and then; ``advance`` gets ``(1, total)`` for
+    each video frame encoded, ``total`` being the frames of all cameras."""
     t_start = time.perf_counter()
     reader = RunReader(run_dir)
     state_before = read_dataset_state(root)
@@ -552,6 +555,8 @@ def export_run(
                 if k in pick:
                     samples.append(cache_img[::sub, ::sub])
                 done += 1
+                if advance is not None:
+                    advance(1, total * len(cameras))
                 if time.perf_counter() - last_report > 2.0:
                     progress(f"encoding {key}: {done}/{total} frames ({100 * done // total}%)")
                     last_report = time.perf_counter()

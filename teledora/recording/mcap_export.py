@@ -416,6 +416,7 @@ def export_mcap(
     model=None,
     profile: RobotProfile | None = None,
     skipped: list[str] | None = None,
+    advance: Callable[[int], None] | None = None,
 ) -> dict[str, int]:
     """Writes the run (or ``topics`` of it) to an MCAP file with the 3D
     channels and the plain-data channels; returns message counts per MCAP channel.
@@ -426,6 +427,7 @@ def export_mcap(
         profile: The robot profile; default the shipped one.
         skipped: Gets one line per image frame left out because it is not a
             valid image (sizes, encoding and byte count disagree).
+        advance: Called with 1 for each recorded message read (progress).
     """
     import mujoco
     from mcap.writer import Writer
@@ -464,6 +466,8 @@ def export_mcap(
         out = _McapOut(writer)
         started = False
         for msg in reader.iter_messages(chosen):
+            if advance is not None:
+                advance(1)
             t_ns = msg.stamp_ns if msg.stamp_ns is not None else message_time_ns(msg)
             if not started:
                 t0 = int(start_ns) if isinstance(start_ns, int) and start_ns <= msg.recv_ns else msg.recv_ns

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from teledora.commands import demo
+from teledora.commands import demo, view
 from teledora.commands._run_console import RunConsole, RunWatch
 from teledora.operators.contract.messages import encode
 from teledora.operators.datasets.scenario_outcome import object_travel
@@ -146,8 +146,7 @@ def test_object_travel_ignores_other_objects_and_poses_that_are_not_finite():
 def test_the_rerun_command_is_this_environment_s(monkeypatch, tmp_path):
     fake_bin = tmp_path / "bin"
     fake_bin.mkdir()
-    monkeypatch.setattr(demo.sys, "executable", str(fake_bin / "python"))
-    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    assert demo.rerun_command() == f"{fake_bin / 'python'} -m rerun"
+    monkeypatch.setattr(view.sys, "executable", str(fake_bin / "python"))
+    assert view.rerun_command() == f"{fake_bin / 'python'} -m rerun"
     (fake_bin / "rerun").write_text("")
-    assert demo.rerun_command() == str(fake_bin / "rerun")
+    assert view.rerun_command() == str(fake_bin / "rerun")
