@@ -61,7 +61,7 @@ class RejectionTally:
 
     def reject(self, reason: str, message: str) -> None:
         """One refusal of the loop's own (a frame)."""
-        self.io.diag.reject(f"{reason}: {message}")
+        self.io.diag.reject(f"{reason}: {message}", reason)
         self._count(reason, 1, message)
 
     def absorb_device(self, counts: Mapping[str, int]) -> None:
@@ -70,6 +70,7 @@ class RejectionTally:
             new = total - self._device_seen.get(reason, 0)
             if new > 0:
                 self.io.diag.rejected += new
+                self.io.diag.rejected_by_reason[reason] = self.io.diag.rejected_by_reason.get(reason, 0) + new
                 self.io.diag.last_error = f"{reason}: refused by the feed device"
                 self._count(reason, new, "refused by the feed device")
         self._device_seen = dict(counts)
@@ -87,8 +88,7 @@ class RejectionTally:
             self.io.diag.set_status("warn", f"refused since last report: {listed}")
         else:
             self.io.diag.set_status("ok", "")
-        self.io.diag.details["rejected_by_reason"] = dict(self.by_reason)
-        self._period.clear()
+        self._period.clear()  # (the runtime publishes the counts per reason, with the node's other rejections)
 
 
 def run_feed(io: NodeIO, backend: FeedDevice, assembler: FeedAssembler) -> None:

@@ -174,7 +174,15 @@ def test_scripted_xr_waits_for_every_listed_input(monkeypatch) -> None:
     xr_scripted.main(node=node, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
     assert "controllers" not in node.outputs
 
-    node = NeverStops([("robot_ready", state), ("cameras_ready", b"\x00")])
+    calibration = encode("CameraCalibration", dict(
+        stamp_ns=1, camera="chest", source="sim", device="", width=640, height=480, rate_hz=10.0, fx=400.0, fy=400.0,
+        cx=320.0, cy=240.0, distortion_model="plumb_bob", distortion=[0.0] * 5, parent_frame="base_link",
+        mount_xyz=[0.0, 0.0, 1.0], mount_rpy=[0.0, 0.0, 0.0]))
+    node = NeverStops([("robot_ready", state), ("cameras_ready", b"\x00")])  # not a calibration: refused, no start
+    xr_scripted.main(node=node, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
+    assert "controllers" not in node.outputs
+
+    node = NeverStops([("robot_ready", state), ("cameras_ready", calibration)])
     monkeypatch.setenv("TELEDORA_XR_RATE_HZ", "10")
     monkeypatch.setenv("TELEDORA_XR_SCRIPT", str(models.path("alohamini2/demo_script.yaml")))
     xr_scripted.main(node=node, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
