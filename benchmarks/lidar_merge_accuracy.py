@@ -45,6 +45,7 @@ from teledora.operators.lidar.scan_binning import ScanGrid
 from teledora.operators.lidar.scan_merger import ScanMerger
 from teledora.operators.lidar.scan_pairing import ScanPairer
 
+PROFILE = models.load_profile()
 X0, Y0 = -0.8, -0.3  # clear of the furniture
 
 
@@ -70,7 +71,7 @@ def simulate(setup, scene, rays: dict[str, int], w: float, seconds: float, exact
         grid = ScanGrid(n, setup.grid.range_min_m, setup.grid.range_max_m)
         sps = n * rate if exact else sim.samples_per_second
         lidars[name] = SimLidarBackend(scene, setup.lidars[name].site, grid, replace(sim, samples_per_second=sps),
-                                       rate, setup.lidars[name].frame_id)
+                                       rate, setup.lidars[name].frame_id, PROFILE.base_frame, PROFILE.base_joints)
     odom = PoseHistory(max_age_s=seconds + 1)
     scans = []
     for k in range(int(seconds * 100) + 1):
@@ -134,12 +135,12 @@ def main(argv: list[str] | None = None) -> int:
     setup = load_lidar_setup(None)
     model = mujoco.MjModel.from_xml_path(str(models.path(setup.model)))
     scene = mujoco.MjModel.from_xml_path(str(models.path(setup.scene)))
-    mounts = {name: mount_from_site(model, setup.lidars[name].site) for name in ("front", "back")}
+    mounts = {name: mount_from_site(model, setup.lidars[name].site, PROFILE.base_frame) for name in ("front", "back")}
     cfg = setup.merger
-    bodies = RobotBodyFilter(model, cfg.self_filter_padding_m)
+    bodies = RobotBodyFilter(model, cfg.self_filter_padding_m, PROFILE.base_frame, PROFILE.base_joints)
     mergers = {
-        "old": ScanMerger(mounts, cfg.footprint, cfg.compensation, resampling="nearest", history_max_age_s=0.0),
-        "new": ScanMerger(mounts, cfg.footprint, cfg.compensation, resampling="interpolate",
+        "old": ScanMerger(PROFILE.base_frame, mounts, cfg.footprint, cfg.compensation, resampling="nearest", history_max_age_s=0.0),
+        "new": ScanMerger(PROFILE.base_frame, mounts, cfg.footprint, cfg.compensation, resampling="interpolate",
                           max_gap_rad=math.radians(cfg.max_gap_deg),
                           breakpoint_angle_rad=math.radians(cfg.breakpoint_angle_deg),
                           breakpoint_noise_m=cfg.breakpoint_noise_m, history_max_age_s=cfg.history_max_age_s,

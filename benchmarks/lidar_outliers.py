@@ -47,6 +47,7 @@ from teledora.operators.lidar.scan_binning import Revolution, bin_revolution
 
 V_M_S, W_RAD_S = 0.225, 0.628
 # the demo's loop from (0, 0) facing +x: (drive to x, y) or (turn to yaw deg)
+PROFILE = models.load_profile()
 LOOP = [("drive", (1.0, 0.0)), ("turn", 90), ("drive", (1.0, 0.6)), ("turn", 180), ("drive", (-0.9, 0.6)),
         ("turn", 270), ("drive", (-0.9, -0.7)), ("turn", 360), ("drive", (0.0, -0.7)), ("turn", 450),
         ("drive", (0.0, 0.0)), ("turn", 360)]
@@ -204,7 +205,8 @@ def main() -> None:
     rows = []
     for name in ("front", "back"):
         unit = setup.lidars[name]
-        backend = SimLidarBackend(scene, unit.site, setup.grid, setup.sim, unit.sim_scan_rate_hz, unit.frame_id)
+        backend = SimLidarBackend(scene, unit.site, setup.grid, setup.sim, unit.sim_scan_rate_hz, unit.frame_id,
+                                  PROFILE.base_frame, PROFILE.base_joints)
         turns = cast_turns(backend, poses)
         sim_scans = [bin_revolution(r, setup.grid, unit.frame_id) for r in turns]
         rows.append((name, "sim", filter_tally(sim_scans, cfg)))

@@ -36,6 +36,7 @@ from teledora.operators.lidar.pose_history import OdometrySample, PoseHistory
 from teledora.operators.lidar.scan_merger import COMPENSATION_MODES, ScanMerger
 from teledora.operators.lidar.scan_pairing import ScanPairer
 
+PROFILE = models.load_profile()
 A1_PERIOD_S = 1 / 5.5
 
 
@@ -56,7 +57,7 @@ def bench_cost(setup, mounts, n: int) -> None:
     print(f"{'rays':>6} {'mode':>11} {'median ms':>10} {'p99 ms':>8} {'median/period':>14} {'p99/period':>11}")
     for rays in (360, 1440):
         pair = {"front": _room_scan(rays, 1_000_000_000, rng), "back": _room_scan(rays, 1_060_000_000, rng)}
-        mergers = {m: ScanMerger(mounts, setup.merger.footprint, m) for m in COMPENSATION_MODES}
+        mergers = {m: ScanMerger(PROFILE.base_frame, mounts, setup.merger.footprint, m) for m in COMPENSATION_MODES}
         times: dict[str, list[float]] = {m: [] for m in COMPENSATION_MODES}
         for _ in range(n):
             for mode, merger in mergers.items():  # interleaved: same machine state for each mode
@@ -92,7 +93,8 @@ def bench_accuracy(setup, mounts, seconds: float, v: float, w: float, noise: boo
     sim = setup.sim if noise else replace(setup.sim, range_noise_std_m=0.0, range_noise_fraction=0.0, dropout_probability=0.0)
     lidars = {
         name: SimLidarBackend(model, setup.lidars[name].site, setup.grid, sim,
-                              setup.lidars[name].sim_scan_rate_hz, setup.lidars[name].frame_id)
+                              setup.lidars[name].sim_scan_rate_hz, setup.lidars[name].frame_id,
+                              PROFILE.base_frame, PROFILE.base_joints)
         for name in ("front", "back")
     }
     odom = PoseHistory(max_age_s=seconds + 1)
@@ -121,7 +123,7 @@ def bench_accuracy(setup, mounts, seconds: float, v: float, w: float, noise: boo
     errors: dict[str, list[np.ndarray]] = {m: [] for m in COMPENSATION_MODES}
     for g in groups[1:]:  # the first pair may start before odometry
         for mode in COMPENSATION_MODES:
-            res = ScanMerger(mounts, setup.merger.footprint, mode).merge(g.scans, odom)
+            res = ScanMerger(PROFILE.base_frame, mounts, setup.merger.footprint, mode).merge(g.scans, odom)
             ms = res.scan
             truth = _truth_ranges(model, truth_data, qadr, pose(ms.stamp_ns * 1e-9), z, ms.angles())
             ok = np.isfinite(ms.ranges) & np.isfinite(truth)
@@ -142,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     setup = load_lidar_setup(None)
     model = mujoco.MjModel.from_xml_path(str(models.path(setup.model)))
-    mounts = {name: mount_from_site(model, setup.lidars[name].site) for name in ("front", "back")}
+    mounts = {name: mount_from_site(model, setup.lidars[name].site, PROFILE.base_frame) for name in ("front", "back")}
     bench_cost(setup, mounts, args.n)
     bench_accuracy(setup, mounts, args.seconds, v=0.25, w=0.65, noise=False)
     bench_accuracy(setup, mounts, args.seconds, v=0.25, w=0.65, noise=True)

@@ -35,7 +35,7 @@ import numpy as np
 
 from teledora import models
 from teledora.runtime.node_io import NodeIO, make_node, node_id
-from teledora.models.config_files import load_lidar_setup
+from teledora.models.config_files import load_lidar_setup, load_node_profile
 from teledora.operators.lidar.laser_scan import LaserScan
 from teledora.operators.lidar.lidar_config import SimLidarConfig
 from teledora.operators.lidar.lidar_mounts import site_pose_in_base
@@ -45,7 +45,6 @@ from teledora.operators.lidar.pose_history import OdometrySample, PoseHistory, P
 from teledora.operators.lidar.scan_binning import Revolution, ScanGrid, bin_revolution
 
 RAY_START_OFFSET_M = 0.04  # rays start outside the lidar's own housing (r 0.035 m)
-BASE_JOINTS = ("base_x", "base_y", "base_yaw")
 
 
 class SimLidarBackend:
@@ -58,10 +57,12 @@ class SimLidarBackend:
         sim: Noise, dropout and measurement-rate settings.
         scan_rate_hz: Turns per second.
         frame_id: Frame of the published scans.
+        base_frame: The robot's base body (the profile's base frame).
+        base_joints: The joints that place the base in the scene (the profile's).
     """
 
     def __init__(self, model: mujoco.MjModel, site: str, grid: ScanGrid, sim: SimLidarConfig,
-                 scan_rate_hz: float, frame_id: str) -> None:
+                 scan_rate_hz: float, frame_id: str, base_frame: str, base_joints: Sequence[str]) -> None:
         self.model = model
         self.data = mujoco.MjData(model)
         self.grid = grid
@@ -70,15 +71,15 @@ class SimLidarBackend:
         self.period_ns = int(round(1e9 / scan_rate_hz))
         self.samples_per_turn = max(int(round(sim.samples_per_second / scan_rate_hz)), 2)
         self.rng = np.random.default_rng(sim.seed)
-        pos, rot = site_pose_in_base(model, site)
+        pos, rot = site_pose_in_base(model, site, base_frame)
         self.mount_xyz = pos
         self.mount_yaw = float(np.arctan2(rot[1, 0], rot[0, 0]))
         self._base_qpos = [int(model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, j)])
-                           for j in BASE_JOINTS]
+                           for j in base_joints]
         self._joint_qpos: dict[str, int] = {}
         for j in range(model.njnt):
             name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j)
-            if name and name not in BASE_JOINTS and model.jnt_type[j] in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE):
+            if name and name not in base_joints and model.jnt_type[j] in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE):
                 self._joint_qpos[name] = int(model.jnt_qposadr[j])
         self.next_start_ns: int | None = None
         self.turns = 0
@@ -178,7 +179,9 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
 
         sim_cfg = replace(sim_cfg, seed=args.seed)
     model = mujoco.MjModel.from_xml_path(str(models.path(setup.scene)))
-    backend = SimLidarBackend(model, unit.site, setup.grid, sim_cfg, args.scan_rate_hz or unit.sim_scan_rate_hz, unit.frame_id)
+    profile = load_node_profile()
+    backend = SimLidarBackend(model, unit.site, setup.grid, sim_cfg, args.scan_rate_hz or unit.sim_scan_rate_hz, unit.frame_id,
+                              profile.base_frame, profile.base_joints)
     poses = PoseHistory(max_age_s=2.0, max_extrapolation_s=0.05)
     io = NodeIO(make_node(node), node_id(f"lidar_{args.lidar}"), clock)
     io.diag.set_status("warn", "waiting for a pose input")

@@ -58,11 +58,12 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     setup = load_lidar_setup(args.config)
     cfg = setup.merger if args.compensation is None else replace(setup.merger, compensation=args.compensation)
     model = mujoco.MjModel.from_xml_path(str(models.path(setup.model)))
-    mounts = {name: mount_from_site(model, setup.lidars[name].site) for name in SOURCES}
-    bodies = None if cfg.self_filter_padding_m is None else RobotBodyFilter(model, cfg.self_filter_padding_m)
     profile = load_node_profile()
+    mounts = {name: mount_from_site(model, setup.lidars[name].site, profile.base_frame) for name in SOURCES}
+    bodies = (None if cfg.self_filter_padding_m is None
+              else RobotBodyFilter(model, cfg.self_filter_padding_m, profile.base_frame, profile.base_joints))
     merger = ScanMerger(
-        mounts, cfg.footprint, cfg.compensation, cfg.frame_id, cfg.range_min_m,
+        profile.base_frame, mounts, cfg.footprint, cfg.compensation, cfg.range_min_m,
         resampling=cfg.resampling, max_gap_rad=math.radians(cfg.max_gap_deg),
         breakpoint_angle_rad=math.radians(cfg.breakpoint_angle_deg), breakpoint_noise_m=cfg.breakpoint_noise_m,
         history_max_age_s=cfg.history_max_age_s, body_filter=bodies,

@@ -48,12 +48,11 @@ class RobotBodyFilter:
     Args:
         model: The robot model (MJCF with the base joints and the arm/lift joints).
         padding_m: Margin around every geom.
-        base_body: The body whose frame the points are given in.
-        base_joints: Joints that move the base in the world; held at zero.
+        base_body: The body whose frame the points are given in (the profile's base frame).
+        base_joints: Joints that move the base in the world (the profile's); held at zero.
     """
 
-    def __init__(self, model: mujoco.MjModel, padding_m: float, base_body: str = "base_link",
-                 base_joints: Sequence[str] = ("base_x", "base_y", "base_yaw")) -> None:
+    def __init__(self, model: mujoco.MjModel, padding_m: float, base_body: str, base_joints: Sequence[str]) -> None:
         if padding_m < 0:
             raise ValueError("padding_m must be >= 0")
         self.model = model

@@ -103,7 +103,6 @@ class MergerConfig:
     tolerance_s: float
     silence_timeout_s: float
     compensation: str
-    frame_id: str
     range_min_m: float
     odom_max_age_s: float
     odom_max_extrapolation_s: float

@@ -19,7 +19,7 @@ class MountNotFoundError(TeledoraError, KeyError):
     """The model has no site of the requested name."""
 
 
-def site_pose_in_base(model: mujoco.MjModel, site: str, base_body: str = "base_link") -> tuple[np.ndarray, np.ndarray]:
+def site_pose_in_base(model: mujoco.MjModel, site: str, base_body: str) -> tuple[np.ndarray, np.ndarray]:
     """Position (3,) and rotation matrix (3, 3) of ``site`` in ``base_body``, at qpos0."""
     site_id = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, site)
     if site_id < 0:
@@ -35,8 +35,8 @@ def site_pose_in_base(model: mujoco.MjModel, site: str, base_body: str = "base_l
     return pos, r_body.T @ r_site
 
 
-def mount_from_site(model: mujoco.MjModel, site: str, base_body: str = "base_link") -> LidarMount:
-    """The planar mount (x, y, z, yaw) of a lidar site in the base frame.
+def mount_from_site(model: mujoco.MjModel, site: str, base_body: str) -> LidarMount:
+    """The planar mount (x, y, z, yaw) of a lidar site in ``base_body`` (the base frame).
 
     The lidar must be level (its z axis along the base z axis within ~1 degree);
     a tilted lidar would not scan a horizontal plane.

@@ -140,10 +140,10 @@ class ScanMerger:
     """Merges scans keyed by lidar name.
 
     Args:
+        frame_id: Output frame: the base frame the mounts are given in.
         mounts: Lidar name -> mount pose in the base frame.
         footprint: Returns inside it are dropped (None keeps all).
         compensation: One of ``COMPENSATION_MODES``.
-        frame_id: Output frame (the base frame).
         range_min_m: Output range_min; closer merged returns are dropped.
         resampling: One of ``RESAMPLING_METHODS``.
         max_gap_rad: Widest angular gap (in a lidar's own scan) bridged by interpolation.
@@ -156,10 +156,10 @@ class ScanMerger:
 
     def __init__(
         self,
+        frame_id: str,
         mounts: dict[str, LidarMount],
         footprint: Footprint | None = None,
         compensation: str = "per_ray",
-        frame_id: str = "base_link",
         range_min_m: float = 0.0,
         resampling: str = "interpolate",
         max_gap_rad: float = np.radians(5.0),

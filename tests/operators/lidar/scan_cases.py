@@ -15,6 +15,9 @@ from teledora.operators.geometry import Pose2D
 from teledora.operators.lidar.pose_history import OdometrySample, PoseHistory
 from teledora.operators.lidar.scan_merger import LidarMount
 from teledora.fakes.rplidar_a1 import SyntheticRoom  # noqa: E402
+from teledora.models import load_profile
+
+BASE_FRAME = load_profile().base_frame
 
 FRONT = LidarMount(0.17, 0.0, 0.17, 0.0)
 BACK = LidarMount(-0.17, 0.0, 0.17, math.pi)

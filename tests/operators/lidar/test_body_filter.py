@@ -14,6 +14,9 @@ from teledora.operators.lidar.body_filter import BodyFilterError, RobotBodyFilte
 from teledora.operators.lidar.laser_scan import LaserScan
 from teledora.operators.lidar.lidar_mounts import mount_from_site
 from teledora.operators.lidar.scan_merger import ScanMerger
+from tests.operators.lidar.scan_cases import BASE_FRAME
+
+PROFILE = models.load_profile()
 
 # lift at its lowest, left arm folded down and out: the left wrist crosses the
 # lidar plane (0.17 m) at x 0.25, y 0.25, outside the 0.25 m footprint polygon
@@ -49,23 +52,23 @@ def cast_front_scan(model, mount, q: dict[str, float], rays: int = 720) -> Laser
 
 def test_an_arm_reaching_out_is_removed_at_its_current_pose(robot):
     setup, model = robot
-    mount = mount_from_site(model, setup.lidars["front"].site)
+    mount = mount_from_site(model, setup.lidars["front"].site, PROFILE.base_frame)
     scan = cast_front_scan(model, mount, REACH)
     hits = np.isfinite(scan.ranges)
     assert hits.sum() >= 5  # the lidar does see the arm
-    footprint_only = ScanMerger({"front": mount}, setup.merger.footprint, compensation="none").merge({"front": scan}).scan
+    footprint_only = ScanMerger(BASE_FRAME, {"front": mount}, setup.merger.footprint, compensation="none").merge({"front": scan}).scan
     assert np.isfinite(footprint_only.ranges).sum() >= 5  # the fixed polygon keeps the arm as an obstacle
 
-    bodies = RobotBodyFilter(model, padding_m=0.02)
+    bodies = RobotBodyFilter(model, 0.02, PROFILE.base_frame, PROFILE.base_joints)
     bodies.set_joints(list(REACH), list(REACH.values()))
-    res = ScanMerger({"front": mount}, setup.merger.footprint, compensation="none", body_filter=bodies).merge({"front": scan})
+    res = ScanMerger(BASE_FRAME, {"front": mount}, setup.merger.footprint, compensation="none", body_filter=bodies).merge({"front": scan})
     assert not np.isfinite(res.scan.ranges).any()
     assert res.self_hits["front"] == scan.valid_mask().sum()  # closer than range_min is never a return
 
 
 def test_the_filter_follows_the_joints(robot):
     _, model = robot
-    bodies = RobotBodyFilter(model, padding_m=0.0)
+    bodies = RobotBodyFilter(model, 0.0, PROFILE.base_frame, PROFILE.base_joints)
     wrist = np.array([0.25, 0.25])
     assert not bodies.contains(wrist[:1], wrist[1:], 0.17).any()  # arms at home: nothing there
     bodies.set_joints(list(REACH), list(REACH.values()))
@@ -77,4 +80,4 @@ def test_the_filter_follows_the_joints(robot):
 def test_a_missing_base_body_is_reported(robot):
     _, model = robot
     with pytest.raises(BodyFilterError):
-        RobotBodyFilter(model, 0.02, base_body="nope")
+        RobotBodyFilter(model, 0.02, "nope", PROFILE.base_joints)

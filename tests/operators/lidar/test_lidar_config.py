@@ -12,8 +12,9 @@ def test_shipped_lidar_yaml_loads_and_its_sites_exist_in_the_model():
     assert setup.grid.range_min_m == 0.15 and setup.grid.range_max_m == 12.0
     assert setup.merger.tolerance_s == 0.1 and setup.merger.footprint is not None
     model = mujoco.MjModel.from_xml_path(str(models.path(setup.model)))
-    front = mount_from_site(model, setup.lidars["front"].site)
-    back = mount_from_site(model, setup.lidars["back"].site)
+    base = models.load_profile().base_frame
+    front = mount_from_site(model, setup.lidars["front"].site, base)
+    back = mount_from_site(model, setup.lidars["back"].site, base)
     assert front.x > 0 > back.x  # front ahead of the base centre, back behind
     # the footprint covers both lidar housings (so each lidar's view of the other is dropped)
     assert setup.merger.footprint.contains([front.x, back.x], [front.y, back.y]).all()
@@ -41,11 +42,13 @@ def test_the_outlier_filter_is_on_in_the_shipped_yaml_and_null_turns_it_off():
 
 
 def test_mount_from_a_yawed_site_and_a_missing_site():
-    xml = """<mujoco><compiler angle="radian"/><worldbody><body name="base_link"><joint name="j" type="slide"/>
+    xml = """<mujoco><compiler angle="radian"/><worldbody><body name="chassis"><joint name="j" type="slide"/>
       <geom size="0.1"/><site name="s" pos="0.1 0.2 0.3" euler="0 0 1.0"/></body></worldbody></mujoco>"""
     model = mujoco.MjModel.from_xml_string(xml)
-    m = mount_from_site(model, "s")
+    m = mount_from_site(model, "s", "chassis")
     assert [m.x, m.y, m.z] == pytest.approx([0.1, 0.2, 0.3])
     assert m.yaw == pytest.approx(1.0)
     with pytest.raises(MountNotFoundError):
-        mount_from_site(model, "nope")
+        mount_from_site(model, "nope", "chassis")
+    with pytest.raises(MountNotFoundError):
+        mount_from_site(model, "s", "no_such_body")

@@ -16,7 +16,7 @@ from teledora.operators.lidar.footprint import Footprint
 from teledora.operators.lidar.laser_scan import LaserScan
 from teledora.operators.lidar.scan_merger import LidarMount, ScanMerger
 from teledora.operators.lidar.scan_pairing import ScanPairer
-from tests.operators.lidar.scan_cases import BACK, FRONT, SyntheticRoom, base_pose, odom_history, synthetic_scan
+from tests.operators.lidar.scan_cases import BACK, BASE_FRAME, FRONT, SyntheticRoom, base_pose, odom_history, synthetic_scan
 
 ROOM = SyntheticRoom(x_min=-3.0, x_max=2.5, y_min=-2.0, y_max=3.0, pillar_x=1.2, pillar_y=0.9, pillar_radius=0.2)
 MOUNTS = {"front": FRONT, "back": BACK}
@@ -60,7 +60,7 @@ def merged_sequence(w: float, front_rays: int = 360, back_rays: int = 360, secon
             events.append((s.stamp_ns, name, s))
             t += 1 / rate
     events.sort(key=lambda e: e[0])
-    merger = ScanMerger(MOUNTS, FOOTPRINT, **merger_kw)
+    merger = ScanMerger(BASE_FRAME, MOUNTS, FOOTPRINT, **merger_kw)
     pairer = ScanPairer(("front", "back"), 0.1, 0.5)
     out = []
     for stamp, name, scan in events:
@@ -99,7 +99,7 @@ def test_a_depth_discontinuity_is_not_bridged():
                        np.where(np.arange(90) < 45, 1.0, 3.0), np.ones(90))
     fine_but_empty = LaserScan(0, "l", -math.pi, math.pi - math.radians(1), math.radians(1), 0.0, 0.1, 0.15, 12.0,
                                np.full(360, np.nan), np.zeros(360))
-    m = ScanMerger({"c": LidarMount(0, 0, 0, 0), "f": LidarMount(0, 0, 0, 0)}, compensation="none")
+    m = ScanMerger(BASE_FRAME, {"c": LidarMount(0, 0, 0, 0), "f": LidarMount(0, 0, 0, 0)}, compensation="none")
     out = m.merge({"c": coarse, "f": fine_but_empty}).scan
     r = from_minus_pi(out, out.ranges)
     assert len(r) == 360 and not np.any(np.isnan(r))
@@ -119,7 +119,7 @@ def test_no_gap_wider_than_the_gap_limit_is_bridged():
     ranges[10:13] = np.nan  # 16 degrees without any measurement
     coarse = LaserScan(0, "l", -math.pi, -math.pi + 89 * math.radians(4), math.radians(4), 0.0, 0.1, 0.15, 12.0,
                        ranges, np.ones(90))
-    m = ScanMerger({"c": LidarMount(0, 0, 0, 0)}, compensation="none", max_gap_rad=math.radians(5))
+    m = ScanMerger(BASE_FRAME, {"c": LidarMount(0, 0, 0, 0)}, compensation="none", max_gap_rad=math.radians(5))
     out = m.merge({"c": coarse}).scan
     hole = (out.angles() > coarse.angles()[9] + math.radians(2.01)) & (out.angles() < coarse.angles()[13] - math.radians(2.01))
     assert hole.sum() > 0 and np.all(np.isnan(out.ranges[hole]))
@@ -143,7 +143,7 @@ def test_no_blind_wedge_while_turning(w):
 
 def test_newest_data_wins_over_the_previous_scan():
     # the previous scan saw an obstacle that has gone: where the new scans look, the obstacle is gone
-    m = ScanMerger({"a": LidarMount(0, 0, 0, 0)}, compensation="scan_stamp", history_max_age_s=1.0)
+    m = ScanMerger(BASE_FRAME, {"a": LidarMount(0, 0, 0, 0)}, compensation="scan_stamp", history_max_age_s=1.0)
     odom = odom_history(1.0)
     old = LaserScan(100_000_000, "l", -math.pi, math.pi - math.radians(1), math.radians(1), 0.0, 0.1, 0.15, 12.0,
                     np.full(360, 0.5), np.ones(360))

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from teledora.operators.contract.messages import MessageError, decode, encode
 from teledora.operators.lidar.laser_scan import LaserScan
 from teledora.operators.lidar.scan_merger import LidarMount, ScanMerger
-from tests.operators.lidar.scan_cases import FRONT, SyntheticRoom, odom_history, synthetic_scan
+from tests.operators.lidar.scan_cases import BASE_FRAME, FRONT, SyntheticRoom, odom_history, synthetic_scan
 
 ROOM = SyntheticRoom(x_min=-3.0, x_max=2.5, y_min=-2.0, y_max=3.0)
 CENTRE = {"a": LidarMount(0.0, 0.0, 0.0, 0.0)}
@@ -21,10 +21,10 @@ CENTRE = {"a": LidarMount(0.0, 0.0, 0.0, 0.0)}
 def test_time_increment_is_zero_only_when_every_ray_was_moved_to_the_stamp():
     scan = synthetic_scan(ROOM, FRONT, 1.0, w=1.0)
     odom = odom_history(2.0, 0.0, 1.0)
-    moved = ScanMerger({"front": FRONT}).merge({"front": scan}, odom)
+    moved = ScanMerger(BASE_FRAME, {"front": FRONT}).merge({"front": scan}, odom)
     assert moved.compensation == "per_ray" and moved.scan.time_increment == 0.0 and moved.timing_residual_s == 0.0
     for mode in ("none", "scan_stamp"):
-        res = ScanMerger({"front": FRONT}, compensation=mode).merge({"front": scan}, odom)
+        res = ScanMerger(BASE_FRAME, {"front": FRONT}, compensation=mode).merge({"front": scan}, odom)
         out = res.scan
         # the rays were not moved in time: LaserScan's own timing must say when each was measured
         assert out.time_increment == pytest.approx(scan.time_increment, rel=0.02)
@@ -38,7 +38,7 @@ def test_time_increment_is_zero_only_when_every_ray_was_moved_to_the_stamp():
 
 def test_without_odometry_the_timing_is_reported_not_zeroed():
     scan = synthetic_scan(ROOM, FRONT, 1.0)
-    res = ScanMerger({"front": FRONT}).merge({"front": scan}, None)
+    res = ScanMerger(BASE_FRAME, {"front": FRONT}).merge({"front": scan}, None)
     assert res.compensation == "none" and res.scan.time_increment != 0.0
     assert res.scan.time_span_ns()[0] == pytest.approx(scan.time_span_ns()[0], abs=2e6)
 
@@ -68,8 +68,8 @@ def test_a_reversed_scan_merges_exactly_like_the_same_scan_forward():
     ranges = 2.0 + rng.random(n)
     up = _scan(ranges, -math.pi + 0.3 * inc, inc)
     down = _scan(ranges[::-1], up.angle_max, -inc)
-    a = ScanMerger(CENTRE, compensation="none").merge({"a": up}).scan
-    b = ScanMerger(CENTRE, compensation="none").merge({"a": down}).scan
+    a = ScanMerger(BASE_FRAME, CENTRE, compensation="none").merge({"a": up}).scan
+    b = ScanMerger(BASE_FRAME, CENTRE, compensation="none").merge({"a": down}).scan
     np.testing.assert_allclose(a.ranges, b.ranges, rtol=1e-6)
 
 
@@ -89,7 +89,7 @@ def test_merged_ranges_stay_between_the_nearest_and_farthest_return(ranges, reve
         scan = _scan(ranges, math.pi - inc, -inc)
     else:
         scan = _scan(ranges, -math.pi, inc)
-    m = ScanMerger({"a": LidarMount(mount[0], mount[1], 0.0, mount[2])}, compensation="none")
+    m = ScanMerger(BASE_FRAME, {"a": LidarMount(mount[0], mount[1], 0.0, mount[2])}, compensation="none")
     out = m.merge({"a": scan}).scan
     out.check_geometry()
     r = out.ranges[np.isfinite(out.ranges)].astype(float)
