@@ -21,7 +21,7 @@ import numpy as np
 os.environ.setdefault("MAVLINK20", "1")
 from pymavlink.dialects.v20 import ardupilotmega as mavlink  # noqa: E402
 
-from teledora.models.config_files import load_estimation_config  # noqa: E402
+from teledora.models.config_files import load_estimation_config, load_profile  # noqa: E402
 from teledora.operators.estimation.flow_model import FlowModel  # noqa: E402
 from teledora.operators.estimation.flow_odometry import FlowOdometry  # noqa: E402
 from teledora.operators.contract.messages import decode, encode  # noqa: E402
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     cfg = load_estimation_config()
     model = FlowModel(cfg.flow_sensor)
-    odo = FlowOdometry(model, cfg.ekf)
+    odo = FlowOdometry(model, cfg.ekf, load_profile().odom_frame)
     raw = model.sensor_flow(model.body_flow(0.08, 0.01, 0.3, 0.05))
     tx = mavlink.MAVLink(_Sink(), srcSystem=1, srcComponent=191)
     rx = mavlink.MAVLink(None)

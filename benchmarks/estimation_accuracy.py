@@ -29,7 +29,7 @@ from typing import Callable
 
 import numpy as np
 
-from teledora.models.config_files import load_estimation_config
+from teledora.models.config_files import load_estimation_config, load_profile
 from teledora.operators.estimation.delay_line import DelayLine
 from teledora.operators.estimation.floor_image_flow import FloorCamera, ImageFlowSensor
 from teledora.operators.estimation.flow_model import FlowModel, FlowModelConfig
@@ -94,7 +94,7 @@ def run_drive(drive: Drive, truth_model: FlowModel, estimator_model: FlowModel, 
     the flow is measured from rendered floor images instead of computed from the twist."""
     sim = FlowSensorSim(truth_model, sim_config)
     imager = ImageFlowSensor(camera, truth_model.config.offset_m, truth_model.config.orient_yaw_rad) if camera else None
-    odo = FlowOdometry(estimator_model, ekf_config)
+    odo = FlowOdometry(estimator_model, ekf_config, load_profile().odom_frame)
     dt = 1.0 / truth_hz
     flow_every = round(truth_hz / flow_hz)
     gyro_every = round(truth_hz / gyro_hz)

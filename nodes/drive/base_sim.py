@@ -31,8 +31,9 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     args, _ = parser.parse_known_args(argv)  # dora may pass more
     config = load_drive_config(args.config)
     io = NodeIO(make_node(node), node_id("base"), clock)
-    limits = BaseCommandLimits.from_profile(load_node_profile())
-    run_base(io, SimWheels(), config, limits, clock)
+    profile = load_node_profile()
+    limits = BaseCommandLimits.from_profile(profile)
+    run_base(io, SimWheels(), config, limits, clock, profile.odom_frame, profile.base_frame)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 from teledora.devices.estimation.ardupilot_bridge import ArduPilotBridge
 from teledora.devices.estimation.mavlink_link import ArduPilotLink
 from teledora.runtime.node_io import NodeIO, make_node, node_id
-from teledora.models.config_files import load_estimation_config
+from teledora.models.config_files import load_estimation_config, load_node_profile
 from teledora.operators.estimation.autopilot_session import LinkState
 
 
@@ -48,7 +48,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     if args.connection:
         config = replace(config, connection=args.connection)
     link = ArduPilotLink(config.connection, config.baud, config.source_system, config.source_component)
-    bridge = ArduPilotBridge(config, link, clock)
+    bridge = ArduPilotBridge(config, link, load_node_profile().odom_frame, clock)
     io = NodeIO(make_node(node), node_id("ekf"), clock)
     last_state = bridge.session.state
     try:

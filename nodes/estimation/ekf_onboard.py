@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from teledora.runtime.node_io import NodeIO, make_node, node_id
-from teledora.models.config_files import load_estimation_config
+from teledora.models.config_files import load_estimation_config, load_node_profile
 from teledora.operators.estimation.flow_model import FlowModel
 from teledora.operators.estimation.estimation_config import EstimationConfig
 from teledora.operators.estimation.flow_odometry import FlowOdometry
@@ -38,15 +38,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def build_estimator(cfg: EstimationConfig, offset_model: bool = True) -> FlowOdometry:
-    """The estimator from the estimation config."""
+def build_estimator(cfg: EstimationConfig, odom_frame: str, offset_model: bool = True) -> FlowOdometry:
+    """The estimator from the estimation config, publishing in ``odom_frame``."""
     flow_cfg = cfg.flow_sensor if offset_model else cfg.flow_sensor.without_offset()
-    return FlowOdometry(FlowModel(flow_cfg), cfg.ekf)
+    return FlowOdometry(FlowModel(flow_cfg), cfg.ekf, odom_frame)
 
 
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     args = parse_args(argv)
-    odo = build_estimator(load_estimation_config(args.config), offset_model=not args.no_offset_model)
+    odo = build_estimator(load_estimation_config(args.config), load_node_profile().odom_frame,
+                          offset_model=not args.no_offset_model)
     io = NodeIO(make_node(node), node_id("ekf"), clock)
     gyro_period_ns = int(args.gyro_publish_period_s * 1e9)
     last_pose_ns: int | None = None

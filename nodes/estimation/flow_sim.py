@@ -38,7 +38,7 @@ from teledora.operators.estimation.floor_image_flow import FloorCamera, ImageFlo
 from teledora.operators.estimation.flow_model import FlowModel
 from teledora.operators.estimation.flow_sensor_sim import FlowSensorSim, FlowSimConfigError
 from teledora.operators.estimation.report_schedule import ReportSchedule
-from teledora.models.config_files import load_estimation_config
+from teledora.models.config_files import load_estimation_config, load_node_profile
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -52,6 +52,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     args = parse_args(argv)
     cfg = load_estimation_config(args.config)
+    base_frame = load_node_profile().base_frame
     sim_cfg = cfg.flow_sim
     if args.seed is not None:
         sim_cfg = dataclasses.replace(sim_cfg, seed=args.seed)
@@ -105,7 +106,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                 io.reject(f"ground_truth: {exc}")
                 continue
             poses.push(truth_stamp_ns, (msg["x"], msg["y"], msg["yaw"]))
-            io.send("gyro", "Gyro", {"stamp_ns": truth_stamp_ns, "frame_id": "base_link",
+            io.send("gyro", "Gyro", {"stamp_ns": truth_stamp_ns, "frame_id": base_frame,
                                      "angular_velocity": sensor.read_gyro(msg["wz"])})
             if not sensor.ready(truth_stamp_ns):
                 io.diag.set_status("warn", f"waiting for ground truth {sim_cfg.delay_ms:g} ms old (the report delay)")

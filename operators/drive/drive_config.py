@@ -24,13 +24,11 @@ class DriveConfigError(ConfigError):
 
 @dataclass(frozen=True)
 class BaseDriveConfig:
-    """Omni base: geometry, servo ids (left, back, right), watchdog and frame names."""
+    """Omni base: geometry, servo ids (left, back, right) and watchdog."""
 
     geometry: OmniDriveGeometry
     wheel_ids: tuple[int, int, int]
     watchdog_timeout_s: float
-    odom_frame: str
-    base_frame: str
 
 
 @dataclass(frozen=True)

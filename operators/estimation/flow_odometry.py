@@ -27,10 +27,10 @@ class FlowOdometry:
     Args:
         model: Flow sensor model used by the estimator (with or without the mounting offset).
         config: EKF noise settings.
-        frame_id: Frame of the published pose.
+        frame_id: Frame of the published pose (the profile's odom frame).
     """
 
-    def __init__(self, model: FlowModel, config: EkfConfig, frame_id: str = "odom") -> None:
+    def __init__(self, model: FlowModel, config: EkfConfig, frame_id: str) -> None:
         self.model = model
         self.ekf = PlanarEkf(config, model)
         self.frame_id = frame_id

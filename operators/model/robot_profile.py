@@ -95,6 +95,7 @@ class RobotProfile:
     scene: str
     base_frame: str
     world_frame: str
+    odom_frame: str
     base_joints: tuple[str, ...]
     lift_joint: str
     arms: dict[str, ArmProfile]

@@ -363,7 +363,7 @@ def _export(args: argparse.Namespace) -> int:
     if skipped:
         print(f"skipped {len(skipped)} image frame(s) that are not valid images (first: {skipped[0]})")
     if args.layout is not None:
-        args.layout.write_text(foxglove_layout(channel_schemas(output)))
+        args.layout.write_text(foxglove_layout(channel_schemas(output), profile.world_frame, profile.base_frame))
         print(f"wrote {args.layout}: import it in Foxglove (Layouts, Import from file) after opening {output.name}")
     return 0
 

@@ -471,7 +471,7 @@ def export_mcap(
             t_ns = msg.stamp_ns if msg.stamp_ns is not None else message_time_ns(msg)
             if not started:
                 t0 = int(start_ns) if isinstance(start_ns, int) and start_ns <= msg.recv_ns else msg.recv_ns
-                static = [identity(profile.world_frame, "odom")] + frames.transforms()
+                static = [identity(profile.world_frame, profile.odom_frame)] + frames.transforms()
                 out.foxglove(TF_TOPIC, frame_transforms(static, t0), t0, t0)
                 out.foxglove(ROBOT_TOPIC, scene_update(robot_shapes, t0, "robot"), t0, t0)
                 if room_shapes:
@@ -551,9 +551,9 @@ POSE_COLOURS = {
 SCAN_COLOURS = {"lidar_front/scan": "#d62728", "lidar_back/scan": "#9467bd", "scan_merger/scan": "#17becf"}
 
 
-def foxglove_layout(schemas: dict[str, str]) -> str:
+def foxglove_layout(schemas: dict[str, str], world_frame: str, base_frame: str) -> str:
     """A Foxglove layout (JSON) for an export whose channels have ``schemas``
-    (channel → schema name): a 3D panel in ``world`` following ``base_link``
+    (channel → schema name): a 3D panel in ``world_frame`` following ``base_frame``
     with the robot, room, scans, poses and paths switched on, beside an Image
     panel per compressed camera image (with its calibration)."""
     import foxglove.layouts as fl
@@ -573,7 +573,7 @@ def foxglove_layout(schemas: dict[str, str]) -> str:
             topics[channel] = fl.BaseRendererPosesTopicSettings(visible=True, type="line", line_width=0.02, gradient=(colour, colour))
     three_d = fl.ThreeDeePanel(
         title="robot, scans and estimates",
-        config=fl.ThreeDeeConfig(fixed_frame="world", follow_tf="base_link", follow_mode="follow-position", topics=topics),
+        config=fl.ThreeDeeConfig(fixed_frame=world_frame, follow_tf=base_frame, follow_mode="follow-position", topics=topics),
     )
     images = [
         fl.SplitItem(content=fl.ImagePanel(

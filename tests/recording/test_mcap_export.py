@@ -9,6 +9,7 @@ demo run too.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -24,7 +25,7 @@ from teledora import models
 from teledora.operators.contract.messages import encode, image_metadata
 from teledora.operators.scene.robot_frames import RobotFrames, Transform, compose, resolve
 from teledora.recording import RunReader, RunWriter
-from teledora.recording.mcap_export import export_mcap
+from teledora.recording.mcap_export import export_mcap, foxglove_layout
 
 T0 = 1_800_000_000_123_456_789  # > 2**53, odd nanoseconds
 MS = 1_000_000
@@ -165,6 +166,19 @@ def test_every_frame_resolves_to_world_through_odom_and_base(exported):
             assert [(t.parent, t.child) for t in chain] == [("world", "odom")]
         else:
             assert [(t.parent, t.child) for t in chain[:2]] == [("world", "odom"), ("odom", "base_link")], frame
+
+
+def test_the_static_world_to_odom_transform_names_the_profiles_frames(tmp_path):
+    write_sim_like_run(tmp_path / "run")
+    profile = dataclasses.replace(PROFILE, world_frame="map_b", odom_frame="odom_b")
+    export_mcap(RunReader(tmp_path / "run"), tmp_path / "run.mcap", ["base__odom"], profile=profile)
+    static = read_back(tmp_path / "run.mcap")["/tf"][0][2]
+    assert ("map_b", "odom_b") in {(t.parent_frame_id, t.child_frame_id) for t in static.transforms}
+
+
+def test_the_layout_follows_the_base_frame_in_the_world_frame_it_is_given():
+    config = json.loads(foxglove_layout({}, "map_b", "chassis_b"))["content"]["items"][0]["content"]["config"]
+    assert (config["fixedFrame"], config["followTf"]) == ("map_b", "chassis_b")
 
 
 def test_the_exported_chain_places_links_where_mujoco_does(exported):

@@ -5,8 +5,8 @@ Inputs: ``base_cmd`` (BaseCommand; only the newest of a burst is used) and
 current command exactly as the real driver does, writes the wheel goals to the
 wheels device (simulated or servo bus), and integrates the twist of the wheel
 velocities it reads back into odometry.
-Outputs: ``wheel_commands`` (WheelCommands), ``odom`` (Odometry, odom ->
-base_link), ``diagnostics``. A command older than the watchdog timeout
+Outputs: ``wheel_commands`` (WheelCommands), ``odom`` (Odometry, the
+profile's odom frame -> base frame), ``diagnostics``. A command older than the watchdog timeout
 (drive.yaml ``base.watchdog_timeout_s``) is replaced by zero velocity, and so
 is every command while the run is not being recorded (input
 ``recorder_status``, see ``NodeIO.recording_hold``). Every command passes the
@@ -34,7 +34,7 @@ ZERO_TWIST = BodyTwist(0.0, 0.0, 0.0)
 
 
 def run_base(io: NodeIO, wheels: Device, config: DriveConfig, limits: BaseCommandLimits,
-             clock: Callable[[], int]) -> None:
+             clock: Callable[[], int], odom_frame: str, base_frame: str) -> None:
     """Runs the base event loop until the input stream ends.
 
     ``wheels`` (:class:`~teledora.devices.drive.sim_wheels.SimWheels` or
@@ -42,7 +42,8 @@ def run_base(io: NodeIO, wheels: Device, config: DriveConfig, limits: BaseComman
     the wheel goals (WheelTicks) and read back the measured velocities; it is
     left stopped however the loop ends (:func:`~teledora.devices.device.stopped_on_exit`).
     ``limits`` bounds every ``base_cmd`` before it is used; what it rejects or
-    clamps is counted in ``diagnostics``.
+    clamps is counted in ``diagnostics``. Odometry goes out from ``odom_frame``
+    to ``base_frame`` (the profile's names).
 
     Raises:
         Exception: whatever the device raised after the wheels were stopped
@@ -85,7 +86,7 @@ def run_base(io: NodeIO, wheels: Device, config: DriveConfig, limits: BaseComman
                     io.send("wheel_commands", "WheelCommands", {"stamp_ns": now, "left": goals.left, "back": goals.back, "right": goals.right})
                     v = odometry.twist
                     io.send("odom", "Odometry", {
-                        "stamp_ns": now, "frame_id": base.odom_frame, "child_frame_id": base.base_frame,
+                        "stamp_ns": now, "frame_id": odom_frame, "child_frame_id": base_frame,
                         "x": pose.x, "y": pose.y, "yaw": pose.yaw,
                         "vx": v.forward_m_s, "vy": v.left_m_s, "wz": v.yaw_rad_s,
                     })

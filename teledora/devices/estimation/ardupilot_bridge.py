@@ -40,11 +40,14 @@ class ArduPilotBridge:
     Args:
         config: Bridge settings.
         link: The MAVLink backend.
+        frame_id: Frame of the published poses (the profile's odom frame).
         clock: Host time in ns.
     """
 
-    def __init__(self, config: BridgeConfig, link: ArduPilotLink, clock: Callable[[], int] = time.time_ns) -> None:
+    def __init__(self, config: BridgeConfig, link: ArduPilotLink, frame_id: str,
+                 clock: Callable[[], int] = time.time_ns) -> None:
         self.config = config
+        self.frame_id = frame_id
         self.link = link
         self.clock = clock
         self.session = AutopilotSession(config.session)
@@ -169,7 +172,7 @@ class ArduPilotBridge:
         odom = odom_from_ned(lpn.x, lpn.y, lpn.vx, lpn.vy, self.attitude.yaw, self.attitude.yawspeed)
         stamp = self.mav_clock.boot_ms_to_host_ns(lpn.time_boot_ms) if self.mav_clock.synced else now
         self.poses += 1
-        return {"stamp_ns": int(stamp), "frame_id": "odom", **odom,
+        return {"stamp_ns": int(stamp), "frame_id": self.frame_id, **odom,
                 "covariance": self.cov.matrix(position_ok(self.ekf_flags)).reshape(9), "source": "ardupilot"}
 
     def status(self) -> dict[str, Any]:

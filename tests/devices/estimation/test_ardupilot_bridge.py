@@ -27,6 +27,7 @@ from teledora.operators.estimation.autopilot_session import LinkState, SessionCo
 from teledora.operators.estimation.flow_model import FlowModel
 from teledora.operators.errors import ConfigError
 
+ODOM_FRAME = "odom_test"  # any name: the bridge publishes in the frame it is given
 SECTION = models.load_yaml("alohamini2/estimation.yaml")["ardupilot"]
 FAST = dict(heartbeat_period_s=0.05, timesync_period_s=0.05, retry_period_s=0.05, origin_wait_s=0.15,
             message_interval_s=0.02, status_interval_s=0.05, origin_lat_deg=48.8566, origin_lon_deg=2.3522,
@@ -64,7 +65,7 @@ def fake():
 
 def make_bridge(fake: FakeArduPilot, clock=time.time_ns, **kw) -> ArduPilotBridge:
     cfg = BridgeConfig.from_dict({**SECTION, "connection": f"udpout:127.0.0.1:{fake.port}", **FAST, **kw})
-    return ArduPilotBridge(cfg, ArduPilotLink(cfg.connection), clock)
+    return ArduPilotBridge(cfg, ArduPilotLink(cfg.connection), ODOM_FRAME, clock)
 
 
 def streaming(bridge):
@@ -147,7 +148,7 @@ def test_flow_in_pose_out_matches_the_autopilot_estimate(fake):
         assert fake.height_m == pytest.approx(0.05)  # DISTANCE_SENSOR in cm, pointing down
         assert wait_until(bridge, lambda: poses and poses[-1]["x"] == pytest.approx(0.1, rel=1e-3), poses)
         last = poses[-1]
-        assert last["source"] == "ardupilot" and last["frame_id"] == "odom"
+        assert last["source"] == "ardupilot" and last["frame_id"] == ODOM_FRAME
         assert last["y"] == pytest.approx(0.0, abs=1e-9) and last["vx"] == pytest.approx(0.05, rel=1e-3)
         encode("PoseEstimate", last)
     finally:
@@ -282,7 +283,7 @@ def test_serial_link_over_a_pty():
     """The same bridge over a serial device (pyserial on a pseudo-terminal)."""
     with FakeArduPilot(heartbeat_period_s=0.05, serial=True) as f:
         cfg = BridgeConfig.from_dict({**SECTION, "connection": f.device, "baud": 115200, **FAST})
-        bridge = ArduPilotBridge(cfg, ArduPilotLink(cfg.connection, cfg.baud))
+        bridge = ArduPilotBridge(cfg, ArduPilotLink(cfg.connection, cfg.baud), ODOM_FRAME)
         poses: list = []
         try:
             assert wait_until(bridge, lambda: streaming(bridge)() and len(poses) > 0, poses)
@@ -297,7 +298,7 @@ def test_serial_link_over_a_pty():
 def test_missing_serial_device_is_retried_not_fatal(tmp_path):
     clock = SkewClock()
     cfg = BridgeConfig.from_dict({**SECTION, "connection": str(tmp_path / "ttyACM9"), "reconnect_delay_s": 1.0})
-    bridge = ArduPilotBridge(cfg, ArduPilotLink(cfg.connection), clock)
+    bridge = ArduPilotBridge(cfg, ArduPilotLink(cfg.connection), ODOM_FRAME, clock)
     assert bridge.poll() == []
     assert bridge.session.state is LinkState.LOST and "cannot open" in bridge.last_error
     bridge.poll()  # within the reconnect delay: no new attempt

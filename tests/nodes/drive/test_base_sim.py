@@ -13,6 +13,7 @@ from teledora.models.config_files import load_drive_config
 from teledora.operators.drive.omni_drive import OmniDrive
 from teledora.operators.contract.messages import decode, encode
 from teledora.fakes.stepped_node import FakeClock, SteppedNode  # noqa: E402
+from tests.models.profile_variant import use_profile
 
 DRIVE = OmniDrive(load_drive_config().base.geometry)
 
@@ -30,6 +31,12 @@ def run(script):
     return node
 
 
+def test_odometry_names_the_frames_of_the_profile_it_runs_with(monkeypatch, tmp_path):
+    use_profile(monkeypatch, tmp_path, odom_frame="odom_b", base_frame="chassis_b")
+    odom = run([("tick", TICK, 0.0), ("tick", TICK, 0.01)]).outputs_decoded("odom", "Odometry")
+    assert {(m["frame_id"], m["child_frame_id"]) for m in odom} == {("odom_b", "chassis_b")}
+
+
 def test_quantizes_and_integrates_the_recovered_twist():
     script = [("base_cmd", cmd(0.2, 0.05, 0.3), 0.0), ("tick", TICK, 0.0)]
     for k in range(100):
@@ -40,7 +47,8 @@ def test_quantizes_and_integrates_the_recovered_twist():
     wheels = node.outputs_decoded("wheel_commands", "WheelCommands")
     assert (wheels[-1]["left"], wheels[-1]["back"], wheels[-1]["right"]) == DRIVE.body_to_wheel_raw(0.2, 0.05, 0.3)
     odom = node.outputs_decoded("odom", "Odometry")
-    assert odom[-1]["frame_id"] == "odom" and odom[-1]["child_frame_id"] == "base_link"
+    profile = models.load_profile()
+    assert odom[-1]["frame_id"] == profile.odom_frame and odom[-1]["child_frame_id"] == profile.base_frame
     twist = DRIVE.wheel_raw_to_body(*DRIVE.body_to_wheel_raw(0.2, 0.05, 0.3))
     assert odom[-1]["vx"] == twist.forward_m_s and odom[-1]["wz"] == twist.yaw_rad_s
     # 100 intervals of 10 ms at the recovered twist = 1 s along the arc

@@ -13,6 +13,7 @@ from teledora.nodes.estimation import ekf_onboard
 
 from teledora.nodes.estimation import flow_sim
 from teledora.operators.contract.messages import decode, encode
+from tests.models.profile_variant import use_profile
 
 # a host clock later than every stamp the tests send (stamps ahead of a
 # receiver's clock are refused), fixed so that no timer fires
@@ -63,6 +64,16 @@ def _sensor_outputs(twist, seconds: float, args=()) -> tuple[list[tuple[str, pa.
     sim_node.send_output = record
     flow_sim.main(list(args), node=sim_node, clock=lambda: AFTER_EVERY_STAMP_NS)
     return ordered, (x, y, yaw - dt * wz)
+
+
+def test_gyro_and_pose_name_the_frames_of_the_profile_they_run_with(monkeypatch, tmp_path):
+    use_profile(monkeypatch, tmp_path, odom_frame="odom_b", base_frame="chassis_b")
+    msgs, _ = _sensor_outputs((0.1, 0.0, 0.0), 0.5)
+    assert {decode("Gyro", v)["frame_id"] for k, v in msgs if k == "gyro"} == {"chassis_b"}
+    node = MockNode(msgs)
+    ekf_onboard.main([], node=node, clock=lambda: AFTER_EVERY_STAMP_NS)
+    poses = [decode("PoseEstimate", v) for v in node.outputs["pose"]]
+    assert poses and {p["frame_id"] for p in poses} == {"odom_b"}
 
 
 def test_straight_drive_pose_follows_truth():

@@ -29,7 +29,7 @@ def _bench():
 
 
 def test_invalid_readings_are_skipped_with_reason():
-    odo = FlowOdometry(FlowModel(CFG), CONFIG.ekf)
+    odo = FlowOdometry(FlowModel(CFG), CONFIG.ekf, "odom_test")
     assert not odo.on_flow(0, [0.1, 0.1], 10, 0.05)
     assert "quality" in odo.last_skip_reason
     assert not odo.on_flow(10_000_000, [0.1, 0.1], 200, 0.5)
@@ -39,10 +39,10 @@ def test_invalid_readings_are_skipped_with_reason():
 
 
 def test_pose_is_a_valid_message():
-    odo = FlowOdometry(FlowModel(CFG), CONFIG.ekf)
+    odo = FlowOdometry(FlowModel(CFG), CONFIG.ekf, "odom_test")
     odo.on_gyro(5, [0.0, 0.0, 0.1])
     msg = odo.pose()
-    assert msg["source"] == "onboard" and msg["stamp_ns"] == 5
+    assert msg["source"] == "onboard" and msg["stamp_ns"] == 5 and msg["frame_id"] == "odom_test"
     encode("PoseEstimate", msg)  # raises on a contract violation
     cov = np.asarray(msg["covariance"]).reshape(3, 3)
     assert np.all(np.linalg.eigvalsh(cov) > 0)
