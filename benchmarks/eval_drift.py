@@ -21,7 +21,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from teledora.models.config_files import load_mocap_config
+from teledora.models.config_files import load_mocap_config, load_profile
 from teledora.operators.estimation.odometry_evaluation import EvaluationConfig, evaluate_odometry
 from teledora.operators.estimation.trajectory_association import Trajectory
 from teledora.operators.mocap.mocap_simulator import MocapSimulator
@@ -41,7 +41,7 @@ def dead_reckon(t_s, v, w, scale=1.0, yaw_rate_bias=0.0, start=(0.0, 0.0, 0.0)):
 
 def mocap(t_s, x, y, yaw, seed: int) -> Trajectory:
     cfg = load_mocap_config()
-    rig = MocapSimulator(replace(cfg.sim, seed=seed), cfg.rigid_body.name or "alohamini2", cfg.frame.frame_id)
+    rig = MocapSimulator(replace(cfg.sim, seed=seed), cfg.rigid_body.name or "alohamini2", load_profile().world_frame)
     for ti, xi, yi, yawi in zip(t_s, x, y, yaw):
         rig.add_truth(int(round(ti * 1e9)), xi, yi, yawi)
     frames = [f for f in rig.due(2**62) if f["tracking_valid"]]

@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 from teledora.fakes.motive import FakeMotive  # noqa: E402
 
 from teledora.devices.mocap.natnet_client import NatNetClient  # noqa: E402
-from teledora.models.config_files import load_mocap_config  # noqa: E402
+from teledora.models.config_files import load_mocap_config, load_profile  # noqa: E402
 from teledora.operators.mocap import natnet_frame as nf  # noqa: E402
 from teledora.operators.mocap import natnet_protocol as nn  # noqa: E402
 from teledora.operators.contract.messages import encode  # noqa: E402
@@ -65,7 +65,7 @@ def parse_costs(repeat: int) -> None:
     many = tuple(nf.RigidBodySample(i, (1.0, 0.2, -2.0), (0.0, 0.0, 0.0, 1.0), 0.0002, True) for i in range(20))
     markers = tuple(nf.LabeledMarker(i, (0.1, 0.2, 0.3), 0.014) for i in range(100))
     busy = nn.split_packet(nf.build_frame_of_data(nf.FrameOfData(1, many, labeled_markers=markers), V41)).payload
-    stream = MocapPoseStream(RigidBodySelector(id=1), MocapFrameTransform(MOCAP.frame))
+    stream = MocapPoseStream(RigidBodySelector(id=1), MocapFrameTransform(MOCAP.frame), load_profile().world_frame)
     stream.handle(nn.build_server_info(nn.ServerInfo("Motive", (3, 1, 0, 0), V41, 10_000_000, 1511, False, "0.0.0.0")), 0)
     counter = iter(range(1, 10**9))
 
@@ -95,8 +95,8 @@ def loopback(seconds: float) -> None:
         backend.connect()
         backend.write(nn.build_connect("bench", V41))
         backend.keep_alive()
-        stream = MocapPoseStream(RigidBodySelector(id=3), MocapFrameTransform(MOCAP.frame))
-        transmit_only = MocapPoseStream(RigidBodySelector(id=3), MocapFrameTransform(MOCAP.frame))
+        stream = MocapPoseStream(RigidBodySelector(id=3), MocapFrameTransform(MOCAP.frame), load_profile().world_frame)
+        transmit_only = MocapPoseStream(RigidBodySelector(id=3), MocapFrameTransform(MOCAP.frame), load_profile().world_frame)
         fake.wait_for_client()
         n = int(seconds * 120)
         poses = [((0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0))] * n

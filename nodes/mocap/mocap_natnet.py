@@ -29,7 +29,7 @@ from typing import Any, Callable, Sequence
 
 from teledora.devices.mocap.natnet_client import NatNetClient
 from dataclasses import replace
-from teledora.models.config_files import load_mocap_config
+from teledora.models.config_files import load_mocap_config, load_node_profile
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.mocap import natnet_protocol as nn
 from teledora.operators.mocap.mocap_frames import MocapFrameTransform
@@ -71,7 +71,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         id=args.body_id if args.body_id is not None else cfg.rigid_body.id,
         name=args.body_name if args.body_name is not None else cfg.rigid_body.name,
     )
-    stream = MocapPoseStream(selector, MocapFrameTransform(cfg.frame), cfg.frame.frame_id)
+    stream = MocapPoseStream(selector, MocapFrameTransform(cfg.frame), load_node_profile().world_frame)
     io = NodeIO(make_node(node), node_id("mocap"), clock, ends_with=())  # runs until STOP
     backend = NatNetClient(net, clock)
     backend.connect()

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from teledora.runtime.node_io import NodeIO, make_node, node_id
-from teledora.models.config_files import load_mocap_config
+from teledora.models.config_files import load_mocap_config, load_node_profile
 from teledora.operators.mocap.mocap_simulator import MocapSimError, MocapSimulator
 
 IDLE_WAIT_S = 0.5  # with no frame held: wake for diagnostics at least this often
@@ -41,7 +41,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     sim_cfg = cfg.sim
     if args.seed is not None:
         sim_cfg = dataclasses.replace(sim_cfg, seed=args.seed)
-    rig = MocapSimulator(sim_cfg, name=cfg.rigid_body.name or "alohamini2", frame_id=cfg.frame.frame_id)
+    rig = MocapSimulator(sim_cfg, name=cfg.rigid_body.name or "alohamini2", frame_id=load_node_profile().world_frame)
     io = NodeIO(make_node(node), node_id("mocap"), clock)
     io.diag.set_status("warn", "waiting for ground_truth")
 

@@ -95,9 +95,8 @@ def _vector(name: str, value: Any) -> np.ndarray:
 @dataclass(frozen=True)
 class MocapFrameConfig:
     """How Motive's frame and the rigid body relate to world and base_link
-    (the ``frame`` section of mocap.yaml)."""
+    (the ``frame`` section of mocap.yaml; the world frame's name is the profile's)."""
 
-    frame_id: str
     axis_map: tuple[str, str, str]
     world_offset_m: tuple[float, float, float]
     world_yaw_offset_rad: float

@@ -87,10 +87,10 @@ class MocapPoseStream:
     Args:
         selector: The robot's rigid body.
         transform: Motive → world / rigid body → base_link transform.
-        frame_id: Frame name written into each pose (the world frame).
+        frame_id: Frame name written into each pose (the profile's world frame).
     """
 
-    def __init__(self, selector: RigidBodySelector, transform: MocapFrameTransform, frame_id: str = "world") -> None:
+    def __init__(self, selector: RigidBodySelector, transform: MocapFrameTransform, frame_id: str) -> None:
         self.selector = selector
         self.transform = transform
         self.frame_id = frame_id

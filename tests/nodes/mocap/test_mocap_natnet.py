@@ -107,7 +107,7 @@ def test_streams_poses_with_dropouts_and_invalid_tracking(tmp_path):
     assert [m["frame_number"] for m in msgs] == [s.frame_number for s in sent]
     kept = [i for i in range(60) if i not in drop]
     for i, m in zip(kept, msgs):
-        assert m["rigid_body_id"] == 3 and m["name"] == "alohamini2" and m["frame_id"] == "world"
+        assert m["rigid_body_id"] == 3 and m["name"] == "alohamini2" and m["frame_id"] == models.load_profile().world_frame
         if i in invalid:
             assert m["tracking_valid"] is False and math.isnan(m["position"][0])
         else:
@@ -241,7 +241,7 @@ def test_shipped_config_parses():
     cfg = load_mocap_config()
     net = cfg.natnet
     assert net.command_port == 1510 and net.natnet_version == (4, 1, 0, 0) and net.multicast is False
-    assert cfg.frame.axis_map == ("x", "-z", "y") and cfg.frame.frame_id == "world"
+    assert cfg.frame.axis_map == ("x", "-z", "y")
     raw = models.load_yaml("alohamini2/mocap.yaml")
     with pytest.raises(ValueError, match=r"natnet: unknown keys \['port'\]"):
         MocapConfig.from_mapping({**raw, "natnet": {**raw["natnet"], "port": 1}})

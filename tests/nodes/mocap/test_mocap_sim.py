@@ -13,6 +13,7 @@ from teledora import models
 from teledora.nodes.mocap import mocap_sim
 from teledora.operators.contract.messages import encode
 from teledora.fakes.stepped_node import FakeClock, SteppedNode  # noqa: E402
+from tests.models.profile_variant import use_profile
 
 TICK = pa.array([0], type=pa.uint64())
 
@@ -54,6 +55,16 @@ def test_poses_follow_truth_at_rig_rate(tmp_path):
         assert p["rigid_body_id"] == 4 and p["name"] == "robot" and p["tracking_valid"]
     diag = node.outputs_decoded("diagnostics", "Diagnostics")[-1]
     assert json.loads(diag["details_json"])["frames"] == 121
+
+
+def test_poses_name_the_world_frame_of_the_profile_it_runs_with(monkeypatch, tmp_path):
+    use_profile(monkeypatch, tmp_path, world_frame="map_b")
+    clock = FakeClock()
+    script = [("ground_truth", truth(clock.now_ns + 10_000_000, 0.0), 0.01)] + [("tick", TICK, 0.002)] * 10
+    node = SteppedNode(script, clock)
+    mocap_sim.main(["--config", str(config(tmp_path))], node=node, clock=clock)
+    poses = node.outputs_decoded("pose", "MocapPose")
+    assert poses and {p["frame_id"] for p in poses} == {"map_b"}
 
 
 def test_bad_input_rejected_and_node_keeps_going(tmp_path):

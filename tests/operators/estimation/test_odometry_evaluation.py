@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from teledora.models.config_files import load_mocap_config
+from teledora.models.config_files import load_mocap_config, load_profile
 from teledora.operators.estimation.odometry_evaluation import EvaluationConfig, EvaluationError, evaluate_odometry
 from teledora.operators.estimation.trajectory_association import Trajectory
 from teledora.operators.mocap.mocap_simulator import MocapSimulator
@@ -72,7 +72,7 @@ def test_no_overlap_is_a_clear_error():
 def _mocap_truth(t_s: np.ndarray, x: np.ndarray, y: np.ndarray, yaw: np.ndarray, seed: int) -> Trajectory:
     """What the simulated OptiTrack rig (120 Hz, 0.3 mm / 0.05 deg noise, dropouts) records of a path."""
     cfg = load_mocap_config()
-    rig = MocapSimulator(replace(cfg.sim, seed=seed), cfg.rigid_body.name or "alohamini2", cfg.frame.frame_id)
+    rig = MocapSimulator(replace(cfg.sim, seed=seed), cfg.rigid_body.name or "alohamini2", load_profile().world_frame)
     for ti, xi, yi, yawi in zip(t_s, x, y, yaw):
         rig.add_truth(int(round(ti * 1e9)), xi, yi, yawi)
     frames = [f for f in rig.due(2**62) if f["tracking_valid"]]

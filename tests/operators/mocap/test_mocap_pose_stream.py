@@ -35,7 +35,7 @@ def frame(number: int, valid: bool = True, body_id: int = 3, exposure_ns: int = 
 
 
 def stream(**sel) -> MocapPoseStream:
-    s = MocapPoseStream(RigidBodySelector(**(sel or {"id": 3})), MocapFrameTransform(FRAME))
+    s = MocapPoseStream(RigidBodySelector(**(sel or {"id": 3})), MocapFrameTransform(FRAME), "world_test")
     s.handle(server_info(), 0)
     return s
 
@@ -43,7 +43,7 @@ def stream(**sel) -> MocapPoseStream:
 def test_valid_pose_in_world_frame_and_contract():
     s = stream()
     (pose,) = s.handle(frame(10), 5).poses
-    assert pose["tracking_valid"] is True
+    assert pose["tracking_valid"] is True and pose["frame_id"] == "world_test"
     assert pose["position"] == pytest.approx([1.0, 2.0, 0.2])  # Motive y-up → z-up
     assert pose["orientation"] == pytest.approx([0, 0, 0, 1])
     assert pose["mean_error_m"] == pytest.approx(0.0003)
@@ -102,7 +102,7 @@ def test_select_by_name_via_model_def():
 
 
 def test_version_mismatch_rejects_frames_with_clear_reason():
-    s = MocapPoseStream(RigidBodySelector(id=3), MocapFrameTransform(FRAME))
+    s = MocapPoseStream(RigidBodySelector(id=3), MocapFrameTransform(FRAME), "world_test")
     with pytest.raises(MocapStreamError, match="SERVER_INFO"):
         s.handle(frame(1), 0)
     notes = s.handle(server_info((2, 10, 0, 0)), 0).notices

@@ -21,7 +21,7 @@ CLEAN = dict(position_noise_m=0.0, yaw_noise_rad=0.0, dropout_start_probability=
 
 
 def rig_of(config: MocapSimConfig) -> MocapSimulator:
-    return MocapSimulator(config, MOCAP.rigid_body.name, MOCAP.frame.frame_id)
+    return MocapSimulator(config, MOCAP.rigid_body.name, "world_test")
 
 
 def feed(rig: MocapSimulator, seconds: float, truth_hz: float = 100.0, vx: float = 0.5, wz: float = 0.2) -> None:
