@@ -70,8 +70,10 @@ class TeleopConfigError(ConfigError):
 @dataclass(frozen=True)
 class TeleopConfig:
     """Tunables of the control scheme (units in the names): teleop.yaml, with the
-    three speed caps taken from the robot profile."""
+    three speed caps and the base frame (the arm targets' frame) taken from the
+    robot profile."""
 
+    base_frame: str
     max_speed_m_s: float
     max_yaw_rate_rad_s: float
     max_lift_speed_m_s: float
@@ -98,6 +100,10 @@ class TeleopConfig:
                 if not isinstance(v, bool):
                     raise TeleopConfigError("start_paused must be true or false")
                 continue
+            if f.name == "base_frame":
+                if not isinstance(v, str) or not v:
+                    raise TeleopConfigError(f"base_frame must be a frame name, got {v!r}")
+                continue
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
                 raise TeleopConfigError(f"{f.name} must be a finite number >= 0, got {v!r}")
         if not 0.0 < self.slow_factor <= 1.0:
@@ -114,13 +120,13 @@ class TeleopConfig:
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], profile: RobotProfile) -> "TeleopConfig":
-        """Builds a config from teleop.yaml's mapping and the robot profile's caps;
-        unknown keys, and caps set in teleop.yaml, are an error."""
-        caps = profile_caps(profile)
-        in_both = sorted(set(values) & set(caps))
+        """Builds a config from teleop.yaml's mapping and the robot profile's caps
+        and base frame; unknown keys, and profile values set in teleop.yaml, are an error."""
+        from_profile = {**profile_caps(profile), "base_frame": profile.base_frame}
+        in_both = sorted(set(values) & set(from_profile))
         if in_both:
-            raise TeleopConfigError(f"{in_both}: speed caps are set in the robot profile (base, lift), not here")
-        return config_from_mapping(cls, {**values, **caps}, error=TeleopConfigError)
+            raise TeleopConfigError(f"{in_both}: speed caps and the base frame are set in the robot profile, not here")
+        return config_from_mapping(cls, {**values, **from_profile}, error=TeleopConfigError)
 
     def pinch_rad(self, name: str) -> float:
         return {"full": self.pinch_full_rad, "fine": self.pinch_fine_rad, "half": self.pinch_half_rad}[name]
@@ -546,7 +552,7 @@ class TeleopScheme:
         lift = _clamp(ry, -1.0, 1.0) * cfg.max_lift_speed_m_s
         events, self._events = self._events, []
         return TeleopOutput(
-            arm_targets={"stamp_ns": now_ns, "frame_id": "base_link", "left": arms["left"], "right": arms["right"]},
+            arm_targets={"stamp_ns": now_ns, "frame_id": cfg.base_frame, "left": arms["left"], "right": arms["right"]},
             base_cmd={"stamp_ns": now_ns, "forward_m_s": fwd + 0.0, "left_m_s": left + 0.0, "yaw_rad_s": yaw + 0.0},
             lift_cmd={"stamp_ns": now_ns, "velocity_m_s": lift + 0.0},
             state={

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 from dora.testing import MockNode
 
+from teledora import models
 from teledora.nodes.teleop import teleop
 from teledora.operators.contract.messages import decode, encode
 
@@ -80,7 +81,7 @@ def test_enabled_arm_follows_controller_from_fk_anchor():
     targets = [decode("ArmTargets", a) for a in node.outputs["arm_targets"]]
     assert len(targets) == 2
     first, second = targets
-    assert first["left"]["enabled"] and first["frame_id"] == "base_link"
+    assert first["left"]["enabled"] and first["frame_id"] == models.load_profile().base_frame
     grips = teleop.RobotGrips(teleop.models.path("alohamini2/alohamini2.xml"), teleop.models.load_profile())
     grips.set_joints(ARM, np.zeros(len(ARM)))
     grips.set_lift_height(0.3)

@@ -112,7 +112,8 @@ def release_edge(h: Harness, t_ms: float) -> TeleopOutput:
         ({"late_catch_up_speed_m_s": float("inf")}, "late_catch_up_speed_m_s.*finite"),
         ({"late_catch_up_rate_rad_s": 0.0}, "late_catch_up_rate_rad_s must be"),
         ({"late_catch_up_rate_rad_s": -1.0}, "late_catch_up_rate_rad_s must be"),
-        ({"max_speed_m_s": 0.3}, r"\['max_speed_m_s'\]: speed caps are set in the robot profile"),
+        ({"max_speed_m_s": 0.3}, r"\['max_speed_m_s'\]: speed caps and the base frame are set in the robot profile"),
+        ({"base_frame": "chassis"}, r"\['base_frame'\]: .* set in the robot profile"),
     ],
 )
 def test_config_rejects_bad_values(values, message):
@@ -126,6 +127,12 @@ def test_caps_come_from_the_profile_and_are_checked():
         PROFILE.base.max_linear_m_s, PROFILE.base.max_yaw_rad_s, PROFILE.lift.max_speed_m_s)
     with pytest.raises(TeleopConfigError, match="max_speed_m_s"):
         replace(CONFIG, max_speed_m_s=-1.0)
+
+
+def test_arm_targets_are_in_the_profiles_base_frame():
+    config = TeleopConfig.from_mapping(models.load_yaml("alohamini2/teleop.yaml"), replace(PROFILE, base_frame="chassis_b"))
+    out = TeleopScheme(config).step(0, GRIPS)
+    assert config.base_frame == "chassis_b" and out.arm_targets["frame_id"] == "chassis_b"
 
 
 # ------------------------------------------------------- sticks -> base/lift
