@@ -147,13 +147,14 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     args, _ = parser.parse_known_args(argv)  # dora may pass more
     config = load_drive_config(args.config)
     cals = load_calibration(args.calibration or config.arms.calibration).servos
+    profile = load_node_profile()
     arms = []
     for side in [s.strip() for s in args.sides.split(",") if s.strip()]:
         bus_cfg = config.buses[side]
         port = getattr(args, f"{side}_port") or bus_cfg.port
-        arms.append(ArmServos(side, FeetechBus(port, bus_cfg.baud_rate, args.timeout_s or bus_cfg.timeout_s), config.arms, cals))
+        arms.append(ArmServos(side, FeetechBus(port, bus_cfg.baud_rate, args.timeout_s or bus_cfg.timeout_s), config.arms, cals,
+                              profile.arms[side].gripper))
     device = FeetechArms(arms, config.current_protection.ma_per_raw)
-    profile = load_node_profile()
     # the model's joint ranges (read from its MJCF: no MuJoCo), cut to what each servo was calibrated to reach
     limits = ArmCommandLimits.from_mjcf(models.path(profile.model).read_text(), profile).narrowed(device.joint_ranges_rad())
     io = NodeIO(make_node(node), node_id("arms"), clock)

@@ -32,7 +32,7 @@ ArmReading = tuple[dict[str, float], dict[str, float], dict[str, float]]
 class ArmServos:
     """One arm's seven servos on its bus, in model joint names and radians."""
 
-    def __init__(self, side: str, bus: FeetechBus, arms: ArmsConfig, cals: dict[str, ServoCalibration]) -> None:
+    def __init__(self, side: str, bus: FeetechBus, arms: ArmsConfig, cals: dict[str, ServoCalibration], gripper: str) -> None:
         self.side = side
         self.bus = bus
         self.arms = arms
@@ -42,7 +42,9 @@ class ArmServos:
             raise FeetechBusError(f"calibration has no record for {missing}")
         self.cal = {j: cals[j] for j in self.joints}
         self.ids = {j: arms.servo_ids[j[len(side) + 1 :]] for j in self.joints}
-        self.gripper = f"{side}_gripper"
+        if gripper not in self.joints:  # the profile's gripper joint must be one of drive.yaml's servos
+            raise FeetechBusError(f"gripper {gripper!r} is none of the arm's servo joints {self.joints}")
+        self.gripper = gripper
 
     def connect(self) -> None:
         """Pings, puts the servos in position mode with the driver's PID, holds the present pose."""

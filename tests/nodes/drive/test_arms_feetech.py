@@ -13,6 +13,8 @@ from teledora.nodes.drive import arms_feetech
 from teledora.operators.contract.messages import encode
 from teledora.fakes.feetech_bus import FakeFeetechBus, arm_servos  # noqa: E402
 from teledora.fakes.stepped_node import FakeClock, SteppedNode  # noqa: E402
+from teledora.devices.drive.feetech_bus import FeetechBusError
+from tests.models.profile_variant import use_profile
 
 TICK = pa.array([0], type=pa.uint64())
 JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_yaw_joint", "wrist_roll", "gripper"]
@@ -49,6 +51,15 @@ def test_commands_move_the_servos_and_states_come_back_by_name():
     assert last["left_elbow_flex"] == pytest.approx(0.5, abs=0.01)
     assert last["right_shoulder_pan"] == pytest.approx(-0.3, abs=0.01)
     assert last["left_gripper"] == pytest.approx(0.35, abs=0.01)
+
+
+def test_a_profile_gripper_that_no_servo_drives_stops_the_node(monkeypatch, tmp_path):
+    arms = models.load_yaml("alohamini2/profile.yaml")["arms"]
+    use_profile(monkeypatch, tmp_path, arms={**arms, "left": {**arms["left"], "gripper": "left_claw"}})
+    clock = FakeClock()
+    with FakeFeetechBus(arm_servos(), clock=clock) as left, FakeFeetechBus(arm_servos(), clock=clock) as right:
+        with pytest.raises(FeetechBusError, match="left_claw"):
+            run(ticks(1), clock, left, right)
 
 
 def test_unknown_joint_names_are_rejected_whole():
