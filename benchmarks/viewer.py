@@ -110,7 +110,8 @@ def messages(seconds: float) -> list[tuple[int, str, pa.Array, dict]]:
 
 
 def run_once(config, msgs, out: Path) -> tuple[float, float, int, int]:
-    mapper = ViewMapper(config, load_robot_binding(load_renderer_config(), models.load_profile()))
+    profile = models.load_profile()
+    mapper = ViewMapper(config, load_robot_binding(load_renderer_config(), profile), profile.base_frame)
     sink = RerunSink("teledora-bench")
     sink.save(out)
     sink.log_static(mapper.static_items())

@@ -70,7 +70,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, *, sink: Any = Non
     io = NodeIO(node, node_id("viewer"), clock=clock)
     try:
         config = load_viewer_config(args.config)
-        mapper = ViewMapper(config, load_robot_binding(load_renderer_config(), models.load_profile()))
+        profile = models.load_profile()
+        mapper = ViewMapper(config, load_robot_binding(load_renderer_config(), profile), profile.base_frame)
         if sink is None:
             sink = RerunSink("teledora", recording_id=Path(os.environ.get("TELEDORA_RUN_DIR", "live")).name)
             io.log("info", start_output(sink, args.output or config.output, rrd_path(args.rrd), config.grpc_port,

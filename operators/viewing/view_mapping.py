@@ -174,11 +174,14 @@ class ViewMapper:
         config: Rates, trajectory length and robot sources (viewer.yaml).
         robot: The robot model, or None to show no robot (scans then sit in
             frames that are never placed).
+        base_frame: The robot's base body (the profile's base frame): placed
+            with the robot, and the frame of messages that name none.
     """
 
-    def __init__(self, config: ViewerConfig, robot: RobotBinding | None) -> None:
+    def __init__(self, config: ViewerConfig, robot: RobotBinding | None, base_frame: str) -> None:
         self.config = config
         self.robot = robot
+        self.base_frame = base_frame
         self.counts = MapperCounts()
         self._last: dict[str, int] = {}
         self._tracks: dict[str, deque] = {}
@@ -266,7 +269,7 @@ class ViewMapper:
                 items += self.robot_items()
         if kind == "LaserScan":
             if self._due(topic, stamp, rates.scans_hz):
-                frame = msg["frame_id"] or "base_link"
+                frame = msg["frame_id"] or self.base_frame
                 color = (255, 80, 80, 255) if "front" in topic else (80, 80, 255, 255) if "back" in topic else (40, 200, 40, 255)
                 items.append(Points(f"world/frames/{frame}/{topic}", scan_points(msg), 0.015, color))
         elif kind == IMAGE_KIND:
@@ -281,7 +284,7 @@ class ViewMapper:
                 items.append(Text(f"diagnostics/{node}", text, msg["level"]))
         elif kind == "ArmTargets":
             if self._due(topic, stamp, rates.scalars_hz):
-                frame = msg["frame_id"] or "base_link"
+                frame = msg["frame_id"] or self.base_frame
                 for side in ("left", "right"):
                     t = msg[side]
                     if t["enabled"]:
@@ -325,9 +328,9 @@ class ViewMapper:
         items: list[ViewItem] = [Transform(f"world/robot/{name}", p.position, p.quaternion_xyzw)
                                  for name, p in poser.body_poses().items()]
         frames: dict[str, Pose] = {}
-        base = poser.body_poses().get("base_link")
+        base = poser.body_poses().get(self.base_frame)
         if base is not None:
-            frames["base_link"] = base
+            frames[self.base_frame] = base
         frames.update(poser.site_poses(self.robot.frame_sites))
         items += [Transform(f"world/frames/{name}", p.position, p.quaternion_xyzw) for name, p in frames.items()]
         return items

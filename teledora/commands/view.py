@@ -66,7 +66,8 @@ def _view(args: argparse.Namespace) -> int:
         print(f"teledora view: {args.run} is not a readable run: {exc}", file=sys.stderr)
         return 2
     config = load_viewer_config(args.config)
-    mapper = ViewMapper(config, load_robot_binding(load_renderer_config(), models.load_profile()))
+    profile = models.load_profile()
+    mapper = ViewMapper(config, load_robot_binding(load_renderer_config(), profile), profile.base_frame)
     output = args.save or (args.run / "view.rrd")
     with progress(f"converting to {output.name}", recorded_total(reader.manifest)) as advance:
         result = convert_run(_Counted(reader, advance), mapper, output, recording_id=args.run.resolve().name)

@@ -21,6 +21,7 @@ from teledora.operators.viewing.viewer_config import ViewerConfig, ViewRates
 
 T0 = 1_800_000_000_000_000_000
 MS = 1_000_000
+BASE_FRAME = models.load_profile().base_frame
 
 
 def every_message_config() -> ViewerConfig:
@@ -59,11 +60,21 @@ def test_scan_points_never_contain_non_finite_or_out_of_range_points(ranges) -> 
 
 
 def test_each_scan_sits_in_its_own_frame(binding) -> None:
-    mapper = vm.ViewMapper(every_message_config(), binding)
+    mapper = vm.ViewMapper(every_message_config(), binding, BASE_FRAME)
     front = mapper.on_message("lidar_front__scan", "LaserScan", scan([1.0, 2.0]), T0)
     merged = mapper.on_message("scan_merger__scan", "LaserScan", scan([1.0, 2.0], frame="base_link"), T0)
     assert [i.path for i in front] == ["world/frames/lidar_front/lidar_front__scan"]
     assert [i.path for i in merged] == ["world/frames/base_link/scan_merger__scan"]
+
+
+def test_the_base_frame_is_the_one_the_mapper_is_given(binding) -> None:
+    mapper = vm.ViewMapper(every_message_config(), binding, "chassis")  # any body of the model
+    unnamed = mapper.on_message("scan_merger__scan", "LaserScan", scan([1.0], frame=""), T0)
+    assert [i.path for i in unnamed] == ["world/frames/chassis/scan_merger__scan"]
+    odom = {"stamp_ns": T0, "frame_id": "odom", "child_frame_id": "chassis", "x": 1.0, "y": 2.0, "yaw": 0.0,
+            "vx": 0.0, "vy": 0.0, "wz": 0.0}
+    frames = {i.path for i in mapper.on_message("base__odom", "Odometry", odom, T0) if i.path.startswith("world/frames/")}
+    assert "world/frames/chassis" in frames and f"world/frames/{BASE_FRAME}" not in frames
 
 
 def test_kind_of_values() -> None:
@@ -81,7 +92,7 @@ def test_kind_of_values() -> None:
 
 def test_decimation_follows_message_stamps_not_arrival() -> None:
     config = load_viewer_config()  # scalars 20 Hz
-    mapper = vm.ViewMapper(config, None)
+    mapper = vm.ViewMapper(config, None, BASE_FRAME)
     shown = 0
     for i in range(100):  # 100 Hz for 1 s
         msg = {"stamp_ns": T0 + i * 10 * MS, "height_m": 0.0, "velocity_m_s": 0.0, "homed": True}
@@ -93,7 +104,7 @@ def test_decimation_follows_message_stamps_not_arrival() -> None:
 
 def test_trajectories_are_bounded_and_skip_invalid_mocap() -> None:
     config = dataclasses.replace(every_message_config(), trajectory_max_points=5)
-    mapper = vm.ViewMapper(config, None)
+    mapper = vm.ViewMapper(config, None, BASE_FRAME)
     for i in range(10):
         msg = {"stamp_ns": T0 + i, "frame_id": "odom", "child_frame_id": "base_link", "x": float(i), "y": 0.0,
                "yaw": 0.0, "vx": 0.0, "vy": 0.0, "wz": 0.0}
@@ -107,7 +118,7 @@ def test_trajectories_are_bounded_and_skip_invalid_mocap() -> None:
 
 
 def test_robot_bodies_follow_odometry_lift_and_joints(binding) -> None:
-    mapper = vm.ViewMapper(every_message_config(), binding)
+    mapper = vm.ViewMapper(every_message_config(), binding, BASE_FRAME)
     bodies = bodies_to_show(binding.shapes)
     assert {"base_link", "chassis", "left_Moving_Jaw", "right_Upper_Arm"} <= set(bodies)
     statics = mapper.static_items()
@@ -132,7 +143,7 @@ def test_robot_bodies_follow_odometry_lift_and_joints(binding) -> None:
 
 
 def test_diagnostics_become_a_level_plot_and_a_text_line() -> None:
-    mapper = vm.ViewMapper(every_message_config(), None)
+    mapper = vm.ViewMapper(every_message_config(), None, BASE_FRAME)
     msg = {"stamp_ns": T0, "node": "arms", "level": "warn", "message": "hot servo", "received": 0, "sent": 0,
            "rejected": 0, "clamped": 0, "dropped": 0, "last_error": "", "details_json": "{}"}
     items = mapper.on_message("arms__diagnostics", "Diagnostics", msg, T0)
