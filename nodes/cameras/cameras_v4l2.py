@@ -2,17 +2,21 @@
 
 One capture thread per camera (teledora.devices.cameras.v4l2_capture) requests
 MJPEG at the size and rate of cameras.yaml, stamps each frame when it reaches
-the host and keeps only the newest; this loop publishes each new frame once.
+the host and keeps only the newest; this loop publishes each new frame once,
+as the camera's own JPEG bytes (nothing is decoded on the robot).
 
 Inputs: ``tick`` (dora timer: paces the loop between frames). Outputs:
-``chest``, ``top_front``, ``top_back``, ``left_wrist``, ``right_wrist`` (flat
-uint8 RGB with image metadata; ``stamp_ns`` and ``capture_ns`` are the capture
-time), ``calibration`` (CameraCalibration per enabled camera, from cameras.yaml,
+``chest``, ``top_front``, ``top_back``, ``left_wrist``, ``right_wrist`` (one
+JPEG per message, flat uint8, with image metadata and ``encoding: "jpeg"``;
+``stamp_ns`` and ``capture_ns`` are the capture time), ``calibration`` (CameraCalibration per enabled camera, from cameras.yaml,
 at start and every ``calibration_period_s``) and ``diagnostics``.
 
 A camera that is missing, unplugged or silent for ``stale_after_s`` is named in
 an ``error`` diagnostics message (and the log, once per loss) while the others
-keep streaming; it is tried again every ``reconnect_period_s``.
+keep streaming; it is tried again every ``reconnect_period_s``. A frame that is
+no whole JPEG of the size its header names is refused, counted (diagnostics
+``rejected``, reason ``bad_image``) and logged once per reason; frames the loop
+did not publish before a newer one came are counted as ``dropped``.
 
 Args: ``--config`` cameras YAML, ``--cameras a,b`` to read only those,
 ``--device NAME=SOURCE`` (repeatable) to read a camera from another device,
@@ -26,7 +30,6 @@ import os
 import time
 from typing import Any, Callable, Sequence
 
-import numpy as np
 import pyarrow as pa
 import yaml
 
@@ -38,6 +41,7 @@ from teledora.operators.cameras.camera_config import (
     PhysicalCamera,
     calibration_message,
 )
+from teledora.operators.contract.compressed_image import JPEG
 from teledora.operators.contract.messages import image_metadata
 from teledora.operators.errors import ConfigError
 from teledora.operators.rendering.camera_intrinsics import DISTORTION_MODEL
@@ -74,7 +78,7 @@ def chosen(config: CamerasConfig, names: str | None, overrides: Sequence[str]) -
 
 
 def frame_metadata(cam: PhysicalCamera, width: int, height: int, stamp_ns: int, source: str) -> dict[str, Any]:
-    meta = image_metadata(width=width, height=height, encoding="rgb8", camera=cam.name, stamp_ns=stamp_ns,
+    meta = image_metadata(width=width, height=height, encoding=JPEG, camera=cam.name, stamp_ns=stamp_ns,
                           fx=cam.fx, fy=cam.fy, cx=cam.cx, cy=cam.cy)
     meta.update(distortion_model=DISTORTION_MODEL, distortion=list(cam.distortion), frame_id=f"{cam.name}_optical",
                 capture_ns=int(stamp_ns), device=source)
@@ -89,6 +93,9 @@ class CameraPublisher:
         self.io, self.config, self.cameras, self.streams = io, config, cameras, streams
         self.last_seq = dict.fromkeys(streams, -1)
         self.published = dict.fromkeys(streams, 0)
+        self.skipped = dict.fromkeys(streams, 0)  # captured, then replaced by a newer frame before publishing
+        self.rejected = dict.fromkeys(streams, 0)
+        self._rejection_logged: set[str] = set()
         self.calibration = CalibrationClock(config.calibration_period_s)
         self._reported: dict[str, str] = {}
         self.stale_ns = int(config.stale_after_s * 1e9)
@@ -98,12 +105,14 @@ class CameraPublisher:
             frame = stream.latest(self.last_seq[name])
             if frame is None:
                 continue
+            if self.last_seq[name] >= 0:
+                self.skipped[name] += frame.seq - self.last_seq[name] - 1
             self.last_seq[name] = frame.seq
             cam, source = self.cameras[name]
-            h, w = frame.rgb.shape[:2]
-            value = pa.array(np.ascontiguousarray(frame.rgb).reshape(-1), type=pa.uint8())
-            self.io.send_raw(name, value, frame_metadata(cam, w, h, frame.stamp_ns, source))
+            value = pa.array(frame.jpeg, type=pa.uint8())  # the camera's bytes, as delivered
+            self.io.send_raw(name, value, frame_metadata(cam, frame.width, frame.height, frame.stamp_ns, source))
             self.published[name] += 1
+        self.io.diag.dropped = sum(self.skipped.values())
         if self.calibration.due(now_ns):
             for name, (cam, source) in self.cameras.items():
                 msg = calibration_message(name, SOURCE, source, cam.intrinsics(), cam.rate_hz, cam.mount, now_ns)
@@ -114,18 +123,25 @@ class CameraPublisher:
         problems, details = [], {}
         for name, stream in self.streams.items():
             st = stream.status()
+            for _ in range(st.rejected - self.rejected[name]):
+                self.io.diag.reject(st.last_rejection, "bad_image")
+            if st.rejected > self.rejected[name] and st.last_rejection not in self._rejection_logged:
+                self._rejection_logged.add(st.last_rejection)  # once per reason: a broken camera sends 30 a second
+                self.io.log("warn", st.last_rejection)
+            self.rejected[name] = st.rejected
             why = st.error
             if not why and (st.last_frame_ns is None or now_ns - st.last_frame_ns > self.stale_ns):
                 why = f"camera {name}: no frame for more than {self.config.stale_after_s:g} s"
                 if st.last_frame_ns is None and st.state == "opening":
-                    why = ""  # still opening: not yet a fault
+                    why = st.last_rejection  # still opening: a fault only if its frames are refused
             if why:
                 problems.append(why)
                 if self._reported.get(name) != why:
                     self.io.log("error", why)
             self._reported[name] = why
             details[name] = {"state": st.state if not why else "missing", "frames": st.frames,
-                             "published": self.published[name], "reconnects": st.reconnects,
+                             "published": self.published[name], "skipped": self.skipped[name],
+                             "rejected": st.rejected, "reconnects": st.reconnects,
                              "size": list(st.size) if st.size else None, "error": why, "device": self.cameras[name][1]}
         self.io.diag.details = {"cameras": details}
         if problems:

@@ -12,7 +12,9 @@ Whether the names are the *right* names is the receiver's question:
 :func:`require_joint_names` checks them against an expected set.
 
 Images are not structs: they travel as flat ``uint8`` arrays with their shape
-in dora metadata; :func:`image_metadata` and :func:`decode_image` handle that.
+in dora metadata, either raw pixels or one JPEG file (``encoding: "jpeg"``,
+:mod:`~teledora.operators.contract.compressed_image`); :func:`image_metadata`
+and :func:`decode_image` handle both.
 docs/messages.md lists every topic with units, frames and rates.
 """
 
@@ -25,6 +27,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
+from teledora.operators.contract.compressed_image import COMPRESSED_ENCODINGS, JpegError, decode_jpeg
 from teledora.operators.errors import TeledoraError
 
 
@@ -671,15 +674,18 @@ def require_joint_names(names: Sequence[str], expected: Iterable[str], *, subset
         raise MessageError(f"missing joint names {missing}")
 
 
-IMAGE_ENCODINGS = {"rgb8": 3, "bgr8": 3, "mono8": 1}
+IMAGE_ENCODINGS = {"rgb8": 3, "bgr8": 3, "mono8": 1}  # raw pixels: channels per pixel
+# every encoding an image message may name: raw, or compressed (one JPEG per frame)
+ALL_IMAGE_ENCODINGS = tuple(IMAGE_ENCODINGS) + COMPRESSED_ENCODINGS
 
 
 def image_metadata(
     *, width: int, height: int, encoding: str, camera: str, stamp_ns: int, fx: float, fy: float, cx: float, cy: float
 ) -> dict[str, Any]:
-    """dora metadata for an image output (the value is the flat uint8 pixel array)."""
-    if encoding not in IMAGE_ENCODINGS:
-        raise MessageError(f"image encoding must be one of {sorted(IMAGE_ENCODINGS)}, got {encoding!r}")
+    """dora metadata for an image output (the value is the flat uint8 pixel
+    array, or the JPEG's bytes for ``encoding="jpeg"``)."""
+    if encoding not in ALL_IMAGE_ENCODINGS:
+        raise MessageError(f"image encoding must be one of {sorted(ALL_IMAGE_ENCODINGS)}, got {encoding!r}")
     return {
         "width": int(width),
         "height": int(height),
@@ -694,7 +700,10 @@ def image_metadata(
 
 
 def decode_image(value: pa.Array, metadata: Mapping[str, Any]) -> np.ndarray:
-    """Returns an (H, W, C) uint8 view of an image message, validated against its metadata."""
+    """Returns the (H, W, C) uint8 pixels of an image message, validated against its metadata.
+
+    Raw pixels come back as a zero-copy view; a JPEG frame is decoded to RGB
+    (C = 3), after its header was checked against ``width`` and ``height``."""
     try:
         width, height, encoding = int(metadata["width"]), int(metadata["height"]), metadata["encoding"]
     except (KeyError, TypeError, ValueError) as exc:
@@ -702,10 +711,15 @@ def decode_image(value: pa.Array, metadata: Mapping[str, Any]) -> np.ndarray:
     if width <= 0 or height <= 0:
         raise MessageError(f"image size {width}x{height} is impossible (both must be positive)", reason="out_of_range")
     channels = IMAGE_ENCODINGS.get(encoding)
-    if channels is None:
+    if channels is None and encoding not in COMPRESSED_ENCODINGS:
         raise MessageError(f"unknown image encoding {encoding!r}")
     if not isinstance(value, pa.Array) or value.type != pa.uint8():
         raise MessageError(f"image must be a uint8 array, got {getattr(value, 'type', type(value))}")
+    if channels is None:
+        try:
+            return decode_jpeg(value, width, height)
+        except JpegError as exc:
+            raise MessageError(f"{encoding} image refused: {exc}", reason="bad_image") from None
     if len(value) != width * height * channels:
         raise MessageError(f"image has {len(value)} bytes, expected {width}x{height}x{channels}")
     return value.to_numpy(zero_copy_only=True).reshape(height, width, channels)

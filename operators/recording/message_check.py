@@ -14,7 +14,9 @@ failing a flush that also carries good rows):
   ``timestamp`` / ``stamp_ns`` do not fit an int64 of nanoseconds;
 - an image (metadata naming ``width``, ``height`` or ``encoding``) whose
   sizes are not positive integers, whose encoding is unknown, or whose value
-  is not ``width * height * channels`` uint8 bytes.
+  is not ``width * height * channels`` uint8 bytes; for a JPEG frame
+  (``encoding: "jpeg"``), bytes that are no whole JPEG of that size (its
+  header read, not its pixels: a frame is stored as it came).
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from typing import Any, Mapping
 
 import pyarrow as pa
 
-from teledora.operators.contract.messages import IMAGE_ENCODINGS
+from teledora.operators.contract.compressed_image import COMPRESSED_ENCODINGS, jpeg_problem
+from teledora.operators.contract.messages import ALL_IMAGE_ENCODINGS, IMAGE_ENCODINGS
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 TIMESTAMP_YEARS = (1678, 2261)
@@ -94,10 +97,13 @@ def image_problem(value: pa.Array, metadata: Mapping[str, Any]) -> str:
     if not (_is_int(width) and _is_int(height)) or width <= 0 or height <= 0:
         return f"image size {width!r} x {height!r} is not two positive integers"
     channels = IMAGE_ENCODINGS.get(encoding) if isinstance(encoding, str) else None
-    if channels is None:
-        return f"unknown image encoding {encoding!r} (known: {', '.join(sorted(IMAGE_ENCODINGS))})"
+    if channels is None and encoding not in COMPRESSED_ENCODINGS:
+        return f"unknown image encoding {encoding!r} (known: {', '.join(sorted(ALL_IMAGE_ENCODINGS))})"
     if value.type != pa.uint8():
         return f"image value is {value.type}, not uint8"
+    if channels is None:
+        why = jpeg_problem(value, width, height)
+        return f"{encoding} image: {why}" if why else ""
     if len(value) != width * height * channels:
         return f"image holds {len(value)} bytes, {width}x{height} {encoding} needs {width * height * channels}"
     return ""

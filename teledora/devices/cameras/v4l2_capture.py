@@ -5,8 +5,14 @@ path through the V4L2 backend, requesting the configured FOURCC (MJPEG), size
 and frame rate and a one-buffer queue; anything else, e.g. a file or an
 ``http://`` MJPEG stream, through OpenCV's default backend), grabs frames as
 they come, stamps each right after ``grab()`` returns, i.e. when the frame
-reached the host, not when it is published, decodes it to RGB and keeps only
-the newest. A camera that cannot be opened or stops delivering is closed and
+reached the host, not when it is published, and keeps only the newest.
+
+Frames are never decoded: OpenCV hands over the camera's own JPEG (the V4L2
+backend with ``CAP_PROP_CONVERT_RGB`` off returns the MJPEG buffer as the
+driver filled it; FFmpeg's, for files and URLs, returns the demuxed packet
+with ``CAP_PROP_FORMAT`` -1), and only its header is read, for the size and
+to refuse what is no whole JPEG (counted in :meth:`CameraStream.status`,
+never published). A camera that cannot be opened or stops delivering is closed and
 tried again every ``reconnect_period_s``; meanwhile :meth:`CameraStream.status`
 says why, and the other cameras' threads are not affected.
 """
@@ -20,17 +26,23 @@ from typing import Any, Callable
 
 import numpy as np
 
+from teledora.operators.contract.compressed_image import JpegError, jpeg_problem, jpeg_size
+
 OPEN_TIMEOUT_MS = 2000
 READ_TIMEOUT_MS = 1000
 
 
 @dataclass(frozen=True)
 class CapturedFrame:
-    """One frame: its number since the stream started, its capture time (host ns) and RGB pixels."""
+    """One frame: its number since the stream started, its capture time (host
+    ns), the camera's JPEG bytes (flat uint8, as delivered) and its size from
+    the JPEG header."""
 
     seq: int
     stamp_ns: int
-    rgb: np.ndarray
+    jpeg: np.ndarray
+    width: int
+    height: int
 
 
 @dataclass(frozen=True)
@@ -41,6 +53,8 @@ class StreamStatus:
     reconnects: int
     last_frame_ns: int | None
     size: tuple[int, int] | None  # (width, height) the camera delivers
+    rejected: int = 0   # frames refused: no whole JPEG
+    last_rejection: str = ""
 
 
 class CameraStream:
@@ -66,6 +80,7 @@ class CameraStream:
         self._frames = 0
         self._reconnects = 0
         self._size: tuple[int, int] | None = None
+        self._rejected, self._last_rejection = 0, ""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._new = threading.Condition(self._lock)
@@ -97,7 +112,8 @@ class CameraStream:
     def status(self) -> StreamStatus:
         with self._lock:
             last = None if self._frame is None else self._frame.stamp_ns
-            return StreamStatus(self._state, self._error, self._frames, self._reconnects, last, self._size)
+            return StreamStatus(self._state, self._error, self._frames, self._reconnects, last, self._size,
+                                self._rejected, self._last_rejection)
 
     # ------------------------------------------------------------ thread
     def _set(self, state: str, error: str = "") -> None:
@@ -143,24 +159,42 @@ class CameraStream:
             cap.set(cv2.CAP_PROP_FRAME_HEIGHT, self.height)
             cap.set(cv2.CAP_PROP_FPS, self.rate_hz)
             cap.set(cv2.CAP_PROP_BUFFERSIZE, 1)  # the newest frame, not one queued behind others
+            passthrough = cap.set(cv2.CAP_PROP_CONVERT_RGB, 0)  # the driver's MJPEG buffer, undecoded
+        else:
+            passthrough = cap.set(cv2.CAP_PROP_FORMAT, -1)  # FFmpeg's demuxed packets, undecoded
+        if not passthrough:
+            cap.release()
+            self._set("missing", f"camera {self.name}: {self.source} cannot hand over its frames undecoded")
+            return None
         return cap
 
     def _read_until_lost(self, cv2: Any, cap: Any) -> None:
         while not self._stop.is_set():
             ok = cap.grab()
             stamp_ns = self.clock()  # the frame has just reached the host
-            bgr = cap.retrieve()[1] if ok else None
-            if bgr is None or bgr.size == 0:
+            raw = cap.retrieve()[1] if ok else None
+            if raw is None or raw.size == 0:
                 with self._lock:
                     got_any = self._state == "streaming"
                 why = "stopped delivering frames (unplugged?)" if got_any else "opened but delivers no frames"
                 self._set("missing", f"camera {self.name}: {self.source} {why}; retrying every "
                                      f"{self.reconnect_period_s:g} s")
                 return
-            rgb = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+            jpeg = raw.reshape(-1)
+            try:
+                width, height = jpeg_size(jpeg)
+                why = jpeg_problem(jpeg, width, height)
+            except JpegError as exc:
+                why = str(exc)
+            if why:  # counted and left out: the recorder and viewers get whole frames only
+                with self._lock:
+                    self._rejected += 1
+                    self._last_rejection = (f"camera {self.name}: frame refused: {why} (the node passes the "
+                                            f"camera's MJPEG through; does {self.source} deliver MJPG?)")
+                continue
             with self._new:
                 self._frames += 1
-                self._frame = CapturedFrame(self._frames, stamp_ns, rgb)
-                self._size = (rgb.shape[1], rgb.shape[0])
+                self._frame = CapturedFrame(self._frames, stamp_ns, jpeg, width, height)
+                self._size = (width, height)
                 self._state, self._error = "streaming", ""
                 self._new.notify_all()

@@ -1,7 +1,8 @@
-"""The capture threads against a fake camera that OpenCV really opens and decodes
-(an MJPEG stream on 127.0.0.1, teledora.fakes.mjpeg_camera): frames arrive
-stamped at capture, an unplugged camera is reported and comes back, a missing
-one does not stop the others."""
+"""The capture threads against a fake camera that OpenCV really opens (an MJPEG
+stream on 127.0.0.1, teledora.fakes.mjpeg_camera): frames arrive as the
+camera's own JPEG bytes, stamped at capture; a frame cut short is refused and
+counted; an unplugged camera is reported and comes back, a missing one does
+not stop the others."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from teledora.devices.cameras.v4l2_capture import CameraStream
 from teledora.fakes.mjpeg_camera import FakeMjpegCamera, frame_number
+from teledora.operators.contract.compressed_image import decode_jpeg
 
 
 def _wait(pred, timeout_s: float = 10.0) -> bool:
@@ -34,12 +36,12 @@ def _stream(source: str, name: str = "chest") -> CameraStream:
     return CameraStream(name, source, 160, 120, 25.0, "MJPG", reconnect_period_s=0.2)
 
 
-def test_frames_are_decoded_numbered_and_stamped_at_capture(fake) -> None:
+def test_frames_pass_through_undecoded_numbered_and_stamped_at_capture(fake) -> None:
     s = _stream(fake.url)
     s.start()
     try:
         first = s.wait(-1, 10.0)
-        assert first is not None and first.rgb.shape == (120, 160, 3)
+        assert first is not None and (first.width, first.height) == (160, 120)
         frames = [first]
         while len(frames) < 6:
             f = s.wait(frames[-1].seq, 5.0)
@@ -47,8 +49,10 @@ def test_frames_are_decoded_numbered_and_stamped_at_capture(fake) -> None:
             frames.append(f)
         stamps = [f.stamp_ns for f in frames]
         assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps)
-        numbers = [frame_number(f.rgb) for f in frames]
-        assert all((b - a) % 256 >= 1 for a, b in zip(numbers, numbers[1:])), numbers  # newer frames, decoded
+        numbers = [frame_number(decode_jpeg(f.jpeg, f.width, f.height)) for f in frames]
+        assert all((b - a) % 256 >= 1 for a, b in zip(numbers, numbers[1:])), numbers  # newer frames
+        for f, n in zip(frames, numbers):  # the camera's bytes, not a re-encoding
+            assert f.jpeg.dtype.name == "uint8" and f.jpeg.tobytes() == fake.jpeg(n)
         # stamped when grabbed: the newest frame is no older than the fake's frame period allows
         assert time.time_ns() - s.latest().stamp_ns < 2e9
         assert s.status().state == "streaming" and s.status().size == (160, 120)
@@ -89,3 +93,21 @@ def test_a_missing_camera_does_not_stop_the_others(fake) -> None:
     finally:
         good.stop()
         gone.stop()
+
+
+def test_a_frame_cut_short_is_refused_and_counted_and_the_next_whole_frame_streams(fake) -> None:
+    s = _stream(fake.url)
+    s.start()
+    try:
+        first = s.wait(-1, 10.0)
+        assert first is not None
+        fake.cut_short = 3
+        assert _wait(lambda: s.status().rejected == 3)
+        st = s.status()
+        assert "chest" in st.last_rejection and "cut short" in st.last_rejection
+        latest = s.latest().seq
+        f = s.wait(latest, 5.0)
+        assert f is not None and f.jpeg.tobytes() == fake.jpeg(frame_number(decode_jpeg(f.jpeg, 160, 120)))
+        assert s.status().state == "streaming"
+    finally:
+        s.stop()

@@ -1,6 +1,7 @@
-"""The hardware cameras node against fake cameras that OpenCV opens and decodes
-(MJPEG streams on 127.0.0.1, the same cv2.VideoCapture path as a V4L2 device):
-frames are published with their capture stamps, calibration comes from the
+"""The hardware cameras node against fake cameras that OpenCV opens (MJPEG
+streams on 127.0.0.1, the same cv2.VideoCapture path as a V4L2 device): each
+frame is published as the camera's JPEG bytes, unchanged, with its capture
+stamp; a frame cut short is refused and counted; calibration comes from the
 config, an unplugged camera is an `error` while the other keeps streaming, and
 it streams again once plugged back."""
 
@@ -69,14 +70,15 @@ def test_frames_calibration_and_an_unplugged_camera(cams) -> None:
     node_module.main(["--cameras", "chest,left_wrist", "--device", f"chest={chest.url}",
                       "--device", f"left_wrist={wrist.url}"], node=node)
 
-    # images: decoded RGB of the configured camera, stamped at capture (before it was sent)
+    # images: the camera's own JPEG bytes (never decoded), stamped at capture (before it was sent)
     frames = node.outputs["chest"]
     assert len(frames) > 50
-    for value, meta, sent in zip(frames, node.meta["chest"], node.sent_at["chest"]):
-        img = decode_image(value, meta)
-        assert img.shape == (120, 160, 3) and meta["camera"] == "chest" and meta["device"] == chest.url
-        assert meta["capture_ns"] == meta["stamp_ns"] <= sent
     numbers = [frame_number(decode_image(v, m)) for v, m in zip(frames, node.meta["chest"])]
+    for value, meta, sent, n in zip(frames, node.meta["chest"], node.sent_at["chest"], numbers):
+        assert meta["encoding"] == "jpeg" and (meta["width"], meta["height"]) == (160, 120)
+        assert value.to_numpy().tobytes() == chest.jpeg(n)  # byte-identical to what the camera sent
+        assert meta["camera"] == "chest" and meta["device"] == chest.url
+        assert meta["capture_ns"] == meta["stamp_ns"] <= sent
     assert all((b - a) % 256 >= 1 for a, b in zip(numbers, numbers[1:])), "a frame was published twice"
     stamps = [m["capture_ns"] for m in node.meta["chest"]]
     assert stamps == sorted(stamps)
@@ -118,3 +120,21 @@ def test_a_camera_that_is_not_there_is_an_error_from_the_start(cams) -> None:
 def test_bad_device_override_is_refused() -> None:
     with pytest.raises(SystemExit, match="NAME=SOURCE"):
         node_module.main(["--cameras", "chest", "--device", "nose=/dev/video0"], node=TickingNode(1))
+
+
+def test_frames_cut_short_are_refused_counted_and_logged_once(cams) -> None:
+    chest, _ = cams
+
+    def break_camera() -> None:
+        chest.cut_short = 5
+
+    node = TickingNode(150, {40: break_camera})
+    node_module.main(["--cameras", "chest", "--device", f"chest={chest.url}"], node=node)
+    for value, meta in zip(node.outputs["chest"], node.meta["chest"]):
+        decode_image(value, meta)  # every published frame is whole
+    diags = _diagnostics(node)
+    assert diags[-1]["rejected"] == 5
+    assert json.loads(diags[-1]["details_json"])["rejected_by_reason"] == {"bad_image": 5}
+    assert any(d["level"] == "warn" and "cut short" in d["message"] for d in diags)
+    warnings = [log for log in node.logs if "cut short" in str(log)]
+    assert len(warnings) == 1, warnings

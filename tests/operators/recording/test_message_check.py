@@ -53,3 +53,19 @@ def test_any_metadata_gets_an_answer_never_an_exception(meta, value):
     assert (array is None) == bool(why)
     if array is not None:  # what passes can be stored: a mapping of strings to dora parameter values
         assert all(isinstance(k, str) for k in meta)
+
+
+def test_a_jpeg_frame_is_stored_whole_and_bytes_that_are_no_such_frame_are_refused():
+    from teledora.operators.contract.compressed_image import encode_jpeg
+
+    y, x = np.mgrid[0:48, 0:64]
+    data = encode_jpeg(np.stack([x * 4, y * 5, x + y], -1).astype(np.uint8))
+    frame = pa.array(data)
+    jpeg = {"width": 64, "height": 48, "encoding": "jpeg"}
+    array, why = message_problem(frame, jpeg)
+    assert why == "" and array.to_numpy().tobytes() == data.tobytes()
+    assert "header says 64x48" in image_problem(frame, dict(jpeg, width=640))
+    assert "cut short" in image_problem(pa.array(data[:-100]), jpeg)
+    assert "not a JPEG" in image_problem(pa.array(np.zeros(64 * 48 * 3, np.uint8)), jpeg)
+    assert "not uint8" in image_problem(pa.array(data.astype(np.int32)), jpeg)
+    assert "jpeg" in image_problem(frame, dict(jpeg, encoding="png"))  # named among the known ones
