@@ -7,8 +7,9 @@ or instead, with ``--pose-source ground_truth`` (as in the sim dataflows),
 message at 50 Hz in place of about 190 state messages a second; a camera sees
 the robot itself, not its reports); ``objects`` (ObjectPoses, the scene's free
 bodies); ``tick`` (dora timer: wakes the loop so due cameras render). Outputs: ``chest``,
-``top_front``, ``top_back``, ``left_wrist``, ``right_wrist`` (flat uint8 RGB with
-image metadata; ``capture_ns`` is the render time), ``calibration``
+``top_front``, ``top_back``, ``left_wrist``, ``right_wrist`` (each render as one
+JPEG, flat uint8 with image metadata and ``encoding: "jpeg"``, the form the
+robot's cameras send; ``capture_ns`` is the render time), ``calibration``
 (CameraCalibration per rendered camera, at start and every
 ``calibration_period_s`` of cameras.yaml) and ``diagnostics``.
 
@@ -19,7 +20,8 @@ are best effort: the process lowers its own CPU priority, on every thread
 and the cameras fall behind their rate instead (late frames are skipped).
 
 Args: ``--config`` renderer YAML, ``--cameras-config`` cameras YAML,
-``--model`` MJCF, ``--cameras a,b`` to render only those, ``--pose-source
+``--model`` MJCF, ``--cameras a,b`` to render only those, ``--jpeg-quality``
+(1-100, default 90, ``CAMERAS_JPEG_QUALITY``), ``--pose-source
 reports|ground_truth`` (``reports``, the default, follows ``sources:`` of the
 renderer YAML; ``ground_truth`` poses every group from ``ground_truth``).
 """
@@ -46,6 +48,7 @@ from teledora.runtime.node_io import NodeIO, make_node, node_id
 SOURCE = "sim"
 NICE = 10
 POSE_SOURCES = ("reports", "ground_truth")
+JPEG_QUALITY = 90  # a 640x480 render in about 40 kB, within a few levels of 255 of the pixels
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -54,6 +57,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--cameras-config", default=os.environ.get("CAMERAS_CONFIG"))
     p.add_argument("--model", default=os.environ.get("RENDERER_MODEL"))
     p.add_argument("--cameras", default=os.environ.get("RENDERER_CAMERAS"), help="comma-separated subset")
+    p.add_argument("--jpeg-quality", type=int, default=int(os.environ.get("CAMERAS_JPEG_QUALITY", JPEG_QUALITY)),
+                   choices=range(1, 101), metavar="1-100", help="JPEG quality of the published frames")
     p.add_argument("--pose-source", choices=POSE_SOURCES, default="reports",
                    help="reports: the renderer YAML's sources; ground_truth: every group from the ground_truth input")
     return p.parse_args(argv)
@@ -80,7 +85,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, *, clock: Callable
         if rig is None:
             model_path = resolve_model(args.model or config.model.path, io.log)
             rig = CameraRig(model_path, config, chosen_cameras(config, args.cameras))
-        app = RobotRenderer(io, config, rig, models.load_profile(), None)
+        app = RobotRenderer(io, config, rig, models.load_profile(), None, jpeg_quality=args.jpeg_quality)
     except (ValueError, OSError, RuntimeError, yaml.YAMLError) as exc:
         io.fail_start("cameras", exc)
     calibration = CalibrationClock(mounts.calibration_period_s)

@@ -10,7 +10,9 @@ to and sent with each rendered image.
   only when configured);
 * :func:`distort_image` warps an ideal render with the maps of
   ``camera_intrinsics.distortion_maps``;
-* :func:`camera_frame_metadata` is the metadata published with an image.
+* :func:`camera_frame_metadata` is the metadata published with an image, and
+  :func:`camera_frame` the message itself: raw RGB, or one JPEG (the sim
+  cameras' form, like the robot's cameras).
 
 Everything here works on models, scenes and arrays it is given: loading the
 model file and the GL renderers themselves belong to the renderer node.
@@ -21,8 +23,10 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import numpy as np
+import pyarrow as pa
 
 from teledora.operators.rendering.camera_intrinsics import DISTORTION_MODEL, CameraIntrinsics, CameraSettings, RendererConfig
+from teledora.operators.contract.compressed_image import JPEG, encode_jpeg
 from teledora.operators.contract.messages import image_metadata
 from teledora.operators.model.urdf_import import CAMERA_HOUSING_GROUP
 
@@ -116,7 +120,8 @@ def distort_image(image: np.ndarray, maps: tuple[np.ndarray, np.ndarray]) -> np.
 
 
 def camera_frame_metadata(
-    name: str, intr: CameraIntrinsics, stamp_ns: int, render_ns: int, oldest_state_stamp_ns: int
+    name: str, intr: CameraIntrinsics, stamp_ns: int, render_ns: int, oldest_state_stamp_ns: int,
+    encoding: str = "rgb8",
 ) -> dict[str, Any]:
     """dora metadata of one published camera image.
 
@@ -126,11 +131,12 @@ def camera_frame_metadata(
         stamp_ns: The newest measurement time that went into the pose shown.
         render_ns: Host time of the render.
         oldest_state_stamp_ns: The oldest measurement time that went into the pose.
+        encoding: ``rgb8`` (raw pixels) or ``jpeg``.
     """
     meta = image_metadata(
         width=intr.width,
         height=intr.height,
-        encoding="rgb8",
+        encoding=encoding,
         camera=name,
         stamp_ns=stamp_ns,
         fx=intr.fx,
@@ -147,3 +153,20 @@ def camera_frame_metadata(
         oldest_state_stamp_ns=oldest_state_stamp_ns,
     )
     return meta
+
+
+def camera_frame(
+    image: np.ndarray, name: str, intr: CameraIntrinsics, stamp_ns: int, render_ns: int,
+    oldest_state_stamp_ns: int, jpeg_quality: int | None = None,
+) -> tuple[pa.Array, dict[str, Any]]:
+    """The value and metadata of one rendered (H, W, 3) RGB image: the JPEG at
+    ``jpeg_quality`` (what a robot camera sends, 10-20 times smaller), or with
+    None the raw pixels."""
+    if image.shape != (intr.height, intr.width, 3):
+        raise ValueError(f"camera {name}: rendered {image.shape}, intrinsics say {intr.height}x{intr.width}x3")
+    if jpeg_quality is None:
+        value, encoding = np.ascontiguousarray(image).reshape(-1), "rgb8"
+    else:
+        value, encoding = encode_jpeg(image, jpeg_quality), JPEG
+    meta = camera_frame_metadata(name, intr, stamp_ns, render_ns, oldest_state_stamp_ns, encoding)
+    return pa.array(value, type=pa.uint8()), meta

@@ -9,9 +9,6 @@ from __future__ import annotations
 import time
 from typing import Any, Mapping
 
-import numpy as np
-import pyarrow as pa
-
 from teledora.devices.rendering.camera_rig import CameraRig
 from teledora.operators.model.joint_state_mapping import (
     JointStateError,
@@ -25,9 +22,7 @@ from teledora.operators.rendering.camera_intrinsics import (
     FrameSchedule,
     RendererConfig,
 )
-from teledora.operators.rendering.camera_rendering import (
-    camera_frame_metadata,
-)
+from teledora.operators.rendering.camera_rendering import camera_frame
 from teledora.operators.rendering.object_poses import free_body_qpos_addresses, write_object_poses
 from teledora.operators.rendering.pose_sources import PoseSources, joint_groups
 from teledora.runtime.node_io import NodeIO
@@ -44,8 +39,10 @@ OBJECTS_INPUT = "objects"
 class RobotRenderer:
     """The renderer's state handling and output, driven by the node's event loop."""
 
-    def __init__(self, io: NodeIO, config: RendererConfig, rig: CameraRig, profile: Any, window: Any = None) -> None:
+    def __init__(self, io: NodeIO, config: RendererConfig, rig: CameraRig, profile: Any, window: Any = None,
+                 jpeg_quality: int | None = None) -> None:
         self.io = io
+        self.jpeg_quality = jpeg_quality  # None: raw RGB frames; else each frame sent as a JPEG
         self.config = config
         self.rig = rig
         self.profile = profile
@@ -161,10 +158,9 @@ class RobotRenderer:
         image = self.rig.render(name)
         self.render_ms[name] = (time.perf_counter() - t0) * 1e3
         self.schedule.rendered(name, now_ns)
-        meta = camera_frame_metadata(
-            name, self.rig.intrinsics[name], self.pose.stamp_ns, self.io.clock(), self.pose.oldest_stamp_ns()
-        )
-        self.io.send_raw(name, pa.array(np.ascontiguousarray(image).reshape(-1), type=pa.uint8()), meta)
+        value, meta = camera_frame(image, name, self.rig.intrinsics[name], self.pose.stamp_ns, self.io.clock(),
+                                   self.pose.oldest_stamp_ns(), self.jpeg_quality)
+        self.io.send_raw(name, value, meta)
         self.frames[name] += 1
 
     def publish_diagnostics(self, force: bool = False) -> None:

@@ -157,3 +157,30 @@ def test_the_priority_is_lowered_on_every_thread_and_a_bad_setting_is_reported(
     warnings = [m for level, m in node.logs if level == "warn" and "CAMERAS_NICE" in m]
     assert len(warnings) == (1 if warned else 0), node.logs
     assert node.images("chest")  # it renders either way
+
+
+def test_each_render_is_sent_as_a_jpeg_that_decodes_to_the_rendered_pixels(config_path: str, monkeypatch) -> None:
+    from teledora.operators.contract.compressed_image import jpeg_size
+
+    monkeypatch.setenv("CAMERAS_NICE", "0")
+    rig = shared_rig(config_path, ("chest",))
+    rendered = []
+    real_render = rig.render
+    monkeypatch.setattr(rig, "render", lambda name: rendered.append(real_render(name).copy()) or rendered[-1])
+    events = [event("ground_truth", ground_truth()), event(*TICK), event(*TICK), event(*TICK)]
+    node = PacedNode(events)
+    clock = itertools.count(start=10**9, step=20_000_000)
+    cameras_sim.main(["--config", config_path, "--cameras", "chest", "--pose-source", "ground_truth",
+                      "--jpeg-quality", "90"], node=node, clock=lambda: next(clock), rig=rig)
+    frames = [(v, m) for o, v, m in node.sent if o == "chest"]
+    assert frames and len(frames) == len(rendered)
+    for (value, meta), pixels, img in zip(frames, rendered, node.images("chest")):
+        assert meta["encoding"] == "jpeg" and jpeg_size(value) == (W, H) == (meta["width"], meta["height"])
+        assert len(value) < pixels.nbytes / 3  # compressed
+        err = np.abs(img.astype(int) - pixels.astype(int))
+        assert err.mean() < 2.5 and np.percentile(err, 99) < 20, (err.mean(), np.percentile(err, 99))
+
+
+def test_a_jpeg_quality_outside_1_to_100_is_refused(config_path: str) -> None:
+    with pytest.raises(SystemExit):
+        cameras_sim.parse_args(["--jpeg-quality", "0"])

@@ -152,3 +152,20 @@ def test_frame_metadata_carries_intrinsics_distortion_and_stamps():
         "frame_id": "left_wrist_optical", "render_ns": 70, "capture_ns": 70, "oldest_state_stamp_ns": 40,
     }
     assert isinstance(meta["render_ns"], int)
+
+
+def test_a_frame_goes_out_as_a_jpeg_of_the_render_or_as_its_raw_pixels():
+    from teledora.operators.contract.messages import decode_image
+    from teledora.operators.rendering.camera_rendering import camera_frame
+
+    intr = intrinsics_from_fovy(64, 48, 60.0)
+    y, x = np.mgrid[0:48, 0:64]
+    image = np.stack([x * 4, y * 5, np.full_like(x, 120)], -1).astype(np.uint8)
+    value, meta = camera_frame(image, "chest", intr, 50, 70, 40, jpeg_quality=90)
+    assert meta["encoding"] == "jpeg" and meta["capture_ns"] == 70 and len(value) < image.nbytes / 3
+    assert np.abs(decode_image(value, meta).astype(int) - image).mean() < 2
+    value, meta = camera_frame(image, "chest", intr, 50, 70, 40)
+    assert meta["encoding"] == "rgb8"
+    np.testing.assert_array_equal(decode_image(value, meta), image)
+    with pytest.raises(ValueError, match="intrinsics say 48x64"):
+        camera_frame(image[:40], "chest", intr, 50, 70, 40, jpeg_quality=90)
