@@ -53,6 +53,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     export.add_argument("--append", action="store_true", help="lerobot: add this run to the dataset already at the output")
     export.add_argument("--codec", default="libsvtav1", choices=["libsvtav1", "libx264"],
                         help="lerobot: video encoder (default libsvtav1, LeRobot's own default)")
+    export.add_argument("--frames", default="auto", choices=["auto", "rendered", "recorded"],
+                        help="lerobot: camera images rendered from the recorded states at each frame's time, or the "
+                             "recorded images (default auto: rendered for a sim run, recorded otherwise)")
+    export.add_argument("--render-size", default=None, metavar="WxH",
+                        help="lerobot, rendered: image size of every camera (default each camera's configured size)")
     export.add_argument(
         "--profile", default=None, help="mcap: robot profile whose model draws the robot and room (default the shipped one)"
     )
@@ -373,14 +378,34 @@ def _finished_only(line: str) -> None:
         print(line, flush=True)
 
 
+def _render_size(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"--render-size {text!r} is not WIDTHxHEIGHT") from None
+    if w <= 0 or h <= 0:
+        raise ValueError(f"--render-size {text!r}: both sides must be positive")
+    return w, h
+
+
 def _export_lerobot(args: argparse.Namespace) -> int:
-    from teledora.models.config_files import load_drive_config, load_profile
+    import os
+
+    from teledora.models.config_files import load_drive_config, load_profile, load_renderer_config
     from teledora.operators.datasets.lerobot_features import Units
-    from teledora.recording.lerobot_export import ExportError, ExportOptions, export_run
+    from teledora.recording.lerobot_export import ExportError, ExportOptions, export_run, is_sim_run
 
     if args.fps <= 0:
         print("teledora log: --fps must be positive", file=sys.stderr)
         return 2
+    try:
+        size = _render_size(args.render_size)
+    except ValueError as exc:
+        print(f"teledora log: {exc}", file=sys.stderr)
+        return 2
+    render = args.frames == "rendered" or (args.frames == "auto" and is_sim_run(RunReader(args.run)))
     opts = ExportOptions(
         fps=args.fps,
         default_task=args.task,
@@ -390,13 +415,29 @@ def _export_lerobot(args: argparse.Namespace) -> int:
         vcodec=args.codec,
     )
     root = args.output or (args.run / "lerobot")
+    renderer = None
     try:
-        with progress("encoding camera videos", None, "frames") as advance:
+        if render:
+            os.environ.setdefault("MUJOCO_GL", "egl")  # headless; before mujoco is first imported
+            from teledora.devices.rendering.offline_render import OfflineRenderError, RecordedStateRenderer
+
+            try:
+                renderer = RecordedStateRenderer(RunReader(args.run), load_renderer_config(), load_profile(), size=size)
+            except OfflineRenderError as exc:
+                print(f"teledora log: cannot render the cameras: {exc} (--frames recorded uses the recorded images)",
+                      file=sys.stderr)
+                return 2
+        what = "rendering and encoding camera videos" if render else "encoding camera videos"
+        with progress(what, None, "frames") as advance:
             # the bar shows the encoding; of the export's own lines only the finished cameras are kept
-            report = export_run(args.run, root, opts, append=args.append, advance=advance, progress=_finished_only)
+            report = export_run(args.run, root, opts, append=args.append, advance=advance, progress=_finished_only,
+                                renderer=renderer)
     except ExportError as exc:
         print(f"teledora log: {exc}", file=sys.stderr)
         return 2
+    finally:
+        if renderer is not None:
+            renderer.close()
     if report.whole_run:
         print("no episode marks in this run: exported the whole run as one episode")
     for ep in report.episodes:
@@ -407,6 +448,14 @@ def _export_lerobot(args: argparse.Namespace) -> int:
         print(f"camera {cam}: skipped {count} frame(s) that are not valid images of its size (first: {first})")
     if report.ignored_marks:
         print(f"{report.ignored_marks} episode mark(s) ignored (keep/discard with no episode open)")
+    if renderer is not None:
+        print(f"rendered {len(report.cameras)} camera(s) at each frame's time from the recorded states: "
+              f"{report.render_frames} images in {report.render_s:.1f} s ({report.render_frames_per_s:.1f} frames/s)")
+        if renderer.rejected:
+            print(f"{renderer.rejected} recorded state(s) rejected and not used (first: {renderer.first_rejection})")
+    for r in report.frame_reuse:
+        print(f"episode {r['episode_index']} camera {r['camera']}: {r['frames']} frames, {r['repeated']} repeat the "
+              f"previous image, {r['missing']} missing (before its first image), {r['unused']} image(s) unused")
     rate = report.frames / report.seconds if report.seconds > 0 else float("inf")
     print(f"wrote {root}: {report.frames} frames ({report.recording_s:.1f} s of recording at {args.fps} fps), "
           f"{len(report.cameras)} camera(s), in {report.seconds:.1f} s ({rate:.0f} frames/s)")

@@ -15,6 +15,12 @@ next call (``append``) continues the frame and episode numbering in the next
 file index (a chunk holds ``chunks_size`` files). Which sample each frame holds
 is :mod:`teledora.operators.datasets.frame_clock`'s rule; the names and units
 are :mod:`teledora.operators.datasets.lerobot_features`'.
+
+Camera images come either from a :class:`CameraRenderer` handed in (a sim
+run's cameras rendered from its recorded states at each frame's own time, so
+no frame repeats or lags), or from the recorded images, in which case the
+report counts per episode and camera the frames that repeat an image and those
+that had none (:mod:`teledora.operators.datasets.camera_frame_reuse`).
 """
 
 from __future__ import annotations
@@ -24,13 +30,15 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from teledora.operators.contract.messages import decode_image
+from teledora.operators.datasets.camera_frame_reuse import frame_reuse
 from teledora.operators.datasets.episodes import Episode, EpisodeMark, split_episodes
 from teledora.operators.datasets.frame_clock import NS_PER_S, frame_times_ns, latest_at_or_before, sorted_order
 from teledora.operators.datasets.lerobot_features import Units, arm_values, base_values, joint_map, lift_value, state_names
@@ -60,6 +68,22 @@ class ExportError(TeledoraError):
     """The run cannot be exported as asked (a stream is missing, the dataset differs)."""
 
 
+class CameraRenderer(Protocol):
+    """Camera images made on demand for any instant of the run (a sim run's
+    cameras rendered from its recorded states)."""
+
+    cameras: dict[str, tuple[int, int]]  # camera -> (width, height)
+    start_ns: int  # the first time every state the images need is known
+
+    def render(self, t_ns: int, cameras: Iterable[str] | None = None) -> dict[str, np.ndarray]: ...
+
+
+def is_sim_run(reader: RunReader) -> bool:
+    """True when the run recorded the sim node (it exists only in the sim
+    dataflows): its cameras can be rendered again from the recorded states."""
+    return any(node == "sim" for node, _ in reader.sources().values())
+
+
 @dataclass(frozen=True)
 class ExportOptions:
     fps: int
@@ -84,6 +108,15 @@ class ExportReport:
     cameras: list[str] = field(default_factory=list)
     whole_run: bool = False
     skipped_frames: dict[str, tuple[int, str]] = field(default_factory=dict)  # camera -> (count, first reason)
+    rendered: bool = False  # camera images rendered at each frame's time, not taken from the recording
+    render_frames: int = 0
+    render_s: float = 0.0
+    # recorded images only: per episode and camera, frames that repeat an image or had none
+    frame_reuse: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def render_frames_per_s(self) -> float:
+        return self.render_frames / self.render_s if self.render_s > 0 else 0.0
 
 
 # --------------------------------------------------------------------------- streams
@@ -173,6 +206,7 @@ class EpisodeFrames:
     state: np.ndarray  # (n, 18) float32
     action: np.ndarray  # (n, 18) float32
     images: dict[str, np.ndarray]  # camera -> row index (into its stream) per frame
+    reuse: dict[str, Any] = field(default_factory=dict)  # camera -> FrameReuse (recorded images)
 
 
 def _arm_matrix(stream: Stream, idx: np.ndarray, field_name: str, units: Units) -> np.ndarray:
@@ -186,7 +220,10 @@ def _arm_matrix(stream: Stream, idx: np.ndarray, field_name: str, units: Units) 
     return out
 
 
-def frames_for(episode: Episode, streams: dict[str, Stream], cameras: dict[str, Stream], opts: ExportOptions) -> EpisodeFrames:
+def frames_for(episode: Episode, streams: dict[str, Stream], cameras: dict[str, Stream], opts: ExportOptions,
+               rendered_from_ns: int | None = None) -> EpisodeFrames:
+    """The episode's frames; with ``rendered_from_ns`` the cameras are rendered,
+    and a frame needs its time to be at or after it instead of a recorded image."""
     times = frame_times_ns(episode.start_ns, episode.end_ns, opts.fps)
     period = NS_PER_S // opts.fps
     obs_idx = {k: latest_at_or_before(s.times, times) for k, s in streams.items() if not k.startswith("act_")}
@@ -195,7 +232,11 @@ def frames_for(episode: Episode, streams: dict[str, Stream], cameras: dict[str, 
     ok = np.ones(len(times), dtype=bool)
     for idx in [*obs_idx.values(), *act_idx.values(), *cam_idx.values()]:
         ok &= idx >= 0
+    if rendered_from_ns is not None:
+        ok &= times >= rendered_from_ns
     keep = np.flatnonzero(ok)
+    first = int(keep[0]) if keep.size else len(times)
+    reuse = {c: frame_reuse(idx, first) for c, idx in cam_idx.items()}
     if keep.size:
         keep = np.arange(keep[0], len(times))  # every stream has begun: keep the rest of the episode
     times = times[keep]
@@ -205,7 +246,7 @@ def frames_for(episode: Episode, streams: dict[str, Stream], cameras: dict[str, 
     n = len(times)
     if n == 0:
         z = np.zeros((0, len(state_names())), dtype=np.float32)
-        return EpisodeFrames(episode, times, z, z.copy(), cam_idx)
+        return EpisodeFrames(episode, times, z, z.copy(), cam_idx, reuse)
 
     arms = _arm_matrix(streams["arms"], obs_idx["arms"], "position", opts.units)
     odom = _struct_rows(streams["base"].values, obs_idx["base"])
@@ -223,7 +264,7 @@ def frames_for(episode: Episode, streams: dict[str, Stream], cameras: dict[str, 
     target = lift[:, 0] + np.array([r["velocity_m_s"] for r in lift_cmd]) * 1000.0 / opts.fps
     act_lift = np.clip(target, 0.0, opts.lift_travel_mm)[:, None]
     action = np.hstack([act_arms, act_base, act_lift]).astype(np.float32)
-    return EpisodeFrames(episode, times, state, action, cam_idx)
+    return EpisodeFrames(episode, times, state, action, cam_idx, reuse)
 
 
 # --------------------------------------------------------------------------- images and video
@@ -231,11 +272,10 @@ def frames_for(episode: Episode, streams: dict[str, Stream], cameras: dict[str, 
 
 def rgb_image(values: pa.Array, i: int, meta: dict[str, Any]) -> np.ndarray:
     """Row ``i`` of an image stream as an (H, W, 3) RGB uint8 array."""
-    width, height, enc = int(meta["width"]), int(meta["height"]), meta["encoding"]
-    pixels = values[i].values.to_numpy(zero_copy_only=False)
-    if enc == "mono8":
-        return np.repeat(pixels.reshape(height, width, 1), 3, axis=2)
-    img = pixels.reshape(height, width, 3)
+    img = decode_image(values[i].values, meta)
+    enc = meta["encoding"]
+    if enc == "mono8" or img.shape[2] == 1:
+        return np.repeat(img.reshape(img.shape[0], img.shape[1], 1), 3, axis=2)
     return img[:, :, ::-1] if enc == "bgr8" else img
 
 
@@ -478,10 +518,13 @@ def export_run(
     append: bool,
     progress: Callable[[str], None] = lambda line: None,
     advance: Callable[[int, int], None] | None = None,
+    renderer: CameraRenderer | None = None,
 ) -> ExportReport:
     """Exports one run into the dataset at ``root`` (created, or appended to).
     ``progress`` gets a line now and then; ``advance`` gets ``(1, total)`` for
-    each video frame encoded, ``total`` being the frames of all cameras."""
+    each video frame encoded, ``total`` being the frames of all cameras. With
+    a ``renderer`` the videos hold its images at each frame's time (its
+    cameras, in place of any recorded images); without, the recorded images."""
     t_start = time.perf_counter()
     reader = RunReader(run_dir)
     state_before = read_dataset_state(root)
@@ -498,9 +541,16 @@ def export_run(
         "act_base": _require(reader, BASE_ACTION_SOURCES, "base command"),
         "act_lift": _require(reader, LIFT_ACTION_SOURCES, "lift command"),
     }
-    cam_frames = {c: load_camera(reader, t) for c, t in camera_topics(reader).items()}
-    cam_meta = {c: f.meta for c, f in cam_frames.items()}
-    cameras = {c: f.stream for c, f in cam_frames.items()}
+    if renderer is None:
+        cam_frames = {c: load_camera(reader, t) for c, t in camera_topics(reader).items()}
+        cam_meta = {c: f.meta for c, f in cam_frames.items()}
+        cameras = {c: f.stream for c, f in cam_frames.items()}
+        camera_names = list(cameras)
+    else:
+        cam_frames = {}
+        cam_meta = {c: {"width": w, "height": h} for c, (w, h) in sorted(renderer.cameras.items())}
+        cameras = {}
+        camera_names = list(cam_meta)
 
     names = state_names()
     features = _features(names, cam_meta, opts)
@@ -515,10 +565,12 @@ def export_run(
     run_start, run_end = int(all_times.min()), int(all_times.max())
     split = split_episodes(episode_marks(reader), run_start, run_end, opts.default_task)
     report = ExportReport(root, discarded=len(split.discarded), ignored_marks=len(split.ignored),
-                          cameras=list(cameras), whole_run=bool(split.episodes) and split.episodes[0].closed_by == "whole run",
-                          skipped_frames={c: (f.skipped, f.first_skip) for c, f in cam_frames.items() if f.skipped})
+                          cameras=camera_names, whole_run=bool(split.episodes) and split.episodes[0].closed_by == "whole run",
+                          skipped_frames={c: (f.skipped, f.first_skip) for c, f in cam_frames.items() if f.skipped},
+                          rendered=renderer is not None)
 
-    eps = [frames_for(ep, streams, cameras, opts) for ep in split.episodes]
+    rendered_from = renderer.start_ns if renderer is not None else None
+    eps = [frames_for(ep, streams, cameras, opts, rendered_from) for ep in split.episodes]
     eps = [e for e in eps if len(e.times)]
     if not eps:
         raise ExportError(f"{run_dir}: no episode holds a frame with every stream present")
@@ -532,38 +584,61 @@ def export_run(
     frame_base = int(state_before.info["total_frames"]) if state_before else 0
     total = sum(len(e.times) for e in eps)
 
-    # videos: one file per camera for this run's episodes, back to back
-    video_ranges: dict[str, list[tuple[float, float]]] = {c: [] for c in cameras}
-    stats: dict[str, Any] = {}
-    for cam, stream in cameras.items():
-        key = f"observation.images.{cam}"
-        meta = cam_meta[cam]
-        writer = VideoWriter(root / VIDEO_PATH.format(video_key=key, chunk_index=chunk, file_index=file),
-                             int(meta["width"]), int(meta["height"]), opts)
-        done = 0
-        samples: list[np.ndarray] = []
-        sub = max(1, int(meta["width"]) // 160)  # statistics on images about 160 pixels across
-        last_report = time.perf_counter()
-        for e in eps:
-            start_s = writer.frames / opts.fps
+    # videos: one file per camera for this run's episodes, back to back; every
+    # camera is written at each frame, so a renderer poses the model once per frame
+    video_ranges: dict[str, list[tuple[float, float]]] = {c: [] for c in camera_names}
+    writers = {c: VideoWriter(root / VIDEO_PATH.format(video_key=f"observation.images.{c}", chunk_index=chunk, file_index=file),
+                              int(m["width"]), int(m["height"]), opts) for c, m in cam_meta.items()}
+    samples: dict[str, list[np.ndarray]] = {c: [] for c in camera_names}
+    subs = {c: max(1, int(m["width"]) // 160) for c, m in cam_meta.items()}  # statistics on images about 160 pixels across
+    done, all_frames = 0, total * len(camera_names)
+    last_report = time.perf_counter()
+    render_s = 0.0
+    try:
+        for j, e in enumerate(eps):
+            starts = {c: writers[c].frames / opts.fps for c in camera_names}
             pick = set(np.linspace(0, len(e.times) - 1, min(IMAGE_STATS_FRAMES, len(e.times))).astype(int).tolist())
-            cache_i, cache_img = -1, None
-            for k, row in enumerate(e.images[cam]):
-                if row != cache_i:
-                    cache_i, cache_img = int(row), rgb_image(stream.values, int(row), meta)
-                writer.write(cache_img)
-                if k in pick:
-                    samples.append(cache_img[::sub, ::sub])
-                done += 1
-                if advance is not None:
-                    advance(1, total * len(cameras))
+            cache: dict[str, tuple[int, np.ndarray]] = {}
+            for k, t in enumerate(e.times):
+                if renderer is not None:
+                    t0 = time.perf_counter()
+                    images = renderer.render(int(t), camera_names)
+                    render_s += time.perf_counter() - t0
+                else:
+                    images = {}
+                    for cam in camera_names:
+                        row = int(e.images[cam][k])
+                        if cache.get(cam, (-1, None))[0] != row:
+                            cache[cam] = (row, rgb_image(cameras[cam].values, row, cam_meta[cam]))
+                        images[cam] = cache[cam][1]
+                for cam in camera_names:
+                    writers[cam].write(images[cam])
+                    if k in pick:
+                        samples[cam].append(images[cam][::subs[cam], ::subs[cam]])
+                    done += 1
+                    if advance is not None:
+                        advance(1, all_frames)
                 if time.perf_counter() - last_report > 2.0:
-                    progress(f"encoding {key}: {done}/{total} frames ({100 * done // total}%)")
+                    progress(f"{'rendering and ' if renderer is not None else ''}encoding {len(camera_names)} camera(s): "
+                             f"{done}/{all_frames} frames ({100 * done // max(1, all_frames)}%)")
                     last_report = time.perf_counter()
-            video_ranges[cam].append((start_s, writer.frames / opts.fps))
-        writer.close()
-        progress(f"encoded {key}: {done} frames")
-        stats[key] = image_stats(np.stack(samples))
+            for cam in camera_names:
+                video_ranges[cam].append((starts[cam], writers[cam].frames / opts.fps))
+            if renderer is None:
+                for cam in camera_names:
+                    r = e.reuse[cam]
+                    report.frame_reuse.append({"episode_index": ep_base + j, "camera": cam, "frames": r.frames,
+                                               "repeated": r.repeated, "missing": r.missing, "unused": r.unused})
+    finally:
+        for writer in writers.values():
+            writer.close()
+    stats: dict[str, Any] = {}
+    for cam in camera_names:
+        key = f"observation.images.{cam}"
+        progress(f"encoded {key}: {writers[cam].frames} frames")
+        stats[key] = image_stats(np.stack(samples[cam]))
+    report.render_frames = done if renderer is not None else 0
+    report.render_s = render_s
 
     # data
     cols: dict[str, list[Any]] = {k: [] for k in ("observation.state", "action", "timestamp", "frame_index",
@@ -585,7 +660,7 @@ def export_run(
             "data/chunk_index": chunk, "data/file_index": file,
             "dataset_from_index": index, "dataset_to_index": index + n,
         }
-        for cam in cameras:
+        for cam in camera_names:
             key = f"observation.images.{cam}"
             row[f"videos/{key}/chunk_index"] = chunk
             row[f"videos/{key}/file_index"] = file
@@ -637,7 +712,7 @@ def export_run(
         "fps": opts.fps,
         "splits": {"train": f"0:{ep_base + len(eps)}"},
         "data_path": DATA_PATH,
-        "video_path": VIDEO_PATH if cameras else None,
+        "video_path": VIDEO_PATH if camera_names else None,
         "features": features,
     }
     (root / "meta" / "info.json").write_text(json.dumps(info, indent=4))
