@@ -17,7 +17,8 @@ Two kinds of channel, side by side:
   ``/foxglove/<node>/<output>``        foxglove.LaserScan           every LaserScan topic, in its own frame
   ``/foxglove/<node>/<output>``        foxglove.PoseInFrame         Odometry, PoseEstimate, MocapPose, GroundTruth
   ``/foxglove/<node>/<output>/path``   foxglove.PosesInFrame        the same poses so far (every 0.1 s), twice a second
-  ``/foxglove/<node>/<output>``        foxglove.CompressedImage     every image, JPEG
+  ``/foxglove/<node>/<output>``        foxglove.CompressedImage     every image, JPEG: a recorded JPEG frame's
+                                                                    own bytes, a raw frame encoded here
   ``/foxglove/<node>/<output>/calib``  foxglove.CameraCalibration   the same image's fx, fy, cx, cy
   ===================================  ===========================  ===========================================
 
@@ -26,8 +27,9 @@ Two kinds of channel, side by side:
   plus nanoseconds, exact.
 
 * **Plain-data channels** ``/<node>/<output>``: every recorded message as JSON
-  with a JSON Schema derived from its Arrow type (images as
-  ``foxglove.RawImage``, Protobuf, lossless). JSON numbers are doubles in
+  with a JSON Schema derived from its Arrow type (raw images as
+  ``foxglove.RawImage``, Protobuf, lossless; a JPEG frame has no plain
+  channel, since its CompressedImage above already holds its bytes unchanged). JSON numbers are doubles in
   JavaScript, so integer fields named ``*_ns`` (nanosecond stamps, ~1.8e18 >
   2^53) are written as decimal strings, and a message with a ``stamp_ns``
   also gets ``timestamp: {sec, nsec}``. JSON has no Inf or NaN: non-finite
@@ -49,6 +51,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import pyarrow as pa
 
+from teledora.operators.contract.compressed_image import COMPRESSED_ENCODINGS, as_bytes
 from teledora.operators.contract.messages import IMAGE_ENCODINGS, SCHEMAS, MessageError, decode
 from teledora.operators.model.robot_profile import RobotProfile
 from teledora.operators.recording.message_check import IMAGE_KEYS, image_problem
@@ -291,8 +294,13 @@ def _image_array(msg: RecordedMessage, meta: dict[str, Any]) -> np.ndarray:
 
 
 def compressed_image(msg: RecordedMessage, meta: dict[str, Any], stamp_ns: int):
-    """A recorded image as a JPEG foxglove.CompressedImage in its camera's frame."""
+    """A recorded image as a JPEG foxglove.CompressedImage in its camera's frame:
+    a JPEG frame's bytes as recorded (never decoded or re-encoded), a raw one encoded."""
     import cv2
+
+    if meta["encoding"] in COMPRESSED_ENCODINGS:
+        return _fg().CompressedImage(timestamp=timestamp(stamp_ns), frame_id=str(meta.get("camera", msg.node)),
+                                     data=as_bytes(msg.value), format=meta["encoding"])
 
     img = _image_array(msg, meta)
     enc = meta["encoding"]
@@ -488,7 +496,8 @@ def export_mcap(
                     if skipped is not None:
                         skipped.append(f"{msg.topic} seq {msg.seq}: {why}")
                     continue
-                out.foxglove(plain_topic, raw_image(msg, meta, t_ns), msg.recv_ns, publish_ns)
+                if meta["encoding"] not in COMPRESSED_ENCODINGS:
+                    out.foxglove(plain_topic, raw_image(msg, meta, t_ns), msg.recv_ns, publish_ns)
                 out.foxglove(fg_topic, compressed_image(msg, meta, t_ns), msg.recv_ns, publish_ns)
                 calib = camera_calibration(meta, t_ns)
                 if calib is not None:
