@@ -86,3 +86,41 @@ def test_lerobot_loads_the_export(tmp_path):
             assert img["shape"] == [3, H, W]
             row = image_row(readers[ep], f"renderer__{cam}", t)
             np.testing.assert_allclose(img["mean_rgb"], image_colour(row + 100 * c), atol=8)
+
+
+def test_lerobot_loads_a_sim_export_with_five_rendered_cameras(tmp_path):
+    """A sim run's cameras rendered at each frame's time: LeRobot finds all five,
+    and the image it decodes for a frame is the render at that frame's time."""
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    from teledora.devices.rendering.offline_render import RecordedStateRenderer
+    from teledora.models.config_files import load_profile, load_renderer_config
+    from teledora.operators.rendering.camera_intrinsics import CAMERA_NAMES
+
+    from tests.recording.sim_run import write_sim_run
+
+    run = write_sim_run(tmp_path / "run", duration_s=2.0, marks=[(0.3, "start", "pick"), (1.8, "keep", "")])
+    root = tmp_path / "ds"
+    opts = ExportOptions(fps=30, default_task="teleoperation", robot_type="alohamini2", units=Units(0.7),
+                         lift_travel_mm=600.0)
+    size = (96, 72)
+    with RecordedStateRenderer(RunReader(run), load_renderer_config(), load_profile(), size=size) as renderer:
+        report = export_run(run, root, opts, append=False, renderer=renderer)
+        (episode,) = report.episodes
+        n = episode["frames"]
+        picks = [0, 1, n // 2, n - 1]
+        times = [episode["start_ns"] + k * 10**9 // 30 for k in picks]
+        want = {k: renderer.render(t) for k, t in zip(picks, times)}
+
+    proc = subprocess.run([str(PYTHON), str(CHECK_SCRIPT), "local/teledora_sim", str(root), ",".join(map(str, picks))],
+                          capture_output=True, text=True, timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["num_frames"] == n == 46 and got["episode_lengths"] == [n]
+    assert set(got["camera_keys"]) == {f"observation.images.{c}" for c in CAMERA_NAMES}
+    for k in picks:
+        item = got["items"][str(k)]
+        assert item["frame_index"] == k and item["timestamp"] == pytest.approx(k / 30, abs=1e-6)
+        for cam in CAMERA_NAMES:
+            img = item[f"observation.images.{cam}"]
+            assert img["shape"] == [3, size[1], size[0]]
+            np.testing.assert_allclose(img["mean_rgb"], want[k][cam].reshape(-1, 3).mean(axis=0), atol=6)
