@@ -19,9 +19,12 @@ class CommandWatchdog:
         self.trips = 0
         self._tripped = False
 
-    def feed(self, now_ns: int) -> None:
-        """Records a valid command received at ``now_ns``."""
-        self._last_ns = now_ns
+    def feed(self, now_ns: int, stamp_ns: int | None = None) -> None:
+        """Records a valid command received at ``now_ns``, taken at ``stamp_ns``
+        when given: a command counts from when it was sent, not from when it
+        came out of a queue, so one that waited longer than the timeout keeps
+        the axis stopped (a stamp of 0, "no time", counts from its arrival)."""
+        self._last_ns = now_ns if not stamp_ns else min(now_ns, stamp_ns)
         self._tripped = False
 
     def expired(self, now_ns: int) -> bool:

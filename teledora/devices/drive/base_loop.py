@@ -73,7 +73,7 @@ def run_base(io: NodeIO, wheels: Device, config: DriveConfig, limits: BaseComman
                     if bounded.clamps:
                         io.clamp(f"base_cmd: {bounded.describe()}")
                     twist = bounded.value
-                    watchdog.feed(clock())
+                    watchdog.feed(clock(), msg["stamp_ns"])
                 elif event["id"] == "tick":
                     now = clock()
                     held = io.recording_hold(now)

@@ -67,7 +67,7 @@ def run_lift(io: NodeIO, lift: LiftDevice, config: LiftAxisConfig, limits: LiftC
                         io.clamp(f"lift_cmd: {bounded.describe()}")
                     if homing.phase is HomingPhase.DONE:
                         velocity_cmd = bounded.value
-                        watchdog.feed(clock())
+                        watchdog.feed(clock(), msg["stamp_ns"])
                     else:
                         ignored += 1
                 elif event["id"] == "tick":

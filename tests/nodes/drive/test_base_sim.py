@@ -119,3 +119,16 @@ def test_level_is_warn_only_for_the_period_that_rejected():
     assert diags[0]["level"] == "warn" and "1 input(s) rejected" in diags[0]["message"]
     assert [d["level"] for d in diags[1:]] == ["ok"] * (len(diags) - 1)
     assert all(d["rejected"] == 1 for d in diags)
+
+
+@pytest.mark.parametrize("queued_s, moves", [(0.2, True), (1.5, False)])
+def test_a_command_that_waited_past_the_watchdog_timeout_never_moves_the_base(queued_s, moves):
+    """The watchdog counts from the command's stamp, not from when it came out of a queue."""
+    start = FakeClock().now_ns
+    timeout_s = load_drive_config().base.watchdog_timeout_s
+    assert 0.2 < timeout_s < 1.5
+    sent_ns = start - int(queued_s * 1e9)  # sent this long before it reaches the base
+    node = run([("base_cmd", cmd(0.2, 0.0, 0.0, stamp=sent_ns), 0.0), ("tick", TICK, 0.01)])
+    wheels = node.outputs_decoded("wheel_commands", "WheelCommands")[-1]
+    moving = (wheels["left"], wheels["back"], wheels["right"]) != (0, 0, 0)
+    assert moving == moves

@@ -90,3 +90,18 @@ def test_commands_during_homing_are_bounded_too():
     node, _ = run(script)
     diag = node.outputs_decoded("diagnostics", "Diagnostics")[-1]
     assert (diag["rejected"], diag["clamped"], diag["level"]) == (1, 1, "warn")
+
+
+@pytest.mark.parametrize("queued_s, moves", [(0.2, True), (1.5, False)])
+def test_a_command_that_waited_past_the_watchdog_timeout_never_moves_the_lift(queued_s, moves):
+    """The watchdog counts from the command's stamp, not from when it came out of a queue."""
+    clock = FakeClock()
+    homing = ticks(2.0)  # homed after about 1.5 s, as above
+    sent_ns = clock.now_ns + int(2.0 * 1e9) - int(queued_s * 1e9)
+    script = homing + [("lift_cmd", encode("LiftCommand", {"stamp_ns": sent_ns, "velocity_m_s": 0.02}), 0.0)] + ticks(0.3)
+    node = SteppedNode(script, clock)
+    lift_sim.main(["--start-height-mm", "20.0"], node=node, clock=clock)
+    states = node.outputs_decoded("state", "LiftState")
+    assert states[199]["homed"]
+    rose = states[-1]["height_m"] - states[199]["height_m"]
+    assert (rose > 0.003) == moves, rose
