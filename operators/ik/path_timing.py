@@ -72,6 +72,12 @@ def _toppra():
     return toppra
 
 
+def load_timing_library() -> None:
+    """Imports and sets up TOPP-RA now, so that a command about to plan pays
+    for it at its start rather than in its first plan."""
+    _toppra()
+
+
 def time_parameterise(s_knots: npt.ArrayLike, q_knots: npt.ArrayLike, max_speed: npt.ArrayLike,
                       max_accel: npt.ArrayLike, gridpoints: int) -> TimedPath:
     """The fastest rest-to-rest trajectory along the cubic spline through

@@ -31,7 +31,7 @@ from teledora.operators.errors import ConfigError
 from teledora.operators.ik.cartesian_path import CartesianPathPlanner, PathPlan, PathPlanningError
 from teledora.operators.ik.ik_model import build_ik_model
 from teledora.operators.ik.ik_solver import BimanualIk
-from teledora.operators.ik.path_timing import check_joint_caps
+from teledora.operators.ik.path_timing import check_joint_caps, load_timing_library
 from teledora.operators.ik.waypoints import Waypoint, plan_waypoints
 from teledora.operators.model.sides import SIDES
 
@@ -101,6 +101,7 @@ def parse_waypoints(data: Any, joint_names: list[str], home: dict[str, float]) -
 
 
 def _run(args: argparse.Namespace) -> int:
+    load_timing_library()  # at start: the first plan is then as quick as the others
     config = load_ik_config(args.config)
     profile = models.load_profile()
     # the path planner settles each knot itself: no global fallback (nor its roadmaps) to build

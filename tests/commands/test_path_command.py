@@ -131,3 +131,17 @@ def test_any_waypoint_data_parses_or_fails_clearly(data):
         assert (wp.q is None) != (wp.offsets_m is None)
         if wp.q is not None:
             assert wp.q.shape == (len(NAMES),)
+
+
+def test_the_timing_library_is_loaded_at_start_before_any_plan(tmp_path, monkeypatch):
+    """The first plan does not pay for importing TOPP-RA: it is loaded before the IK is even built."""
+    from teledora.commands import path as path_command
+
+    order: list[str] = []
+    monkeypatch.setattr(path_command, "load_timing_library", lambda: order.append("timing library"))
+    real_plan = path_command.plan_waypoints
+    monkeypatch.setattr(path_command, "plan_waypoints", lambda *a, **k: (order.append("plan"), real_plan(*a, **k))[1])
+    wp = tmp_path / "wp.yaml"
+    wp.write_text(WAYPOINTS)
+    assert cli.main(["path", "run", str(wp), "--csv", str(tmp_path / "traj.csv")]) == 0
+    assert order == ["timing library", "plan"]
