@@ -27,7 +27,13 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from teledora.operators.contract.compressed_image import COMPRESSED_ENCODINGS, JpegError, decode_jpeg
+from teledora.operators.contract.compressed_image import (
+    COMPRESSED_ENCODINGS,
+    JpegError,
+    as_bytes,
+    decode_jpeg,
+    jpeg_problem,
+)
 from teledora.operators.errors import TeledoraError
 
 
@@ -699,22 +705,45 @@ def image_metadata(
     }
 
 
-def decode_image(value: pa.Array, metadata: Mapping[str, Any]) -> np.ndarray:
-    """Returns the (H, W, C) uint8 pixels of an image message, validated against its metadata.
-
-    Raw pixels come back as a zero-copy view; a JPEG frame is decoded to RGB
-    (C = 3), after its header was checked against ``width`` and ``height``."""
+def _image_header(value: pa.Array, metadata: Mapping[str, Any]) -> tuple[int, int, str]:
+    """(width, height, encoding) of an image message whose metadata and value type are sound."""
     try:
         width, height, encoding = int(metadata["width"]), int(metadata["height"]), metadata["encoding"]
     except (KeyError, TypeError, ValueError) as exc:
         raise MessageError(f"image metadata incomplete: {exc}") from None
     if width <= 0 or height <= 0:
         raise MessageError(f"image size {width}x{height} is impossible (both must be positive)", reason="out_of_range")
-    channels = IMAGE_ENCODINGS.get(encoding)
-    if channels is None and encoding not in COMPRESSED_ENCODINGS:
+    if encoding not in ALL_IMAGE_ENCODINGS:
         raise MessageError(f"unknown image encoding {encoding!r}")
     if not isinstance(value, pa.Array) or value.type != pa.uint8():
         raise MessageError(f"image must be a uint8 array, got {getattr(value, 'type', type(value))}")
+    return width, height, encoding
+
+
+def compressed_image_bytes(value: pa.Array, metadata: Mapping[str, Any]) -> bytes:
+    """The bytes of a compressed (``jpeg``) image message, checked as a whole
+    JPEG of the metadata's size but not decoded: for a consumer that hands the
+    frame on as it is (a viewer's encoded image, an export)."""
+    width, height, encoding = _image_header(value, metadata)
+    if encoding not in COMPRESSED_ENCODINGS:
+        raise MessageError(f"image encoding {encoding!r} is not compressed")
+    try:
+        data = as_bytes(value)
+        why = jpeg_problem(data, width, height)
+    except JpegError as exc:
+        why = str(exc)
+    if why:
+        raise MessageError(f"{encoding} image refused: {why}", reason="bad_image")
+    return data
+
+
+def decode_image(value: pa.Array, metadata: Mapping[str, Any]) -> np.ndarray:
+    """Returns the (H, W, C) uint8 pixels of an image message, validated against its metadata.
+
+    Raw pixels come back as a zero-copy view; a JPEG frame is decoded to RGB
+    (C = 3), after its header was checked against ``width`` and ``height``."""
+    width, height, encoding = _image_header(value, metadata)
+    channels = IMAGE_ENCODINGS.get(encoding)
     if channels is None:
         try:
             return decode_jpeg(value, width, height)

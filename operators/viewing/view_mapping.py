@@ -99,6 +99,15 @@ class Image:
 
 
 @dataclass(frozen=True)
+class EncodedImage:
+    """A compressed camera frame handed to the viewer as it is (the viewer decodes it)."""
+
+    path: str
+    data: bytes
+    media_type: str  # e.g. "image/jpeg"
+
+
+@dataclass(frozen=True)
 class Text:
     path: str
     text: str
@@ -111,7 +120,7 @@ class ShapeItem:
     shape: Shape
 
 
-ViewItem = Transform | Points | LineStrip | Scalar | Series | Image | Text | ShapeItem
+ViewItem = Transform | Points | LineStrip | Scalar | Series | Image | EncodedImage | Text | ShapeItem
 
 
 # ------------------------------------------------------------------ kinds
@@ -275,7 +284,11 @@ class ViewMapper:
         elif kind == IMAGE_KIND:
             if self._due(topic, stamp, rates.images_hz):
                 name = metadata.get("camera") or topic.split("__", 1)[-1]
-                items.append(Image(f"cameras/{name}", msg, str(metadata.get("encoding", "rgb8"))))
+                encoding = str(metadata.get("encoding", "rgb8"))
+                if isinstance(msg, bytes):  # a compressed frame: checked, not decoded here
+                    items.append(EncodedImage(f"cameras/{name}", msg, f"image/{encoding}"))
+                else:
+                    items.append(Image(f"cameras/{name}", msg, encoding))
         elif kind == "Diagnostics":
             if self._due(topic, stamp, rates.diagnostics_hz):
                 node = msg["node"] or topic.split("__", 1)[0]
@@ -379,20 +392,24 @@ class ViewMapper:
 
 def decode_for_view(value: pa.Array, metadata: Mapping[str, Any]) -> tuple[str | None, Any, int | None]:
     """``(kind, message, stamp_ns)`` of one received or recorded value: the
-    decoded dict (or, for an image, its (H, W, C) pixels) and its stamp; kind
+    decoded dict (or, for an image, its (H, W, C) pixels; for a JPEG frame its
+    checked bytes, which the viewer decodes) and its stamp; kind
     None (and nothing decoded) for a value the view does not show.
 
     Raises:
         MessageError: the value breaks the contract (the view skips it).
     """
-    from teledora.operators.contract.messages import decode, decode_image
+    from teledora.operators.contract.compressed_image import COMPRESSED_ENCODINGS
+    from teledora.operators.contract.messages import compressed_image_bytes, decode, decode_image
 
     kind = kind_of(value.type, metadata)
     if kind is None or kind not in SHOWN_KINDS:
         return None, None, None
     if kind == IMAGE_KIND:
         stamp = metadata.get("stamp_ns")
-        return kind, decode_image(value, metadata), int(stamp) if stamp is not None else None
+        compressed = metadata.get("encoding") in COMPRESSED_ENCODINGS
+        image = compressed_image_bytes(value, metadata) if compressed else decode_image(value, metadata)
+        return kind, image, int(stamp) if stamp is not None else None
     msg = decode(kind, value)
     return kind, msg, int(msg["stamp_ns"])
 

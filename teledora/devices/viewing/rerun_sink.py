@@ -140,6 +140,8 @@ class RerunSink:
         elif isinstance(item, vm.Image):
             mode = {"rgb8": "RGB", "bgr8": "BGR", "mono8": "L"}.get(item.encoding, "RGB")
             s.log(item.path, rr.Image(item.pixels, color_model=mode), static=static)
+        elif isinstance(item, vm.EncodedImage):  # the camera's JPEG as recorded: Rerun decodes it
+            s.log(item.path, rr.EncodedImage(contents=item.data, media_type=item.media_type), static=static)
         elif isinstance(item, vm.Text):
             s.log(item.path, rr.TextLog(item.text, level=_LEVELS.get(item.level, "ERROR")), static=static)
         elif isinstance(item, vm.ShapeItem):

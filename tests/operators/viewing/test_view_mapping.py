@@ -156,3 +156,20 @@ def test_negative_rates_are_refused() -> None:
 
     with pytest.raises(ConfigError, match="scans_hz"):
         ViewRates(1.0, -1.0, 1.0, 1.0, 1.0, 1.0)
+
+
+def test_a_jpeg_frame_reaches_the_view_as_its_checked_bytes_and_a_bad_one_is_refused() -> None:
+    from teledora.operators.contract.compressed_image import encode_jpeg
+    from teledora.operators.contract.messages import MessageError
+
+    y, x = np.mgrid[0:24, 0:32]
+    data = encode_jpeg(np.stack([x * 8, y * 10, x + y], -1).astype(np.uint8))
+    meta = image_metadata(width=32, height=24, encoding="jpeg", camera="chest", stamp_ns=T0, fx=30, fy=30, cx=16, cy=12)
+    kind, msg, stamp = vm.decode_for_view(pa.array(data), meta)
+    assert kind == "Image" and msg == data.tobytes() and stamp == T0  # the bytes as sent, not decoded
+    (item,) = vm.ViewMapper(every_message_config(), None, BASE_FRAME).on_message("cameras__chest", kind, msg, stamp, meta)
+    assert item == vm.EncodedImage("cameras/chest", data.tobytes(), "image/jpeg")
+    with pytest.raises(MessageError, match="header says 32x24"):
+        vm.decode_for_view(pa.array(data), dict(meta, width=64))
+    with pytest.raises(MessageError, match="cut short"):
+        vm.decode_for_view(pa.array(data[:-30]), meta)
