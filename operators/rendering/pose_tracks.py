@@ -185,6 +185,12 @@ class PoseTracks:
             firsts.append(int(track.t[0]))
         return max(firsts) if firsts else None
 
+    def end_ns(self) -> int | None:
+        """The time of the last joint sample of any group (None: no samples)."""
+        self._finish()
+        lasts = [int(t.t[-1]) for t in self._groups.values() if t.t is not None and len(t.t)]
+        return max(lasts) if lasts else None
+
     def joints_at(self, t_ns: int) -> dict[str, float]:
         """Every joint of every group that has begun by ``t_ns``, at ``t_ns``."""
         self._finish()

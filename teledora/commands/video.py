@@ -1,16 +1,17 @@
 """`teledora video RUN --camera chest`: an MP4 of one camera from a recorded run.
 
-When the run recorded that camera's images (a topic ``<node>__<camera>``), they
-are written as they are. Otherwise the camera is rendered from the recorded
-states (``*__joint_states``, ``lift__state``, ``base__odom`` or
-``sim__ground_truth``) by feeding them, in recorded order, through the renderer
-node's own state handling, at ``--fps`` on the recording's clock.
+A sim run's camera is rendered again from the recorded states (the sim's
+ground truth, else ``arms__joint_states``, ``lift__state``, ``base__odom``;
+and the objects' poses) at exactly ``--fps``: frame k shows the states
+interpolated at ``start + k / fps``, however slowly the live camera ran
+(``--recorded`` writes the recorded images instead). Other runs write the
+camera's recorded images (a topic ``<node>__<camera>``) as they are, or render
+it from the recorded states where there are none (or with ``--render``).
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
@@ -21,28 +22,12 @@ import numpy as np
 
 from teledora.commands._progress import recorded_total, track
 from teledora.operators.errors import TeledoraError
-from teledora.recording import RecordingError, RunReader, replay_metadata
-
-STATE_TOPIC_SUFFIXES = {
-    "joint_states": ("arms__joint_states", "__joint_states"),
-    "lift": ("lift__state",),
-    "odom": ("base__odom",),
-    "ground_truth": ("sim__ground_truth", "__ground_truth"),
-}
+from teledora.recording import RecordingError, RunReader
+from teledora.recording.lerobot_export import is_sim_run
 
 
 class VideoError(TeledoraError, RuntimeError):
     """The run cannot give a video of the requested camera."""
-
-
-def _pick(topics: list[str], candidates: tuple[str, ...]) -> str | None:
-    for cand in candidates:
-        if cand in topics:
-            return cand
-        for topic in topics:
-            if topic.endswith(cand) and cand.startswith("__"):
-                return topic
-    return None
 
 
 def image_topic(reader: RunReader, camera: str, topic: str | None) -> str | None:
@@ -89,81 +74,34 @@ def recorded_frames(reader: RunReader, topic: str) -> Iterator[tuple[int, np.nda
         yield frame_time_ns(meta, msg.recv_ns), image
 
 
-class _FrameCollector:
-    """Stands in for the dora node when the renderer runs offline."""
-
-    def __init__(self) -> None:
-        self.frames: list[tuple[np.ndarray, dict[str, Any]]] = []
-
-    def send_output(self, output: str, value: Any, metadata: dict[str, Any] | None = None) -> None:
-        if output != "diagnostics":
-            meta = metadata or {}
-            image = value.to_numpy(zero_copy_only=False).reshape(meta["height"], meta["width"], 3)
-            self.frames.append((image, meta))
-
-    def log(self, level: str, message: str) -> None:
-        if level in ("warn", "error"):
-            print(f"renderer {level}: {message}", file=sys.stderr)
-
-
-def rendered_frames(reader: RunReader, camera: str, fps: float, width: int, height: int) -> Iterator[tuple[int, np.ndarray]]:
-    """Renders ``camera`` from the run's recorded states at ``fps`` (recording clock)."""
+def rendered_frames(
+    reader: RunReader, camera: str, fps: float, width: int, height: int
+) -> tuple[int, Iterator[tuple[int, np.ndarray]], Any]:
+    """Renders ``camera`` from the run's recorded states (the sim's ground truth
+    where recorded, else the arms', lift's and base's reports, and the objects'
+    poses) at exactly ``start + k / fps``, each frame posed by the states
+    interpolated at its time. Returns (frames, their iterator, the renderer)."""
     os.environ.setdefault("MUJOCO_GL", "egl")
     from teledora import models
-    from teledora.runtime.node_io import NodeIO
+    from teledora.devices.rendering.offline_render import OfflineRenderError, RecordedStateRenderer
     from teledora.models.config_files import load_renderer_config
-    from teledora.devices.rendering.camera_rig import CameraRig, resolve_model
-    from teledora.devices.rendering.robot_renderer import RobotRenderer
+    from teledora.operators.datasets.frame_clock import frame_times_ns
 
-    topics = reader.topics
-    inputs = {name: _pick(topics, cands) for name, cands in STATE_TOPIC_SUFFIXES.items()}
-    inputs = {k: v for k, v in inputs.items() if v is not None}
-    if not inputs:
-        raise VideoError(f"run has neither {camera} images nor recorded states; topics: {topics}")
-    config = load_renderer_config()
-    sources = dict(config.sources)
-    fallback = {"arms": "joint_states", "lift": "lift", "base": "odom"}
-    for group, own in fallback.items():
-        if own not in inputs:
-            if "ground_truth" not in inputs:
-                raise VideoError(f"run has no state for {group} (no {own} topic, no ground truth)")
-            sources[group] = "ground_truth"
-    if "ground_truth" not in sources.values():
-        inputs.pop("ground_truth", None)  # recorded, but not needed: feeding it would only be reported
-    settings = dataclasses.replace(config.cameras[camera], enabled=True, rate_hz=fps, width=width, height=height)
-    config = dataclasses.replace(config, sources=sources, cameras={camera: settings}, max_renders_per_cycle=1)
-    rig = CameraRig(resolve_model(config.model.path), config, [settings])
-    topic_input = {v: k for k, v in inputs.items()}
-    messages = reader.iter_messages(list(inputs.values()))
-    first = next(messages, None)
-    if first is None:
-        raise VideoError("the state topics are empty")
-    now = [first.recv_ns]
-    collector = _FrameCollector()
-    io = NodeIO(collector, "video", clock=lambda: now[0])
-    app = RobotRenderer(io, config, rig, models.load_profile())
-    period = int(1e9 / fps)
-    next_frame = first.recv_ns
     try:
-        for msg in _chain(first, messages):
-            while msg.recv_ns >= next_frame:  # frames due before this message show the pose so far
-                now[0] = next_frame
-                app.step(next_frame)
-                yield from ((next_frame, img) for img, _ in collector.frames)
-                collector.frames.clear()
-                next_frame += period
-            event = {"type": "INPUT", "id": topic_input[msg.topic], "value": msg.value, "metadata": replay_metadata(msg.metadata)}
-            app.on_input(event)
-        missing = app.pose.missing_groups()
-        if missing:
-            raise VideoError(f"the run never had a valid state for {missing}")
-    finally:
-        rig.close()
+        renderer = RecordedStateRenderer(reader, load_renderer_config(), models.load_profile(), cameras=[camera],
+                                         size=(width, height))
+    except OfflineRenderError as exc:
+        raise VideoError(str(exc)) from None
+    times = frame_times_ns(renderer.start_ns, renderer.end_ns, fps)
 
+    def frames() -> Iterator[tuple[int, np.ndarray]]:
+        try:
+            for t in times:
+                yield int(t), renderer.render(int(t))[camera]
+        finally:
+            renderer.close()
 
-def _chain(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
-    yield first
-    yield from rest
+    return len(times), frames(), renderer
 
 
 def write_mp4(frames: Iterator[tuple[int, np.ndarray]], out: Path, fps: float | None) -> tuple[int, float]:
@@ -239,7 +177,9 @@ def _rerun_headless(args: argparse.Namespace) -> int:
 def make_video(args: argparse.Namespace) -> int:
     try:
         reader = RunReader(args.run)
-        topic = None if args.render else image_topic(reader, args.camera, args.topic)
+        # a sim run's cameras are rendered again at an exact frame clock unless its images are asked for
+        render = args.render or (is_sim_run(reader) and not args.recorded and args.topic is None)
+        topic = None if render else image_topic(reader, args.camera, args.topic)
         out = Path(args.output or Path(args.run) / f"{args.camera}.mp4")
         if topic is not None:
             frames = track(recorded_frames(reader, topic), f"writing {out.name}", recorded_total(reader.manifest, [topic]),
@@ -249,10 +189,13 @@ def make_video(args: argparse.Namespace) -> int:
         else:
             if _needs_fresh_process():
                 return _rerun_headless(args)
-            fps_render = args.fps or 15.0
-            frames = rendered_frames(reader, args.camera, fps_render, args.width, args.height)
-            count, fps = write_mp4(track(frames, f"rendering {out.name}", None, "frames"), out, fps_render)
-            how = "rendered from recorded states"
+            fps_render = args.fps or 30.0
+            total, frames, renderer = rendered_frames(reader, args.camera, fps_render, args.width, args.height)
+            count, fps = write_mp4(track(frames, f"rendering {out.name}", total, "frames"), out, fps_render)
+            how = (f"rendered from recorded states at each frame's time "
+                   f"({renderer.frames_per_s:.1f} frames/s rendering")
+            how += f"; {renderer.rejected} recorded state(s) rejected, first: {renderer.first_rejection})" \
+                if renderer.rejected else ")"
     except (RecordingError, VideoError, KeyError) as exc:
         print(f"teledora video: {exc}", file=sys.stderr)
         return 1
@@ -266,8 +209,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--camera", default="chest", help="camera name (chest, top_front, top_back, left_wrist, right_wrist)")
     p.add_argument("--topic", help="image topic to use instead of <node>__<camera>")
     p.add_argument("-o", "--output", help="MP4 to write (default: RUN/<camera>.mp4)")
-    p.add_argument("--fps", type=float, help="frame rate (default: the recorded rate, or 15 when rendering)")
+    p.add_argument("--fps", type=float, help="frame rate (default: the recorded rate, or 30 when rendering)")
     p.add_argument("--render", action="store_true", help="render from states even when images were recorded")
+    p.add_argument("--recorded", action="store_true",
+                   help="a sim run: its recorded images instead of rendering the camera again (the default there)")
     p.add_argument("--width", type=int, default=640, help="width when rendering")
     p.add_argument("--height", type=int, default=480, help="height when rendering")
     p.set_defaults(func=make_video)

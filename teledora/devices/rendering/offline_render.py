@@ -135,6 +135,7 @@ class RecordedStateRenderer:
         start = self.tracks.start_ns(mapping.groups)
         assert start is not None
         self.start_ns = start
+        self.end_ns = self.tracks.end_ns()
         self.renders = 0
         self.render_s = 0.0
 

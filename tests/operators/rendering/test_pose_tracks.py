@@ -46,6 +46,7 @@ def test_no_pose_before_the_first_sample_and_the_last_holds_after_the_end():
     assert tracks.joints_at(T0 + 100) == {"a": 2.0}
     assert tracks.joints_at(T0 + 10**9) == {"a": 3.0}
     assert tracks.start_ns(["arm"]) == T0 + 100
+    assert tracks.end_ns() == T0 + 200
     assert tracks.start_ns(["arm", "lift"]) is None
 
 
