@@ -390,6 +390,27 @@ def _render_size(text: str | None) -> tuple[int, int] | None:
     return w, h
 
 
+def _needs_fresh_process() -> bool:
+    """True when mujoco is already imported without a headless GL choice: its GL
+    backend is fixed at import, so rendering must happen in a new process."""
+    import os
+
+    return ("mujoco" in sys.modules and not os.environ.get("MUJOCO_GL")
+            and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")))
+
+
+def _rerun_headless(args: argparse.Namespace) -> int:
+    import os
+    import subprocess
+
+    argv = [sys.executable, "-m", "teledora.cli", "log", "export", str(args.run), "--format", "lerobot",
+            "--fps", str(args.fps), "--task", args.task, "--codec", args.codec, "--frames", "rendered"]
+    argv += ["-o", str(args.output)] if args.output else []
+    argv += ["--render-size", args.render_size] if args.render_size else []
+    argv += ["--append"] if args.append else []
+    return subprocess.run(argv, env=dict(os.environ, MUJOCO_GL="egl")).returncode
+
+
 def _export_lerobot(args: argparse.Namespace) -> int:
     import os
 
@@ -406,6 +427,8 @@ def _export_lerobot(args: argparse.Namespace) -> int:
         print(f"teledora log: {exc}", file=sys.stderr)
         return 2
     render = args.frames == "rendered" or (args.frames == "auto" and is_sim_run(RunReader(args.run)))
+    if render and _needs_fresh_process():
+        return _rerun_headless(args)
     opts = ExportOptions(
         fps=args.fps,
         default_task=args.task,
