@@ -2,8 +2,9 @@
 
 One capture thread per camera (teledora.devices.cameras.v4l2_capture) requests
 MJPEG at the size and rate of cameras.yaml, stamps each frame when it reaches
-the host and keeps only the newest; this loop publishes each new frame once,
-as the camera's own JPEG bytes (nothing is decoded on the robot).
+the host and holds the last couple of seconds of frames; this loop publishes
+every new frame once, in order, as the camera's own JPEG bytes (nothing is
+decoded on the robot).
 
 Inputs: ``tick`` (dora timer: paces the loop between frames). Outputs:
 ``chest``, ``top_front``, ``top_back``, ``left_wrist``, ``right_wrist`` (one
@@ -15,8 +16,9 @@ A camera that is missing, unplugged or silent for ``stale_after_s`` is named in
 an ``error`` diagnostics message (and the log, once per loss) while the others
 keep streaming; it is tried again every ``reconnect_period_s``. A frame that is
 no whole JPEG of the size its header names is refused, counted (diagnostics
-``rejected``, reason ``bad_image``) and logged once per reason; frames the loop
-did not publish before a newer one came are counted as ``dropped``.
+``rejected``, reason ``bad_image``) and logged once per reason; frames that
+fell out of the capture's hold before this loop took them are counted as
+``dropped``.
 
 Args: ``--config`` cameras YAML, ``--cameras a,b`` to read only those,
 ``--device NAME=SOURCE`` (repeatable) to read a camera from another device,
@@ -93,7 +95,7 @@ class CameraPublisher:
         self.io, self.config, self.cameras, self.streams = io, config, cameras, streams
         self.last_seq = dict.fromkeys(streams, -1)
         self.published = dict.fromkeys(streams, 0)
-        self.skipped = dict.fromkeys(streams, 0)  # captured, then replaced by a newer frame before publishing
+        self.skipped = dict.fromkeys(streams, 0)  # captured, then out of the hold before publishing
         self.rejected = dict.fromkeys(streams, 0)
         self._rejection_logged: set[str] = set()
         self.calibration = CalibrationClock(config.calibration_period_s)
@@ -102,16 +104,14 @@ class CameraPublisher:
 
     def step(self, now_ns: int) -> None:
         for name, stream in self.streams.items():
-            frame = stream.latest(self.last_seq[name])
-            if frame is None:
-                continue
-            if self.last_seq[name] >= 0:
-                self.skipped[name] += frame.seq - self.last_seq[name] - 1
-            self.last_seq[name] = frame.seq
             cam, source = self.cameras[name]
-            value = pa.array(frame.jpeg, type=pa.uint8())  # the camera's bytes, as delivered
-            self.io.send_raw(name, value, frame_metadata(cam, frame.width, frame.height, frame.stamp_ns, source))
-            self.published[name] += 1
+            for frame in stream.since(self.last_seq[name]):
+                if self.last_seq[name] >= 0:
+                    self.skipped[name] += frame.seq - self.last_seq[name] - 1
+                self.last_seq[name] = frame.seq
+                value = pa.array(frame.jpeg, type=pa.uint8())  # the camera's bytes, as delivered
+                self.io.send_raw(name, value, frame_metadata(cam, frame.width, frame.height, frame.stamp_ns, source))
+                self.published[name] += 1
         self.io.diag.dropped = sum(self.skipped.values())
         if self.calibration.due(now_ns):
             for name, (cam, source) in self.cameras.items():

@@ -5,7 +5,9 @@ path through the V4L2 backend, requesting the configured FOURCC (MJPEG), size
 and frame rate and a one-buffer queue; anything else, e.g. a file or an
 ``http://`` MJPEG stream, through OpenCV's default backend), grabs frames as
 they come, stamps each right after ``grab()`` returns, i.e. when the frame
-reached the host, not when it is published, and keeps only the newest.
+reached the host, not when it is published, and keeps the last ``HOLD_FRAMES``
+(about two seconds at 30 fps) for the publisher to take in order, so a
+publisher held up for a moment loses nothing (:meth:`CameraStream.since`).
 
 Frames are never decoded: OpenCV hands over the camera's own JPEG (the V4L2
 backend with ``CAP_PROP_CONVERT_RGB`` off returns the MJPEG buffer as the
@@ -19,6 +21,7 @@ says why, and the other cameras' threads are not affected.
 
 from __future__ import annotations
 
+import collections
 import threading
 import time
 from dataclasses import dataclass
@@ -30,6 +33,7 @@ from teledora.operators.contract.compressed_image import JpegError, jpeg_problem
 
 OPEN_TIMEOUT_MS = 2000
 READ_TIMEOUT_MS = 1000
+HOLD_FRAMES = 64  # frames kept for the publisher: ~2 s at 30 fps, ~3 MB of JPEG at 640x480
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,7 @@ class CameraStream:
         self.clock = clock
         self._lock = threading.Lock()
         self._frame: CapturedFrame | None = None
+        self._recent: collections.deque[CapturedFrame] = collections.deque(maxlen=HOLD_FRAMES)
         self._state, self._error = "opening", ""
         self._frames = 0
         self._reconnects = 0
@@ -102,6 +107,12 @@ class CameraStream:
         with self._lock:
             f = self._frame
         return f if f is not None and f.seq > after_seq else None
+
+    def since(self, after_seq: int) -> list[CapturedFrame]:
+        """Every held frame newer than ``after_seq``, oldest first (a gap in
+        their ``seq`` after ``after_seq`` is frames that fell out of the hold)."""
+        with self._lock:
+            return [f for f in self._recent if f.seq > after_seq]
 
     def wait(self, after_seq: int, timeout_s: float) -> CapturedFrame | None:
         """Blocks until a frame newer than ``after_seq`` exists (or the timeout)."""
@@ -195,6 +206,7 @@ class CameraStream:
             with self._new:
                 self._frames += 1
                 self._frame = CapturedFrame(self._frames, stamp_ns, jpeg, width, height)
+                self._recent.append(self._frame)
                 self._size = (width, height)
                 self._state, self._error = "streaming", ""
                 self._new.notify_all()

@@ -138,3 +138,22 @@ def test_frames_cut_short_are_refused_counted_and_logged_once(cams) -> None:
     assert any(d["level"] == "warn" and "cut short" in d["message"] for d in diags)
     warnings = [log for log in node.logs if "cut short" in str(log)]
     assert len(warnings) == 1, warnings
+
+
+class SlowNode(TickingNode):
+    """A loop held up for 0.2 s per turn: several frames arrive between two turns."""
+
+    def next(self, timeout: float | None = None):
+        time.sleep(0.2)
+        return super().next(timeout)
+
+
+def test_a_loop_held_up_between_frames_still_publishes_every_frame_in_order(cams) -> None:
+    chest, _ = cams
+    node = SlowNode(20)
+    node_module.main(["--cameras", "chest", "--device", f"chest={chest.url}"], node=node)
+    numbers = [frame_number(decode_image(v, m)) for v, m in zip(node.outputs["chest"], node.meta["chest"])]
+    assert len(numbers) > 40  # ~4 s at 25 fps, taken about five at a time
+    assert all((b - a) % 256 == 1 for a, b in zip(numbers, numbers[1:])), numbers
+    details = json.loads(_diagnostics(node)[-1]["details_json"])["cameras"]["chest"]
+    assert details["skipped"] == 0 and details["published"] == len(numbers)
