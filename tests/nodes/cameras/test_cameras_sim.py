@@ -181,6 +181,10 @@ def test_each_render_is_sent_as_a_jpeg_that_decodes_to_the_rendered_pixels(confi
         assert err.mean() < 2.5 and np.percentile(err, 99) < 20, (err.mean(), np.percentile(err, 99))
 
 
-def test_a_jpeg_quality_outside_1_to_100_is_refused(config_path: str) -> None:
-    with pytest.raises(SystemExit):
-        cameras_sim.parse_args(["--jpeg-quality", "0"])
+def test_the_jpeg_quality_is_taken_from_1_to_100_and_refused_outside(monkeypatch) -> None:
+    assert cameras_sim.parse_args(["--jpeg-quality", "55"]).jpeg_quality == 55
+    monkeypatch.setenv("CAMERAS_JPEG_QUALITY", "70")
+    assert cameras_sim.parse_args([]).jpeg_quality == 70
+    for bad in ("0", "101"):
+        with pytest.raises(SystemExit):
+            cameras_sim.parse_args(["--jpeg-quality", bad])
