@@ -36,15 +36,17 @@ import argparse
 import os
 import secrets
 import ssl
+import sys
 from pathlib import Path
 from typing import Any, Sequence
 
 from teledora.devices.xr.feed_loop import run_feed
 from teledora.operators.errors import ConfigError
-from teledora.devices.xr.webxr_certificate import ensure_certificate, host_addresses, host_names
+from teledora.devices.xr.webxr_certificate import ensure_certificate, fingerprint_sha256, host_addresses, host_names
 from teledora.devices.xr.webxr_server import HELLO_TIMEOUT_S, WebXrServer
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.xr.feed_assembler import FeedAssembler
+from teledora.operators.xr.pairing_qr import qr_text
 
 WEB_DIR = Path(__file__).resolve().parent / "web"
 DEFAULT_PORT = 8443
@@ -79,14 +81,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def build_server(args: argparse.Namespace) -> WebXrServer:
-    ctx = None
+    ctx = fingerprint = None
     if not args.plain_http:
         paths = ensure_certificate(args.cert_dir)
         ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         ctx.load_cert_chain(paths.cert, paths.key)
-    return WebXrServer(args.host, args.port, args.token, ctx, WEB_DIR, args.emulator_js,
-                       allowed_hosts=host_addresses() + host_names(), allowed_origins=args.allow_origin,
-                       hello_timeout_s=args.hello_timeout_s)
+        fingerprint = fingerprint_sha256(paths.cert)
+    server = WebXrServer(args.host, args.port, args.token, ctx, WEB_DIR, args.emulator_js,
+                         allowed_hosts=host_addresses() + host_names(), allowed_origins=args.allow_origin,
+                         hello_timeout_s=args.hello_timeout_s)
+    server.certificate_fingerprint = fingerprint
+    return server
 
 
 def urls(server: WebXrServer) -> list[str]:
@@ -95,13 +100,25 @@ def urls(server: WebXrServer) -> list[str]:
     return [f"{scheme}://{h}:{server.port}/?token={server.token}" for h in hosts]
 
 
+def pairing_banner(server: WebXrServer, ansi: bool = False) -> str:
+    """What the node prints for a newcomer: every address, the first one as a QR code to
+    scan with the headset, and the certificate's fingerprint to check before accepting it."""
+    addresses = urls(server)
+    lines = [f"WebXR teleop page: open {url} on the headset" for url in addresses]
+    lines += ["Or scan this with the headset (it holds the first address):", qr_text(addresses[0], ansi=ansi)]
+    if server.certificate_fingerprint:
+        lines += ["The browser will warn that the certificate is self-signed: accept it only if its SHA-256",
+                  f"fingerprint is {server.certificate_fingerprint}"]
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None, node: Any = None, server: WebXrServer | None = None) -> None:
     args = parse_args(argv)
     server = server or build_server(args)
     io = NodeIO(make_node(node), node_id("xr"), ends_with=())  # a feed runs until STOP
     server.connect()
+    print(pairing_banner(server, ansi=sys.stdout.isatty()), flush=True)
     for url in urls(server):
-        print(f"WebXR teleop page: open {url} on the headset", flush=True)
         io.log("info", f"WebXR teleop page: {url}")
 
     run_feed(io, server, FeedAssembler("webxr"))

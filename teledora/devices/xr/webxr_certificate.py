@@ -100,3 +100,10 @@ def ensure_certificate(directory: Path, addresses: list[str] | None = None, name
     key_path.chmod(0o600)
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     return CertificatePaths(cert_path, key_path, created=True)
+
+
+def fingerprint_sha256(cert_path: Path) -> str:
+    """The certificate's SHA-256 fingerprint as browsers show it (colon-separated hex pairs),
+    for the operator to compare before accepting the self-signed certificate."""
+    cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+    return ":".join(f"{b:02X}" for b in cert.fingerprint(hashes.SHA256()))

@@ -84,6 +84,7 @@ class WebXrServer(FeedDevice):
         super().__init__()
         self.host, self.port, self.token, self.ssl_context = host, port, token, ssl_context
         self.web_dir, self.emulator_js, self.clock = web_dir, emulator_js, clock
+        self.certificate_fingerprint: str | None = None  # SHA-256 of the TLS certificate, printed for the operator
         self.allowed_hosts = {h.lower() for h in allowed_hosts} | {"localhost", "127.0.0.1"}
         if host not in ("", "0.0.0.0"):
             self.allowed_hosts.add(host.lower())
