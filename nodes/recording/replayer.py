@@ -24,6 +24,14 @@ arrival order, which under load lags send order by up to seconds across
 topics; scheduling arrival-ordered messages by send time sent many late, in
 bursts. Progress is printed about once a
 second; ``replay <id> done: ...`` is printed at the end.
+
+The replayer reads its events through the node runtime like every source
+node: it looks for STOP at least every 20 ms, also while it waits for a
+message's time, and then ends at once with ``replay <id> stopped after N
+messages``. It publishes its own ``diagnostics`` (messages sent, ``replayed``
+of ``total`` in this pass, ``pass``, ``behind_ms``: how late the last message
+went out); the recorded node's diagnostics are not replayed, so the output
+carries one node's health only: the replayer's.
 """
 
 from __future__ import annotations
@@ -37,11 +45,14 @@ from typing import Any, Callable, Sequence
 import pyarrow as pa
 
 from teledora.operators.errors import TeledoraError
-from teledora.runtime.node_io import make_node, node_id
+from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.recording.replay_schedule import ReplaySchedule, shift_stamps
 from teledora.recording import RunReader, message_time_ns, replay_metadata, run_time_span
 
 PROGRESS_PERIOD_NS = 1_000_000_000
+# how often the replayer looks for STOP while it waits or sends
+POLL_PERIOD_NS = 20_000_000
+DIAGNOSTICS = "diagnostics"
 DONE_MARKER = "done:"
 
 
@@ -70,33 +81,60 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def _recorded_topics(reader: RunReader, me: str) -> dict[str, str]:
+    """Topic -> output id of what the replayer sends: the node's recorded
+    outputs but its ``diagnostics``, which the replayer publishes itself."""
+    return {t: o for t, o in reader.topics_of(me).items() if o != DIAGNOSTICS}
+
+
+def _stop_asked(io: NodeIO) -> bool:
+    """Whether dora asks the node to stop, or its event stream has ended."""
+    batch = io.poll()
+    return batch is None or any(event.get("type") == "STOP" for event in batch)
+
+
 def main(
     argv: Sequence[str] | None = None,
     node: Any = None,
     clock: Callable[[], int] = time.time_ns,
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
+    """Replays the node's recorded outputs; returns how many it sent."""
     args = parse_args(argv if argv is not None else sys.argv[1:])
     me = args.node or node_id("replayer")
     reader = RunReader(args.run)
-    topics = reader.topics_of(me)
+    topics = _recorded_topics(reader, me)
     if not topics:
         raise ReplaySourceError(f"run {args.run} holds no recorded output of node {me!r}")
     span = run_time_span(reader)
     total = sum(reader.read_topic(t).table.num_rows for t in topics)
-    node = make_node(node)
+    io = NodeIO(make_node(node), me, clock=clock, ends_with=())  # a source: plays until done or STOP
     start = clock()
     schedule = ReplaySchedule(span[0] if span else start, start, args.speed)
     loop_ns = (span[1] - span[0] + 1) if span else 1
     if args.speed > 0:
         loop_ns = int(loop_ns / args.speed)
     print(f"replay {me}: {total} messages on {', '.join(sorted(topics.values()))} at speed {args.speed:g}", flush=True)
+    diag = io.diag
+    diag.details.update({"replayed": 0, "total": total, "pass": 1, "behind_ms": 0.0})
+    diag.set_status("ok", f"replaying {total} messages at speed {args.speed:g}")
+    io.publish_diagnostics(force=True)
     sent = 0
-    last_progress = start
+    last_progress = last_poll = start
     played = 0
-    while True:
+    stopped = False
+    while not stopped:
         for msg in reader.iter_sent(topics):
-            wait_ns = schedule.due_ns(message_time_ns(msg)) - clock()
+            due_ns = schedule.due_ns(message_time_ns(msg))
+            # wait in slices, so that a STOP during a long gap ends the replay promptly
+            while (wait_ns := due_ns - clock()) > POLL_PERIOD_NS:
+                sleep(POLL_PERIOD_NS / 1e9)
+                last_poll = clock()
+                if stopped := _stop_asked(io):
+                    break
+                io.publish_diagnostics()
+            if stopped:
+                break
             if wait_ns > 0:
                 sleep(wait_ns / 1e9)
             value = pa.concat_arrays([msg.value])
@@ -108,19 +146,37 @@ def main(
                 value = shift_stamps(value, offset)
                 if isinstance(metadata.get("stamp_ns"), int) and metadata["stamp_ns"] > 0:
                     metadata["stamp_ns"] += offset
-            node.send_output(topics[msg.topic], value, metadata)
+            # the recorded metadata as it was (no seq of the replayer's own)
+            io.node.send_output(topics[msg.topic], value, metadata)
             sent += 1
+            diag.sent += 1
             now = clock()
+            done = sent % total or total
+            diag.details["replayed"] = done
+            diag.details["behind_ms"] = round(max(0, now - due_ns) / 1e6, 3) if args.speed > 0 else 0.0
             if now - last_progress >= PROGRESS_PERIOD_NS:
-                done = sent % total or total
                 print(f"replay {me}: {done}/{total} ({100 * done / total:.0f}%)", flush=True)
                 last_progress = now
+            if now - last_poll >= POLL_PERIOD_NS:
+                last_poll = now
+                if stopped := _stop_asked(io):
+                    break
+            io.publish_diagnostics()
+        if stopped:
+            break
         played += 1
         if args.loops and played >= args.loops:
             break
+        diag.details["pass"] = played + 1
         schedule = schedule.shifted(loop_ns)
     elapsed = (clock() - start) / 1e9
-    print(f"replay {me} {DONE_MARKER} {sent} messages in {elapsed:.2f} s", flush=True)
+    if stopped:
+        ending = f"stopped after {sent} messages ({sent % total or (total if sent else 0)}/{total} of pass {played + 1}) in {elapsed:.2f} s"
+    else:
+        ending = f"{DONE_MARKER} {sent} messages in {elapsed:.2f} s"
+    diag.set_status("ok", ending)
+    io.publish_diagnostics(force=True)
+    print(f"replay {me} {ending}", flush=True)
     return sent
 
 

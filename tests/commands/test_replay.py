@@ -140,6 +140,18 @@ def test_expected_counts_cover_replayed_topics_the_recorder_records(tmp_path):
     assert replay.expected_counts(planned, RunReader(run), ["xr", "arms"]) == {"xr__controllers": 3}
 
 
+def test_expected_counts_leave_out_the_diagnostics_a_replayer_publishes_itself(tmp_path):
+    run = tmp_path / "run"
+    w = RunWriter(run, {"dataflow_yaml": DATAFLOW}, start_ns=0)
+    w.append("xr__controllers", encode("LiftCommand", {"stamp_ns": 1, "velocity_m_s": 0.0}), {}, recv_ns=1)
+    w.append("xr__diagnostics", encode("LiftCommand", {"stamp_ns": 2, "velocity_m_s": 0.0}), {}, recv_ns=2)
+    w.close(10)
+    planned, _ = plan(["xr"])
+    recorder = next(n for n in planned["nodes"] if n["id"] == "recorder")
+    recorder["inputs"]["xr__diagnostics"] = {"source": "xr/diagnostics"}
+    assert replay.expected_counts(planned, RunReader(run), ["xr"]) == {"xr__controllers": 1}
+
+
 def test_followers_lose_nothing_and_take_their_ticks_from_the_journal():
     recorded = {"xr": {"controllers"}, "arms": {"joint_states"}, "teleop": {"arm_targets", "journal"}}
     out, _ = replay.build_replay_dataflow(

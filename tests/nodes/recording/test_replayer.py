@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import numpy as np
 import pyarrow as pa
@@ -10,7 +11,7 @@ import pytest
 from dora.testing import MockNode
 
 from teledora.nodes.recording import replayer
-from teledora.operators.contract.messages import encode
+from teledora.operators.contract.messages import decode, encode
 from teledora.recording import RunWriter, value_digest
 
 T0 = 1_800_000_000_000_000_000
@@ -40,15 +41,27 @@ def run(tmp_path):
 
 
 class MetaNode(MockNode):
-    """MockNode that also keeps the metadata of each output."""
+    """MockNode that keeps the metadata of each replayed output (its own
+    diagnostics apart), with no STOP unless a test queues one."""
 
-    def __init__(self) -> None:
+    def __init__(self, stop_after: int | None = None) -> None:
         super().__init__([])
+        self._events.clear()  # the STOP MockNode appends
+        self.stop_after = stop_after
         self.sent: list[tuple[str, pa.Array, dict]] = []
+        self.on_send = lambda output_id, data, metadata: None
 
     def send_output(self, output_id, data, metadata=None):
-        self.sent.append((output_id, data, dict(metadata or {})))
         super().send_output(output_id, data, metadata)
+        if output_id == "diagnostics":
+            return
+        self.sent.append((output_id, data, dict(metadata or {})))
+        self.on_send(output_id, data, metadata)
+        if len(self.sent) == self.stop_after:
+            self._events.append({"type": "STOP", "id": "stop"})  # what `dora stop` delivers
+
+    def diagnostics(self) -> list[dict]:
+        return [decode("Diagnostics", v) for v in self.outputs.get("diagnostics", [])]
 
 
 class FakeTime:
@@ -79,7 +92,7 @@ def test_sends_only_its_outputs_in_recorded_order_with_metadata(run, capsys):
 def test_shifted_stamps_keep_each_message_as_fresh_as_when_recorded(run, speed):
     node, t = MetaNode(), FakeTime()
     sent = []
-    node.send_output = lambda o, d, m=None: sent.append((t.now, d, m))
+    node.on_send = lambda o, d, m=None: sent.append((t.now, d, m))
     replayer.main(["--run", str(run), "--node", "lift", "--speed", speed], node=node, clock=t.clock, sleep=t.sleep)
     for i, (send_ns, value, meta) in enumerate(sent):
         recorded_send_ns = T0 + i * 100 * MS
@@ -101,7 +114,7 @@ def test_original_timing_scaled_by_speed(run, speed):
     node, t = MetaNode(), FakeTime()
     start = t.now
     sent_at = []
-    node.send_output = lambda o, d, m=None: sent_at.append((t.now - start) / MS)
+    node.on_send = lambda o, d, m=None: sent_at.append((t.now - start) / MS)
     replayer.main(["--run", str(run), "--node", "lift", "--speed", str(speed)], node=node, clock=t.clock, sleep=t.sleep)
     # the run's first message (lift at T0) is replay time 0; the others keep their offsets
     assert sent_at == pytest.approx([0.0, 100 / speed, 200 / speed, 300 / speed])
@@ -139,7 +152,48 @@ def test_topics_that_arrived_out_of_send_order_go_out_in_send_order_at_their_spa
     node, t = MetaNode(), FakeTime()
     start = t.now
     sent = []
-    node.send_output = lambda o, d, m=None: sent.append((o, round((t.now - start) / MS, 3)))
+    node.on_send = lambda o, d, m=None: sent.append((o, round((t.now - start) / MS, 3)))
     replayer.main(["--run", str(tmp_path / "run"), "--node", "arms", "--speed", "1"], node=node, clock=t.clock, sleep=t.sleep)
     expected = sorted([(ms, o) for o, times in (("servo_targets", sends["arms__servo_targets"]), ("joint_states", sends["arms__joint_states"])) for ms in times])
     assert sent == [(o, float(ms)) for ms, o in expected]
+
+
+def test_stop_during_a_long_replay_ends_it_promptly_and_says_how_many_went_out(tmp_path, capsys):
+    """Three states 100 ms apart, then one an hour later: a STOP after the
+    third ends the replay within one poll period, not an hour later."""
+    w = RunWriter(tmp_path / "run", {}, start_ns=T0)
+    for i, ms in enumerate([0, 100, 200, 3_600_000]):
+        w.append("lift__state", lift(i), {"timestamp": at(T0 + ms * MS)}, recv_ns=T0 + ms * MS)
+    w.close(T0 + 3_600_001 * MS)
+    node, t = MetaNode(stop_after=3), FakeTime()
+    start = t.now
+    assert replayer.main(["--run", str(tmp_path / "run"), "--node", "lift", "--speed", "1"], node=node, clock=t.clock, sleep=t.sleep) == 3
+    assert t.now - (start + 200 * MS) <= replayer.POLL_PERIOD_NS
+    out = capsys.readouterr().out
+    assert "replay lift stopped after 3 messages (3/4 of pass 1)" in out and "done:" not in out
+    last = node.diagnostics()[-1]
+    assert last["sent"] == 3 and last["level"] == "ok" and "stopped after 3" in last["message"]
+
+
+def test_a_looping_replay_stops_on_stop_too(run):
+    node, t = MetaNode(stop_after=6), FakeTime()
+    assert replayer.main(["--run", str(run), "--node", "lift", "--loop"], node=node, clock=t.clock, sleep=t.sleep) == 6
+
+
+def test_publishes_its_own_diagnostics_and_never_the_recorded_ones(tmp_path):
+    w = RunWriter(tmp_path / "run", {}, start_ns=T0)
+    recorded_diag = {"stamp_ns": T0, "node": "lift", "level": "error", "message": "recorded", "received": 7, "sent": 7,
+                     "rejected": 0, "clamped": 0, "dropped": 0, "last_error": "", "details_json": "{}"}
+    for i in range(3):
+        w.append("lift__state", lift(i), {"timestamp": at(T0 + i * 100 * MS)}, recv_ns=T0 + i * 100 * MS)
+    w.append("lift__diagnostics", encode("Diagnostics", recorded_diag), {"timestamp": at(T0 + 150 * MS)}, recv_ns=T0 + 150 * MS)
+    w.close(T0 + 300 * MS)
+    node, t = MetaNode(), FakeTime()
+    assert replayer.main(["--run", str(tmp_path / "run"), "--node", "lift", "--speed", "1"], node=node, clock=t.clock, sleep=t.sleep) == 3
+    assert [o for o, _, _ in node.sent] == ["state"] * 3
+    diags = node.diagnostics()
+    assert diags and all(d["message"] != "recorded" for d in diags)
+    assert diags[0]["sent"] == 0 and diags[0]["level"] == "ok"
+    last = diags[-1]
+    assert last["sent"] == 3 and last["level"] == "ok" and "done: 3 messages" in last["message"]
+    assert json.loads(last["details_json"])["replayed"] == 3 and json.loads(last["details_json"])["total"] == 3
