@@ -52,7 +52,7 @@ try {
     await page.waitForFunction(() => window.teledora.camStats.hud.some((h) => h.latched), null, { timeout });
     log('estop', { hud: await page.evaluate(() => window.teledora.camStats.hud),
       changes: await page.evaluate(() => window.teledora.camStats.stateChanges),
-      text: await page.evaluate(() => window.teledora.cams.hud.text) });
+      text: await page.evaluate(() => { const m = window.teledora.cams.hud.model; return `${m.title} · ${m.details}`; }) });
 
     // switch the left wrist panel off: the node stops sending it; the main panel to the chest camera
     await page.evaluate(() => {

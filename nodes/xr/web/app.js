@@ -5,15 +5,18 @@
 // the node maps it to its own from the ping/pong round trips, so each pose
 // carries the time it was sampled and the node judges its true age.
 import { ControlPanel } from '/static/scene.js';
-import { CameraView, parseFrame } from '/static/cameras.js';
+import { CameraView, drawHud, parseFrame } from '/static/cameras.js';
 import { linkReason, pageControls, StopAck } from '/static/page_controls.js';
+import { hudModel, LinkAge } from '/static/hud.js';
 
 const params = new URLSearchParams(location.search);
 const token = params.get('token') || '';
 const UI_PULSE_MS = 300;      // page buttons are sent as a level this long
 const IDLE_FRAME_MS = 100;    // outside VR the page still reports (e-stop must work)
 const SQUEEZE_HELD = 0.9;     // the grip gesture's threshold (teleop.yaml estop_squeeze_threshold)
-const FRAMEBUFFER_SCALE = 0.5; // enough to read the panel's labels, cheap for the GPU
+// the headset's recommended resolution: the main camera panel (62 deg) then gets more
+// pixels across than a 640-pixel camera image has (docs/xr.md, "Camera panels")
+const FRAMEBUFFER_SCALE = 1.0;
 const EPISODE_STALE_MS = 3000; // the episodes node repeats its state every second: older is unknown
 
 const $ = (id) => document.getElementById(id);
@@ -21,19 +24,22 @@ const session = Math.random().toString(16).slice(2, 10);
 const uiUntil = { estop: 0, release_stop: 0, pause: 0, episode_start: 0, episode_keep: 0, episode_discard: 0 };
 // a second press waiting for the level to drop
 const repress = { release_stop: null, pause: null, episode_start: null, episode_keep: null, episode_discard: null };
-const status = { paired: false, refused: '', refusedCode: '', everPaired: false, vrSupported: false, enterRefused: '', framesSent: 0,
+const status = { framebufferScale: FRAMEBUFFER_SCALE, paired: false, refused: '', refusedCode: '', everPaired: false, vrSupported: false, enterRefused: '', framesSent: 0,
   state: null, inVR: false, lastFrameAt: 0, pongs: 0, episode: null, episodeAt: 0 };
 // the page E-STOP's acknowledgement (page_controls.js): teleop's state echoing the press as latched
 const stopAck = new StopAck();
 // in-VR controls, and what they did (read by the browser tests and the e-stop benchmark): each
 // panel action (acts: button, hand, XR frame count, feed seq, page time), each grip gesture the
 // page saw (gestures), and the first frame the panel showed each change of the e-stop (shown)
-const scene = { panel: null, frames: 0, hover: {}, pressed: new Map(), acts: [], gestures: [], shown: [], gesture: false };
+const scene = { panel: null, frames: 0, hover: {}, pressed: new Map(), acts: [], gestures: [], shown: [], gesture: false,
+  recentre: false, rays: [] };
+const linkAge = new LinkAge();  // the HUD's link age, smoothed over the last second
 // camera panels (cameras.js): what arrived and what was drawn (camera, seq, XR frame, and with
 // `probe` on, the pixel at the main panel's centre), and when the HUD showed each e-stop change
 const cams = new CameraView();
 const camStats = { received: {}, shown: [], probe: false, hud: [], stateChanges: [], flatShown: 0 };
-window.teledora = { status, emulator: null, scene, cams, camStats, stopAck, controls, enterVR: () => enterVR() };
+window.teledora = { status, emulator: null, scene, cams, camStats, stopAck, controls, enterVR: () => enterVR(),
+  hudNow: () => hudNow(), recentre: () => { scene.recentre = true; } };
 
 let ws = null;
 let seq = 0;
@@ -133,42 +139,27 @@ function onCameraFrame(buffer) {
   }, () => sendShown(header));  // an undecodable frame: let the next one come
 }
 
-function hudLine() {
-  const s = status.state;
-  const why = linkReason(linkNow());
-  if (why) return { text: why.split(':')[0].toUpperCase(), alarm: true, latched: false };
-  if (!s) return { text: 'robot state unknown', alarm: true, latched: false };
-  const parts = [s.estop_latched ? 'E-STOP LATCHED' : 'e-stop clear', s.arms_paused ? 'PAUSED' : 'arms live'];
-  const clutch = [s.left_clutched ? 'L' : '', s.right_clutched ? 'R' : ''].join('');
-  const slow = [s.left_slow ? 'L' : '', s.right_slow ? 'R' : ''].join('');
-  parts.push(clutch ? `clutch ${clutch}` : 'no clutch');
-  parts.push(slow ? `slow ${slow}` : 'full speed');
-  const age = performance.now() - (status.stateAt || 0);
-  parts.push(age > 1000 ? 'LINK LOST' : `link ${Math.round(age / 50) * 50} ms`);
-  return { text: parts.join(' · '), alarm: !!s.estop_latched || age > 1000, latched: !!s.estop_latched };
+// What the heads-up line shows now (hud.js): in VR and, the same drawing, on the flat page.
+function hudNow() {
+  const now = performance.now();
+  const raw = status.state ? now - (status.stateAt || 0) : null;
+  if (raw !== null) linkAge.sample(raw, now);
+  const ep = episodeModel();
+  const episode = ep.known ? { open: !!status.episode.open, number: status.episode.number, seconds: ep.seconds } : null;
+  const ack = stopAck.view(now);
+  return hudModel({ why: linkReason(linkNow()), state: status.state, episode, rawAgeMs: raw, smoothAgeMs: linkAge.value(),
+    ackLabel: ack.phase === 'sent' || ack.phase === 'unacked' ? ack.label : '' });
 }
 
-function handPositions(frame) {
-  const hands = {};
-  for (const src of frame.session.inputSources) {
-    if (src.handedness !== 'left' && src.handedness !== 'right') continue;
-    const pose = rayPose(frame, src);
-    if (pose) hands[src.handedness] = pose.transform.position;
-  }
-  return hands;
-}
-
-function drawCameras(frame, layer) {
-  const viewer = frame.getViewerPose(refSpace);
-  if (!viewer) return [];
+function drawCameras(frame, layer, viewer) {
   if (!cams.mainCenter) cams.place(viewer.transform);
   const uploaded = cams.upload();
-  const hud = hudLine();
-  if (cams.setHud(hud.text, hud.alarm)) {
-    const last = camStats.hud[camStats.hud.length - 1];
-    if (!last || last.latched !== hud.latched) camStats.hud.push({ latched: hud.latched, frame: scene.frames, t: performance.now() });
+  const hud = hudNow();
+  if (cams.setHud(hud)) {
+    const latched = !!(status.state && status.state.estop_latched), last = camStats.hud[camStats.hud.length - 1];
+    if (!last || last.latched !== latched) camStats.hud.push({ latched, frame: scene.frames, t: performance.now() });
   }
-  const pixel = cams.draw(layer, viewer.views, handPositions(frame), camStats.probe);
+  const pixel = cams.draw(layer, viewer.views, camStats.probe);
   return uploaded.map((h) => ({ camera: h.camera, seq: h.seq, capture_ns: h.capture_ns, frame: scene.frames,
     pixel: h.camera === cams.mainCamera ? pixel : null }));
 }
@@ -210,6 +201,20 @@ function renderControls() {
   $('estop').dataset.ack = ack.phase;
   $('estop_ack').textContent = ack.detail;
   $('estop_ack').dataset.ack = ack.phase;
+  drawFlatHud();
+}
+
+// the flat page shows the same heads-up line as the headset, drawn the same way
+function drawFlatHud() {
+  const c = $('hud');
+  const model = hudNow();
+  const key = JSON.stringify(model);
+  if (c.dataset.key === key) return;
+  c.dataset.key = key;
+  c.dataset.state = model.key;
+  c.setAttribute('aria-label', `${model.title}. ${model.details}. ${model.chip ? model.chip.text : ''}`);
+  const l = cams.hudLayout();
+  drawHud(c.getContext('2d'), model, c.width, c.height, l.frame, l.row1[3] - l.row1[1], l.titlePx, l.detailPx);
 }
 
 // Page and scene buttons are sent as a level for UI_PULSE_MS; the scheme acts on its rising
@@ -301,13 +306,8 @@ function sendFrame(frame, frameTime = null) {
   return true;
 }
 
-function clearColor() {
-  const s = status.state;
-  if (!status.paired) return [0.05, 0.1, 0.4];
-  if (s && s.estop_latched) return [0.5, 0.0, 0.0];
-  if (s && s.arms_paused) return [0.45, 0.3, 0.0];
-  return [0.0, 0.25, 0.05];
-}
+// the scene behind the panels: a dark tint of the state, never what tells it (the HUD does)
+function clearColor() { return hudNow().background; }
 
 // ------------------------------------------------------------ in-VR controls
 // Stop-direction actions (E-STOP, PAUSE) act on the trigger press; go-direction
@@ -323,20 +323,20 @@ function episodeModel() {
   const e = status.episode, paired = !linkReason(linkNow());
   const age = performance.now() - status.episodeAt;
   const known = !!e && age < EPISODE_STALE_MS;
+  const secs = known && e.open ? Math.floor(e.open_for_ns / 1e9 + age / 1000) : 0;
   let text, color;
   if (!known) {
     text = 'EPISODE STATE UNKNOWN'; color = '#aaa';
   } else if (e.open) {
-    const secs = Math.floor(e.open_for_ns / 1e9 + age / 1000);
     text = `RECORDING episode ${e.number} · ${secs} s`;
     if (e.discard_armed) text += ' · CONFIRM to discard';
-    color = e.discard_armed ? '#ffc14d' : '#ff6b6b';
+    color = e.discard_armed ? '#ffc14d' : '#e1a6ff';  // not the stop's red
   } else {
     text = `NOT RECORDING · ${e.kept} kept, ${e.discarded} discarded`; color = '#8f8';
   }
   const open = known && e.open, armed = open && e.discard_armed;
   return {
-    status: text, color, task: known ? e.task : 'task: no episode state', discardArmed: armed,
+    status: text, color, known, seconds: secs, task: known ? e.task : 'task: no episode state', discardArmed: armed,
     showConfirm: armed || (paired && !known),
     enabled: {
       ep_start: paired && (!known || !e.open), ep_keep: paired && (!known || open),
@@ -356,10 +356,11 @@ function sceneModel() {
   // with no robot state (teleop/state not wired) both release steps stay offered
   const ep = episodeModel();
   return {
-    status: text, estopLatched: latched, paused: !!s.arms_paused, releaseArmed: armed, showConfirm: armed || (paired && !known),
+    status: text, statusKey: hudNow().key, estopLatched: latched, paused: !!s.arms_paused, releaseArmed: armed, showConfirm: armed || (paired && !known),
     enabled: {
       estop: paired, pause: paired && known && !latched,
       release: paired && (!known || (latched && !armed)), confirm: paired && (!known || armed),
+      recentre: true,  // moves nothing on the robot
       ...ep.enabled,
     },
     episode: { status: ep.status, color: ep.color, task: ep.task, discardArmed: ep.discardArmed, showConfirm: ep.showConfirm },
@@ -385,6 +386,11 @@ function rayPose(frame, src) {
 }
 
 function act(name, src) {
+  if (name === 'recentre') {  // the view only: nothing goes to the robot
+    scene.recentre = true;
+    scene.acts.push({ name, hand: src.handedness, frame: scene.frames, seq, t: performance.now() });
+    return;
+  }
   const ui = { estop: 'estop', pause: 'pause', release: 'release_stop', confirm: 'release_stop', ep_start: 'episode_start',
     ep_keep: 'episode_keep', ep_discard: 'episode_discard', ep_confirm: 'episode_discard' }[name];
   pulse(ui);  // sends a feed frame at once
@@ -416,9 +422,7 @@ function onSelectEnd(ev) {
   if (name === press.name && sceneModel().enabled[name]) act(name, ev.inputSource);
 }
 
-function drawScene(frame, layer) {
-  const viewer = frame.getViewerPose(refSpace);
-  if (!viewer) return;
+function drawScene(frame, layer, viewer) {
   const panel = scene.panel;
   panel.follow(viewer.transform);
   const latched = !!(status.state && status.state.estop_latched);
@@ -434,8 +438,11 @@ function drawScene(frame, layer) {
     const at = panel.intersect(pose.transform);
     scene.hover[src.handedness] = name;
     if (name) hover.add(name);
-    rays.push({ transform: pose.transform, length: at ? at.distance : 0, color: name ? [1, 1, 1, 1] : [0.6, 0.8, 1, 1] });
+    // a ray ends at the first thing it meets: the control panel or a camera panel
+    const hits = [at ? at.distance : null, cams.hitDistance(pose.transform)].filter((d) => d !== null);
+    rays.push({ transform: pose.transform, length: hits.length ? Math.min(...hits) : 0, color: name ? [1, 1, 1, 1] : [0.6, 0.8, 1, 1] });
   }
+  scene.rays = rays.map((r) => r.length);
   panel.setContent({ ...sceneModel(), hover });
   panel.draw(layer, viewer.views, rays);
 }
@@ -449,9 +456,19 @@ function onXRFrame(t, frame) {
   const layer = frame.session.renderState.baseLayer;
   gl.bindFramebuffer(gl.FRAMEBUFFER, layer.framebuffer);
   gl.clearColor(...clearColor(), 1.0);
-  gl.clear(gl.COLOR_BUFFER_BIT);
-  const shown = drawCameras(frame, layer);
-  drawScene(frame, layer);
+  gl.clearDepth(1.0);
+  gl.clear(gl.COLOR_BUFFER_BIT | gl.DEPTH_BUFFER_BIT);
+  const viewer = frame.getViewerPose(refSpace);
+  let shown = [];
+  if (viewer) {
+    if (scene.recentre) {  // the operator asked: the camera panels and the control panel in front of the eyes again
+      scene.recentre = false;
+      cams.place(viewer.transform);
+      scene.panel.place(viewer.transform);
+    }
+    shown = drawCameras(frame, layer, viewer);
+    drawScene(frame, layer, viewer);
+  }
   sendFrame(frame, t);
   for (const s of shown) {
     s.page_ns = sendShown(s);
@@ -465,8 +482,7 @@ async function enterVR() {
   if (!c.enabled.enter) throw new Error(c.enterReason);  // a page that cannot stop the robot does not go into VR
   xrSession = await navigator.xr.requestSession('immersive-vr', { requiredFeatures: ['local-floor'] });
   gl = $('gl').getContext('webgl', { xrCompatible: true });
-  // the view is a status colour, the control panel and the controller rays: a few
-  // draw calls, so half the native resolution keeps the labels legible at little cost
+  // a handful of textured quads and two lines: the full recommended resolution costs little
   await xrSession.updateRenderState({ baseLayer: new XRWebGLLayer(xrSession, gl, { framebufferScaleFactor: FRAMEBUFFER_SCALE, antialias: false }) });
   refSpace = await xrSession.requestReferenceSpace('local-floor');
   cams.attach(gl);

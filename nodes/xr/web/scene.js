@@ -13,7 +13,9 @@ import { multiply } from '/static/mat4.js';
 export const PANEL_W = 0.82;
 export const PANEL_H = 0.26;
 const PANEL_DISTANCE_M = 0.75;   // in front of the eyes, along the floor
-const PANEL_RISE_M = 0.2;         // above eye height: rays rarely point up while working
+// above the main camera panel (whose top edge is 24 deg above the eyes): its lower edge
+// about 28 deg up, where rays rarely point while working and the camera image stays clear
+const PANEL_RISE_M = 0.55;
 const FOLLOW_AFTER_RAD = Math.PI / 3;  // the operator turned this far away: bring the panel back in front
 const RAY_LENGTH_M = 3.0;
 const PX_PER_M = 2000;
@@ -25,6 +27,7 @@ export const BUTTONS = {
   pause: [-0.22, -0.04, -0.09, 0.07],
   release: [-0.08, -0.04, 0.04, 0.07],
   confirm: [-0.40, -0.125, -0.23, -0.05],  // far from "release": a repeated click cannot reach it
+  recentre: [-0.08, -0.125, 0.04, -0.05],  // the camera panels and this panel in front of the eyes again
   ep_start: [0.08, -0.04, 0.28, 0.07],
   ep_keep: [0.29, -0.04, 0.40, 0.07],
   ep_confirm: [0.08, -0.125, 0.20, -0.05],  // across the panel from "discard", like the release's confirm
@@ -58,6 +61,10 @@ const dot = (a, b) => a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
 const sub = (a, b) => [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
 
 // ---------------------------------------------------------------- panel
+// the status line's colour per state (hud.js keys): each at least 4.5:1 on the panel's fill
+const STATUS_COLOURS = { latched: '#ff8a80', paused: '#ffc14d', live: '#8f8', notPaired: '#90caf9', linkLost: '#e0e0e0',
+  unknown: '#e0e0e0' };
+
 export class ControlPanel {
   constructor(gl) {
     this.gl = gl;
@@ -135,7 +142,7 @@ export class ControlPanel {
   }
 
   // ---------------------------------------------------------- drawing
-  // model: {status, estopLatched, paused, releaseArmed, showConfirm, enabled: {name: bool}, hover: Set,
+  // model: {status, statusKey (hud.js), estopLatched, paused, releaseArmed, showConfirm, enabled: {name: bool}, hover: Set,
   //         episode: {status, color, task, discardArmed, showConfirm}}
   setContent(model) {
     const key = JSON.stringify({ ...model, hover: [...model.hover].sort() });
@@ -149,7 +156,7 @@ export class ControlPanel {
     c.textAlign = 'center';
     c.textBaseline = 'middle';
     const [sx, sy, sw, sh] = rect(STATUS);
-    c.fillStyle = model.estopLatched ? '#ff6b6b' : (model.paused ? '#ffc14d' : '#8f8');
+    c.fillStyle = STATUS_COLOURS[model.statusKey] || '#e0e0e0';
     c.font = `bold ${Math.round(sh * 0.55)}px sans-serif`;
     c.fillText(model.status, sx + sw / 2, sy + sh / 2, sw);
     const ep = model.episode;
@@ -159,8 +166,9 @@ export class ControlPanel {
     c.fillStyle = '#55555c';
     c.fillRect(px(DIVIDER_U + PANEL_W / 2) - px(0.002), px(0.01), px(0.004), this.canvas.height - px(0.02));
     const labels = {
-      estop: ['E-STOP', '#c62828'],
-      pause: [model.paused ? 'RESUME' : 'PAUSE', model.paused ? '#2e7d32' : '#b26a00'],
+      estop: ['E-STOP', model.estopLatched ? '#7f0000' : '#c62828'],
+      pause: [model.paused ? 'RESUME' : 'PAUSE', model.paused ? '#2e7d32' : '#8a5200'],
+      recentre: ['RECENTRE', '#37474f'],
       release: [model.releaseArmed && !model.enabled.release ? 'ARMED' : 'RELEASE', '#1565c0'],
       confirm: ['CONFIRM', '#1565c0'],
       ep_start: ['START', '#2e7d32'],
@@ -175,6 +183,11 @@ export class ControlPanel {
       const on = model.enabled[name];
       c.fillStyle = on ? labels[name][1] : '#3a3a40';
       c.fillRect(x, y, w, hgt);
+      if (name === 'estop' && model.estopLatched) {  // latched: a white inner frame, and it says so
+        c.lineWidth = px(0.008);
+        c.strokeStyle = '#fff';
+        c.strokeRect(x + px(0.008), y + px(0.008), w - px(0.016), hgt - px(0.016));
+      }
       if (model.hover.has(name) && on) {
         c.lineWidth = px(0.006);
         c.strokeStyle = '#fff';
@@ -182,9 +195,11 @@ export class ControlPanel {
       }
       c.fillStyle = on ? '#fff' : '#888';
       c.font = `bold ${Math.round(Math.min(hgt * 0.42, w * 0.22))}px sans-serif`;
-      const sub = name === 'ep_start' ? ep.task : name === 'ep_confirm' ? 'discard' : '';
+      // a second, smaller line: the task an episode would start with, what is confirmed, the arms' state
+      const sub = { ep_start: ep.task, ep_confirm: 'discard', estop: model.estopLatched ? 'LATCHED' : '',
+        pause: model.paused ? 'arms paused' : 'arms live', recentre: 'the view' }[name] || '';
       c.fillText(labels[name][0], x + w / 2, y + hgt * (sub ? 0.36 : 0.5), w * 0.9);
-      if (sub) {  // a second, smaller line: the task an episode would start with, or what is confirmed
+      if (sub) {
         c.font = `${Math.round(Math.min(hgt * 0.2, w * 0.12))}px sans-serif`;
         c.fillText(sub, x + w / 2, y + hgt * 0.74, w * 0.92);
       }
@@ -228,11 +243,13 @@ export class ControlPanel {
     return new Float32Array([...ex, 0, ...ey, 0, ...ez, 0, c[0], c[1], c[2], 1]);
   }
 
-  // Draws the panel and one line per ray ({transform, color}) into every view of the layer.
+  // Draws the panel and one line per ray ({transform, color, length: where it hits}) into every
+  // view of the layer, depth-tested against what was drawn before in the frame.
   draw(layer, views, rays) {
     const gl = this.gl;
     gl.useProgram(this.prog);
-    gl.disable(gl.DEPTH_TEST);
+    gl.enable(gl.DEPTH_TEST);  // nearer things hide farther ones, rays included
+    gl.depthFunc(gl.LEQUAL);
     gl.disable(gl.CULL_FACE);
     const verts = [];
     for (const r of rays) {
