@@ -131,6 +131,7 @@ def build_dataflow(tmp: Path, probe_out: Path, control_only: bool,
         "id": "probe",
         "path": str(REPO / "benchmarks" / "xr_latency.py"),
         "args": f"--probe {probe_out}",
+        "env": {"XR_LATENCY_PROBE_PRIORITY": "60"},  # the instrument in real time (below the control path), in every variant
         "inputs": {
             "controllers": {"source": "xr/controllers", "queue_size": 10000},
             "arm_targets": {"source": "teleop/arm_targets", "queue_size": 10000},
@@ -275,6 +276,40 @@ class Sampler(threading.Thread):
 
 
 # ------------------------------------------------------------------ analysis
+def _schedule_dora_when_started(proc: subprocess.Popen, log_path: Path) -> None:
+    from teledora.runtime.realtime import load_scheduling, schedule_process
+
+    while proc.poll() is None:
+        if "all nodes are ready" in log_path.read_text(errors="replace"):
+            table = load_scheduling()
+            report = schedule_process(proc.pid, table.for_daemon() if table else None)
+            print(f"dora's process: {report.applied}" + (f" ({report.problem})" if report.problem else ""), flush=True)
+            return
+        time.sleep(0.2)
+
+
+def _holds(run_dir: Path) -> dict[str, int]:
+    """Stale-input holds over the run: the base and lift watchdog trips and the
+    safe stops of the recorder guard, from each node's last diagnostics."""
+    from teledora.operators.contract.messages import decode
+    from teledora.recording.run_reader import RunReader
+
+    reader = RunReader(run_dir)
+    out: dict[str, int] = {}
+    for topic, (node, output) in reader.sources().items():
+        if output != "diagnostics" or node not in ("base", "lift", "arms", "ik"):
+            continue
+        last = None
+        for msg in reader.iter_topic(topic):
+            last = msg
+        if last is None:
+            continue
+        details = json.loads(decode("Diagnostics", last.value)["details_json"])
+        if "watchdog_trips" in details:
+            out[f"{node} watchdog trips"] = int(details["watchdog_trips"])
+    return out
+
+
 def _recorded_counts(run_dir: Path, t0: int, t1: int) -> dict[str, int]:
     from teledora.recording.run_reader import RunReader
 
@@ -345,6 +380,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout-s", type=float, default=240.0)
     ap.add_argument("--node-env", action="append", default=[], metavar="NODE:KEY=VALUE",
                     help="set an env variable of one node of the dataflow (repeatable), to measure a variant")
+    ap.add_argument("--stress", type=int, default=0, metavar="N",
+                    help="run `stress-ng --cpu N` beside the dataflow for the whole run (a load that hogs N cores)")
+    ap.add_argument("--no-realtime", action="store_true",
+                    help="the control path time-shares (TELEDORA_SCHEDULING=off for every node), to compare with the shipped scheduling")
     args = ap.parse_args(argv)
     if args.echo:
         echo()
@@ -357,6 +396,11 @@ def main(argv: list[str] | None = None) -> int:
 
     from teledora.commands.demo import dora_environment
 
+    if args.no_realtime:
+        args.node_env += [f"{n}:TELEDORA_SCHEDULING=off" for n in ("xr",) + CONTROL]
+    stress_bin = shutil.which("stress-ng")
+    if args.stress and stress_bin is None:
+        ap.error("--stress needs stress-ng (Debian package stress-ng)")
     load_start = _loadavg()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -375,7 +419,17 @@ def main(argv: list[str] | None = None) -> int:
                                     cwd=REPO, stdout=log_file, stderr=subprocess.STDOUT)
             sampler = Sampler(proc.pid)
             sampler.start()
-            proc.wait()
+            if not args.no_realtime:  # as `teledora run` does: dora's process above the nodes it routes for
+                threading.Thread(target=_schedule_dora_when_started, args=(proc, log_path), daemon=True).start()
+            stress = None
+            if args.stress:  # bounded: it ends by itself at the run's limit, and is ended with the run
+                stress = subprocess.Popen([stress_bin, "--cpu", str(args.stress), "--timeout", f"{int(args.timeout_s) + 30}s", "--quiet"])
+            try:
+                proc.wait()
+            finally:
+                if stress is not None:
+                    stress.terminate()
+                    stress.wait()
             sampler.stopped.set()
             sampler.join()
         wall = time.monotonic() - wall0
@@ -393,6 +447,7 @@ def main(argv: list[str] | None = None) -> int:
         if not topic_counts and counts_path.exists():  # control only: the counter node's receive times
             for input_id, stamps in json.loads(counts_path.read_text()).items():
                 topic_counts[input_id.replace("__", "/", 1)] = sum(1 for t in stamps if t0 <= t < t1)
+        holds = _holds(run_dir) if run_dir.exists() else {}
         if args.keep_run and run_dir.exists():
             shutil.copytree(run_dir, args.keep_run)
     load_end = _loadavg()
@@ -423,6 +478,8 @@ def main(argv: list[str] | None = None) -> int:
           f"({wall:.0f} s wall in all), {os.cpu_count()} CPUs, load average at start {load_start}, at end {load_end}")
     if args.node_env:
         print(f"node env changed: {', '.join(args.node_env)}")
+    if args.stress:
+        print(f"beside it: stress-ng --cpu {args.stress} for the whole run")
     print(f"{'node':<14} {'cores':>6} {'in':>6} {'out':>6} {'in Hz':>6} {'out Hz':>6} {'ms/msg in':>9} {'x echo':>7} {'ms/out':>7} {'peak RSS MB':>11} {'peak PSS MB':>11}")
     report = {"window_s": window_s, "load_start": load_start, "load_end": load_end, "cpus": os.cpu_count(), "nodes": {}}
     for name in order:
@@ -481,6 +538,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"{name:<14} {len(v):>6} {np.median(v):>10.2f} {np.percentile(v, 90):>8.2f} {np.percentile(v, 99):>8.2f} {v.max():>8.2f}")
         report["latency_ms"][name] = {"p50": float(np.median(v)), "p99": float(np.percentile(v, 99))}
+    if holds:
+        print("holds taken by the actuators and the IK (from their last diagnostics): "
+              + ", ".join(f"{k} {v}" for k, v in sorted(holds.items())))
+    report["holds"] = holds
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
     return 0

@@ -58,6 +58,15 @@ def probe(out_path: Path) -> None:
     from dora import Node
 
     node = Node()
+    if os.environ.get("XR_LATENCY_PROBE_PRIORITY"):
+        # the instrument runs in real time, below the control path: it notes when a
+        # message arrives, not when a loaded machine gets round to a normal process
+        from teledora.operators.dataflow.node_scheduling import NodeScheduling
+        from teledora.runtime.realtime import apply_node_scheduling
+
+        report = apply_node_scheduling(NodeScheduling("fifo", int(os.environ["XR_LATENCY_PROBE_PRIORITY"])), 200.0)
+        if report.problem:
+            print(f"probe: {report.problem}", flush=True)
     rows = []
     ready = out_path.with_suffix(".ready")
     for event in node:

@@ -44,11 +44,15 @@ class SchedulingConfig:
         cpu_budget_ms: CPU time a real-time node may use without blocking once
             (waiting for its next input); past it the node drops to the normal
             policy and says so (Linux ``RLIMIT_RTTIME``).
+        daemon: Real-time policy of the dora process that routes the messages
+            (``dora run``, or ``dora daemon`` on each machine): the control
+            path waits for it, so it runs above the nodes it serves.
         nodes: Real-time policy per node id.
     """
 
     enabled: bool
     cpu_budget_ms: float
+    daemon: NodeScheduling
     nodes: dict[str, NodeScheduling]
 
     def __post_init__(self) -> None:
@@ -62,3 +66,7 @@ class SchedulingConfig:
     def for_node(self, node_id: str) -> NodeScheduling | None:
         """The real-time scheduling of ``node_id``; None: it time-shares."""
         return self.nodes.get(node_id) if self.enabled else None
+
+    def for_daemon(self) -> NodeScheduling | None:
+        """The real-time scheduling of dora's routing process; None: it time-shares."""
+        return self.daemon if self.enabled else None

@@ -157,6 +157,7 @@ class _Attempt:
                 if spawned.group(1) == self.watch:
                     self.watched_pid = pid
             elif READY.search(line):
+                self._schedule_dora()
                 self.started.set()
             elif self.watch is not None:
                 self._watch_line(line)
@@ -165,6 +166,22 @@ class _Attempt:
             if self._on_line is not None:
                 self._on_line(line, self.proc)
         self._out.flush()
+
+    def _schedule_dora(self) -> None:
+        """dora's process to its real-time policy (scheduling.yaml ``daemon``),
+        now that every node is spawned: the control path waits for it."""
+        from teledora.runtime.realtime import load_scheduling, schedule_process
+
+        try:
+            table = load_scheduling()
+        except (OSError, ValueError) as exc:
+            self._out.write(f"teledora: scheduling.yaml not applied to dora: {exc}\n")
+            return
+        if table is None:
+            return
+        report = schedule_process(self.proc.pid, table.for_daemon())
+        if report.problem:
+            self._out.write(f"teledora: {report.problem}; dora runs unprioritised\n")
 
     def _watch_line(self, line: str) -> None:
         failed = NODE_FAILED.search(line)

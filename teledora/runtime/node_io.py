@@ -128,6 +128,9 @@ class NodeIO:
         except (OSError, ValueError) as exc:
             self.fail_start("scheduling", exc)
         if table is None or table.for_node(self.name) is None:
+            from teledora.runtime.realtime import time_share
+
+            time_share()
             return None
 
         def demoted(report: Any) -> None:

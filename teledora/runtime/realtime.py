@@ -111,6 +111,31 @@ def apply_node_scheduling(wanted: NodeScheduling | None, cpu_budget_ms: float,
     return report
 
 
+def schedule_process(pid: int, wanted: NodeScheduling | None) -> SchedulingReport:
+    """Moves every thread of another process (dora's) to ``wanted``; threads
+    it starts later inherit the policy. No CPU budget: a router waits for
+    messages as a node waits for input."""
+    report = SchedulingReport()
+    if wanted is None:
+        return report
+    report.wanted = f"{wanted.policy} {wanted.priority}"
+    try:
+        report.threads = set_process_policy(_POLICIES[wanted.policy], wanted.priority, pid)
+    except (PermissionError, OSError) as exc:
+        report.problem = f"cannot run dora under SCHED_{wanted.policy.upper()} {wanted.priority}: {getattr(exc, 'strerror', None) or exc}"
+        return report
+    report.applied = report.wanted
+    return report
+
+
+def time_share() -> None:
+    """Puts every thread of this process back to normal scheduling if it
+    inherited a real-time policy (a node that dora, itself real-time, started
+    after the dataflow began)."""
+    if os.sched_getscheduler(0) in (os.SCHED_FIFO, os.SCHED_RR):
+        set_process_policy(os.SCHED_OTHER, 0)
+
+
 def _install_demotion(report: SchedulingReport, on_change: Callable[[SchedulingReport], None] | None) -> None:
     def demote(signum: int, frame: Any) -> None:
         try:

@@ -12,12 +12,14 @@ import resource
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
 from teledora.models.config_files import load_scheduling_config
 from teledora.operators.dataflow.node_scheduling import NodeScheduling, SchedulingConfig, SchedulingConfigError
 
+DAEMON = {"policy": "fifo", "priority": 85}
 CAN_RT = os.geteuid() == 0 or resource.getrlimit(resource.RLIMIT_RTPRIO)[0] > 0
 needs_rt = pytest.mark.skipif(not CAN_RT, reason="real-time scheduling needs root, CAP_SYS_NICE or RLIMIT_RTPRIO > 0 here")
 
@@ -103,7 +105,7 @@ def test_the_shipped_table_puts_the_actuators_first_and_only_the_control_path_in
     table = load_scheduling_config()
     assert set(table.nodes) == {"xr", "teleop", "ik", "arms", "base", "lift"}
     prio = {n: s.priority for n, s in table.nodes.items()}
-    assert prio["arms"] == prio["base"] == prio["lift"] > prio["ik"] > prio["teleop"] > prio["xr"]
+    assert table.daemon.priority > prio["arms"] == prio["base"] == prio["lift"] > prio["ik"] > prio["teleop"] > prio["xr"]
     assert table.for_node("recorder") is None and table.for_node("cameras") is None
 
 
@@ -111,11 +113,49 @@ def test_the_shipped_table_puts_the_actuators_first_and_only_the_control_path_in
                                  {"policy": "idle", "priority": 10}])
 def test_out_of_range_settings_are_refused(bad):
     with pytest.raises(SchedulingConfigError):
-        SchedulingConfig.from_mapping({"enabled": True, "cpu_budget_ms": 200, "nodes": {"ik": bad}})
+        SchedulingConfig.from_mapping({"enabled": True, "cpu_budget_ms": 200, "daemon": DAEMON, "nodes": {"ik": bad}})
     with pytest.raises(SchedulingConfigError):
-        SchedulingConfig.from_mapping({"enabled": True, "cpu_budget_ms": 0.1, "nodes": {}})
+        SchedulingConfig.from_mapping({"enabled": True, "cpu_budget_ms": 200, "daemon": bad, "nodes": {}})
+    with pytest.raises(SchedulingConfigError):
+        SchedulingConfig.from_mapping({"enabled": True, "cpu_budget_ms": 0.1, "daemon": DAEMON, "nodes": {}})
+    assert SchedulingConfig.from_mapping({"enabled": True, "cpu_budget_ms": 200, "daemon": DAEMON, "nodes": {}}).nodes == {}
 
 
 def test_a_disabled_table_schedules_nobody():
-    table = SchedulingConfig(enabled=False, cpu_budget_ms=200.0, nodes={"ik": NodeScheduling("fifo", 75)})
-    assert table.for_node("ik") is None
+    table = SchedulingConfig(enabled=False, cpu_budget_ms=200.0, daemon=NodeScheduling("fifo", 85),
+                             nodes={"ik": NodeScheduling("fifo", 75)})
+    assert table.for_node("ik") is None and table.for_daemon() is None
+
+
+@needs_rt
+def test_dora_s_process_is_moved_whole_and_a_node_it_starts_later_goes_back_to_time_sharing():
+    """The router runs above the nodes; a node it spawns inherits that, and
+    puts itself back unless the table lists it."""
+    from teledora.runtime.realtime import schedule_process
+
+    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+        import os, sys, threading, time
+        from teledora.runtime.realtime import time_share
+        threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+        sys.stdin.readline()                      # moved meanwhile, as dora is
+        before = os.sched_getscheduler(0)
+        grandchild = os.fork()                    # a node dora starts later
+        if grandchild == 0:
+            inherited = os.sched_getscheduler(0)
+            time_share()
+            print(inherited, os.sched_getscheduler(0), flush=True)
+            os._exit(0)
+        os.waitpid(grandchild, 0)
+        print(before, flush=True)
+    """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.5)
+        report = schedule_process(child.pid, NodeScheduling("fifo", 20))
+        policies = {os.sched_getscheduler(int(t)) for t in os.listdir(f"/proc/{child.pid}/task")}
+        out, _ = child.communicate("go\n", timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert report.applied == "fifo 20" and report.threads >= 2 and policies == {os.SCHED_FIFO}
+    inherited, after, before = (int(v) for v in out.split())
+    assert (before, inherited, after) == (os.SCHED_FIFO, os.SCHED_FIFO, os.SCHED_OTHER)
