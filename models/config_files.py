@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from teledora.operators.lidar.lidar_config import LidarSetup
     from teledora.operators.mocap.mocap_config import MocapConfig
     from teledora.operators.model.robot_profile import RobotProfile
+    from teledora.operators.recording.recording_config import RecordingConfig
     from teledora.operators.rendering.camera_intrinsics import RendererConfig
     from teledora.operators.cameras.camera_config import CamerasConfig
     from teledora.operators.teleop.teleop_scheme import TeleopConfig
@@ -56,10 +57,11 @@ PICK_PLACE_SCRIPT = "alohamini2/pick_place_script.yaml"
 RATES = "alohamini2/rates.yaml"
 VIEWER = "alohamini2/viewer.yaml"
 SCHEDULING = "alohamini2/scheduling.yaml"
+RECORDING = "alohamini2/recording.yaml"
 
 # Every shipped config file (tests check that each of their keys is read).
 SHIPPED = (PROFILE, DRIVE, CALIBRATION, IK, TELEOP, LIDAR, ESTIMATION, MOCAP, RENDERER, CAMERAS, DEMO_SCRIPT, PICK_PLACE_SCRIPT, RATES,
-           VIEWER, SCHEDULING)
+           VIEWER, SCHEDULING, RECORDING)
 
 
 def read_config_file(name_or_path: PathLike) -> tuple[str, Mapping[str, Any]]:
@@ -215,3 +217,10 @@ def load_viewer_config(name_or_path: PathLike | None = None) -> ViewerConfig:
     from teledora.operators.viewing.viewer_config import ViewerConfig
 
     return load_config(name_or_path or VIEWER, ViewerConfig.from_mapping)
+
+
+def load_recording_config(name_or_path: PathLike | None = None) -> RecordingConfig:
+    """recording.yaml: the recorder's flush interval, batch pause and CPU priority."""
+    from teledora.operators.recording.recording_config import RecordingConfig
+
+    return load_config(name_or_path or RECORDING, RecordingConfig.from_mapping)

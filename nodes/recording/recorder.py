@@ -16,15 +16,13 @@ Environment (command-line flags of the same name override it):
     TELEDORA_RUNS_DIR            where runs go (default ``runs``, relative to
                                  the dataflow directory)
     TELEDORA_RUN_DIR             exact run directory to create (optional)
-    TELEDORA_RECORD_FLUSH_S      flush interval in seconds (default 0.25)
     TELEDORA_RECORD_FSYNC        1 to fsync at every flush (default 0)
-    TELEDORA_RECORD_PRIORITY     raise the recorder's CPU priority by this many
-                                 nice steps at start (default 10; 0 leaves it)
-    TELEDORA_RECORD_PAUSE_S      after a batch shorter than a full turn, wait
-                                 this long before taking the next (default
-                                 0.02; 0 takes each message as it comes)
     TELEDORA_DATAFLOW            path of the dataflow YAML to store in the manifest
     TELEDORA_REPLAY_OF           set by ``teledora replay``: the run being replayed
+
+Tuning (flush interval, batch pause, CPU priority) comes from the
+``recorder`` section of recording.yaml (``--config``); ``--flush-interval-s``,
+``--batch-pause-s`` and ``--priority`` override it for one run.
 
 The run directory path is printed when recording starts and when it ends.
 """
@@ -41,24 +39,24 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 import yaml
 
+from teledora.models.config_files import RECORDING, add_config_arg, load_recording_config
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.recording.message_check import MessageCheck
+from teledora.operators.recording.recording_config import STATUS_PERIOD_S
 from teledora.operators.recording.recording_gaps import GapDetector
 from teledora.recording import MANIFEST_NAME, RunWriter, TopicNameError, TopicTypeError, new_run_dir
 
-DEFAULT_FLUSH_S = 0.25
-STATUS_PERIOD_S = 0.2
-DEFAULT_PRIORITY_BOOST = 10
-# After a short batch the recorder waits this long, so messages reach it in
-# batches of a few dozen instead of one by one: 22 % less CPU per message and
-# fewer wake-ups at its raised priority (docs/recording.md, "CPU priority")
-DEFAULT_PAUSE_S = 0.02
+# After a short batch the recorder waits recording.yaml's batch_pause_s, so
+# messages reach it in batches of a few dozen instead of one by one: 22 % less
+# CPU per message and fewer wake-ups at its raised priority
+# (docs/recording.md, "CPU priority")
 # events taken from dora per loop turn: the flush and the heartbeat are checked
 # between slices, so a long backlog cannot hold them off (one event costs dora
 # and the recorder roughly 0.1-0.3 ms of CPU, so a slice is tens of ms of CPU)
@@ -194,16 +192,23 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="recorder", description="Record dora topics into a run directory.")
     parser.add_argument("--runs-dir", default=env.get("TELEDORA_RUNS_DIR", "runs"))
     parser.add_argument("--run-dir", default=env.get("TELEDORA_RUN_DIR") or None)
-    parser.add_argument("--flush-interval-s", type=float, default=float(env.get("TELEDORA_RECORD_FLUSH_S", DEFAULT_FLUSH_S)))
     parser.add_argument("--fsync", action="store_true", default=env.get("TELEDORA_RECORD_FSYNC", "0") == "1")
     parser.add_argument("--dataflow", default=env.get("TELEDORA_DATAFLOW") or None)
-    parser.add_argument("--batch-pause-s", type=float, default=float(env.get("TELEDORA_RECORD_PAUSE_S", DEFAULT_PAUSE_S)))
-    parser.add_argument("--priority", type=int, default=int(env.get("TELEDORA_RECORD_PRIORITY", DEFAULT_PRIORITY_BOOST)))
+    add_config_arg(parser, RECORDING)
+    # overrides of recording.yaml's recorder section
+    parser.add_argument("--flush-interval-s", type=float, default=None)
+    parser.add_argument("--batch-pause-s", type=float, default=None)
+    parser.add_argument("--priority", type=int, default=None, help="nice steps (priority_boost_nice)")
     args = parser.parse_args(list(argv) if argv is not None else [])
-    if not 0.0 <= args.batch_pause_s <= STATUS_PERIOD_S / 2:
-        # a longer pause would hold back the heartbeat the actuators watch
-        parser.error(f"--batch-pause-s / TELEDORA_RECORD_PAUSE_S must be within 0..{STATUS_PERIOD_S / 2:g} s, "
-                     f"got {args.batch_pause_s:g}")
+    try:
+        tuning = load_recording_config(args.config).recorder
+        overrides = {"flush_interval_s": args.flush_interval_s, "batch_pause_s": args.batch_pause_s,
+                     "priority_boost_nice": args.priority}
+        tuning = replace(tuning, **{k: v for k, v in overrides.items() if v is not None})
+    except (OSError, ValueError) as exc:
+        parser.error(str(exc))
+    args.flush_interval_s, args.batch_pause_s, args.priority = (
+        tuning.flush_interval_s, tuning.batch_pause_s, tuning.priority_boost_nice)
     return args
 
 

@@ -28,6 +28,7 @@ from teledora.operators.cameras.camera_config import CamerasConfig
 from teledora.operators.teleop.teleop_scheme import TeleopConfig
 from teledora.operators.viewing.viewer_config import ViewerConfig
 from teledora.operators.dataflow.node_scheduling import SchedulingConfig
+from teledora.operators.recording.recording_config import RecordingConfig
 from teledora.operators.xr.scripted_operator import OperatorScript
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,6 +51,7 @@ LOADERS: dict[str, tuple[Callable[..., Any], type]] = {
     cf.RATES: (cf.load_rate_table, RateTable),
     cf.VIEWER: (cf.load_viewer_config, ViewerConfig),
     cf.SCHEDULING: (cf.load_scheduling_config, SchedulingConfig),
+    cf.RECORDING: (cf.load_recording_config, RecordingConfig),
 }
 
 # Defaults that are a format's own, not a second copy of a shipped value.

@@ -426,3 +426,19 @@ def test_any_mix_of_good_and_refused_messages_keeps_every_good_one_and_counts_ev
     assert [m.seq for m in reader.iter_messages()] == list(range(goods))
     assert sum(e["count"] for e in reader.manifest["rejected"].values()) == len(history) - goods
     assert decode("Diagnostics", node.outputs["diagnostics"][-1])["rejected"] == len(history) - goods
+
+
+def test_tuning_comes_from_recording_yaml_and_a_flag_overrides_it(tmp_path):
+    cfg = tmp_path / "recording.yaml"
+    cfg.write_text("recorder: {flush_interval_s: 0.5, batch_pause_s: 0.01, priority_boost_nice: 3}\n")
+    args = recorder.parse_args(["--run-dir", str(tmp_path / "r"), "--config", str(cfg)])
+    assert (args.flush_interval_s, args.batch_pause_s, args.priority) == (0.5, 0.01, 3)
+    args = recorder.parse_args(["--run-dir", str(tmp_path / "r"), "--config", str(cfg), "--priority", "0"])
+    assert (args.flush_interval_s, args.batch_pause_s, args.priority) == (0.5, 0.01, 0)
+
+
+def test_a_recording_yaml_out_of_range_stops_the_recorder_before_it_starts(tmp_path):
+    cfg = tmp_path / "recording.yaml"
+    cfg.write_text("recorder: {flush_interval_s: 0.5, batch_pause_s: 0.3, priority_boost_nice: 3}\n")
+    with pytest.raises(SystemExit):
+        recorder.parse_args(["--run-dir", str(tmp_path / "r"), "--config", str(cfg)])
