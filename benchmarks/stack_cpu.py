@@ -276,12 +276,13 @@ class Sampler(threading.Thread):
 
 
 # ------------------------------------------------------------------ analysis
-def _schedule_dora_when_started(proc: subprocess.Popen, log_path: Path) -> None:
-    from teledora.runtime.realtime import load_scheduling, schedule_process
+def _schedule_dora_when_started(proc: subprocess.Popen, log_path: Path, scheduling_file: Path) -> None:
+    from teledora.models.config_files import load_scheduling_config
+    from teledora.runtime.realtime import schedule_process
 
     while proc.poll() is None:
         if "all nodes are ready" in log_path.read_text(errors="replace"):
-            table = load_scheduling()
+            table = load_scheduling_config(scheduling_file)
             report = schedule_process(proc.pid, table.for_daemon() if table else None)
             print(f"dora's process: {report.applied}" + (f" ({report.problem})" if report.problem else ""), flush=True)
             return
@@ -382,8 +383,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="set an env variable of one node of the dataflow (repeatable), to measure a variant")
     ap.add_argument("--stress", type=int, default=0, metavar="N",
                     help="run `stress-ng --cpu N` beside the dataflow for the whole run (a load that hogs N cores)")
-    ap.add_argument("--no-realtime", action="store_true",
-                    help="the control path time-shares (TELEDORA_SCHEDULING=off for every node), to compare with the shipped scheduling")
+    ap.add_argument("--realtime", action="store_true",
+                    help="run scheduling.yaml's table enabled (the control path and dora's process in real time), "
+                         "to compare with time-sharing, the shipped default")
     args = ap.parse_args(argv)
     if args.echo:
         echo()
@@ -396,8 +398,13 @@ def main(argv: list[str] | None = None) -> int:
 
     from teledora.commands.demo import dora_environment
 
-    if args.no_realtime:
-        args.node_env += [f"{n}:TELEDORA_SCHEDULING=off" for n in ("xr",) + CONTROL]
+    scheduling_file = None
+    if args.realtime:  # the shipped table, enabled, for the control path's nodes and dora's process
+        from teledora.models.config_files import SCHEDULING, read_config_file
+
+        scheduling_file = Path(tempfile.mkdtemp()) / "scheduling.yaml"
+        scheduling_file.write_text(json.dumps({**read_config_file(SCHEDULING)[1], "enabled": True}))
+        args.node_env += [f"{n}:TELEDORA_SCHEDULING={scheduling_file}" for n in ("xr",) + CONTROL]
     stress_bin = shutil.which("stress-ng")
     if args.stress and stress_bin is None:
         ap.error("--stress needs stress-ng (Debian package stress-ng)")
@@ -419,8 +426,9 @@ def main(argv: list[str] | None = None) -> int:
                                     cwd=REPO, stdout=log_file, stderr=subprocess.STDOUT)
             sampler = Sampler(proc.pid)
             sampler.start()
-            if not args.no_realtime:  # as `teledora run` does: dora's process above the nodes it routes for
-                threading.Thread(target=_schedule_dora_when_started, args=(proc, log_path), daemon=True).start()
+            if scheduling_file is not None:  # as `teledora run` does: dora's process above the nodes it routes for
+                threading.Thread(target=_schedule_dora_when_started, args=(proc, log_path, scheduling_file),
+                                 daemon=True).start()
             stress = None
             if args.stress:  # bounded: it ends by itself at the run's limit, and is ended with the run
                 stress = subprocess.Popen([stress_bin, "--cpu", str(args.stress), "--timeout", f"{int(args.timeout_s) + 30}s", "--quiet"])

@@ -46,13 +46,14 @@ class SchedulingConfig:
             policy and says so (Linux ``RLIMIT_RTTIME``).
         daemon: Real-time policy of the dora process that routes the messages
             (``dora run``, or ``dora daemon`` on each machine): the control
-            path waits for it, so it runs above the nodes it serves.
+            path waits for it, so it runs above the nodes it serves. None:
+            it time-shares (no CPU budget guards it).
         nodes: Real-time policy per node id.
     """
 
     enabled: bool
     cpu_budget_ms: float
-    daemon: NodeScheduling
+    daemon: NodeScheduling | None
     nodes: dict[str, NodeScheduling]
 
     def __post_init__(self) -> None:

@@ -103,6 +103,8 @@ def test_no_scheduling_wanted_changes_nothing():
 
 def test_the_shipped_table_puts_the_actuators_first_and_only_the_control_path_in_real_time():
     table = load_scheduling_config()
+    assert table.enabled is False  # opt-in (docs/architecture.md, "Scheduling")
+    table = SchedulingConfig(True, table.cpu_budget_ms, table.daemon, table.nodes)
     assert set(table.nodes) == {"xr", "teleop", "ik", "arms", "base", "lift"}
     prio = {n: s.priority for n, s in table.nodes.items()}
     assert table.daemon.priority > prio["arms"] == prio["base"] == prio["lift"] > prio["ik"] > prio["teleop"] > prio["xr"]
