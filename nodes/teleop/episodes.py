@@ -16,7 +16,8 @@ Requests from ``teledora episode start|keep|discard`` arrive as UDP datagrams on
 taken leaves the node running on chords alone (reported in its diagnostics).
 
 Args: ``--task`` (task text until a request sets one), ``--port`` (0: no requests),
-``--discard-confirm-s`` (how long the page's armed discard waits for its confirmation).
+``--config`` (teleop.yaml: ``episodes.discard_confirm_s``, how long the page's
+armed discard waits for its confirmation; ``--discard-confirm-s`` overrides it).
 
 Env: TELEDORA_EPISODE_TASK, when set, replaces ``--task`` (`teledora demo
 --script` names the task of the scenario it plays).
@@ -27,9 +28,11 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from teledora.devices.xr.episode_requests import DEFAULT_PORT, EpisodeRequestSocket
+from teledora.models.config_files import load_node_profile, load_teleop_config
 from teledora.operators.teleop.episode_marker import EpisodeMarker
 
 #: The state goes out on every change, and at least this often (a page that
@@ -42,15 +45,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="episodes", description=__doc__.splitlines()[0])
     ap.add_argument("--task", default="teleoperation", help="task text of episodes until a request sets another")
     ap.add_argument("--port", type=int, default=DEFAULT_PORT, help="UDP port for episode requests (0: none)")
-    ap.add_argument("--discard-confirm-s", type=float, default=5.0,
-                    help="the page's DISCARD arms; its CONFIRM must follow within this long")
+    ap.add_argument("--config", type=Path, default=None, help="teleop YAML (default: shipped alohamini2/teleop.yaml)")
+    ap.add_argument("--discard-confirm-s", type=float, default=None, help="overrides episodes.discard_confirm_s of teleop.yaml")
     return ap.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     args = parse_args(argv)
-    marker = EpisodeMarker(os.environ.get("TELEDORA_EPISODE_TASK") or args.task, args.discard_confirm_s)
     io = NodeIO(make_node(node), node_id("episodes"), clock)
+    try:
+        confirm_s = load_teleop_config(args.config, load_node_profile()).episodes.discard_confirm_s
+    except (OSError, ValueError) as exc:
+        io.fail_start("episodes", exc)
+    if args.discard_confirm_s is not None:
+        confirm_s = args.discard_confirm_s
+    marker = EpisodeMarker(os.environ.get("TELEDORA_EPISODE_TASK") or args.task, confirm_s)
     requests = None
     if args.port:
         try:

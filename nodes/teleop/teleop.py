@@ -12,22 +12,23 @@ Outputs carry dora metadata ``xr_seq`` / ``xr_stamp_ns``: the newest XR report
 they reflect (latency tracing). Every controller report is applied in order
 (button edges must not be lost) and gets a step of its own, published with its
 ``xr_seq``, except when it is superseded within the same batch: by a report
-stamped less than ``--burst-spacing-s`` (default 4 ms, under half a 120 Hz
+stamped less than ``node.burst_spacing_s`` (4 ms, under half a 120 Hz
 frame) after it (a sender catching up in a burst), or by
-``--max-steps-per-batch`` (default 3) newer reports (a backlog, which thus
+``node.max_steps_per_batch`` (3) newer reports (a backlog, which thus
 collapses instead of growing). A tick publishes only when no step went out for
-``--republish-s`` (default 50 ms). Of a step's outputs, ``base_cmd``,
+``node.republish_s`` (50 ms). Of a step's outputs, ``base_cmd``,
 ``lift_cmd`` and ``state`` go out only when they differ from the last sent (the
-stamp aside) or ``--keepalive-s`` (0.1 s; 0: every step) has passed since:
+stamp aside) or ``node.keepalive_s`` (0.1 s; 0: every step) has passed since:
 their receivers hold the newest value (operators/teleop/change_gate.py; counts
 in diagnostics ``unchanged_held``). ``arm_targets`` goes out with every step. Of the joint and lift states in a batch
 only the newest valid one is decoded and applied (an invalid newest one does not
 hide the valid one before it); forward kinematics runs lazily once per change.
 
+The ``node.*`` values are teleop.yaml's ``node`` section.
+
 Args: ``--config`` teleop YAML (default: the shipped alohamini2/teleop.yaml),
 ``--model`` MJCF for forward kinematics (default: the profile's model),
-``--republish-s`` (0.05), ``--burst-spacing-s`` (0.004), ``--max-steps-per-batch`` (3),
-``--keepalive-s`` (0.1).
+``--keepalive-s`` overrides ``node.keepalive_s``.
 """
 
 from __future__ import annotations
@@ -161,29 +162,25 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="teleop", description=__doc__.splitlines()[0])
     ap.add_argument("--config", type=Path, default=None, help="teleop YAML (default: shipped alohamini2/teleop.yaml)")
     ap.add_argument("--model", type=Path, default=None, help="MJCF for forward kinematics")
-    ap.add_argument("--republish-s", type=float, default=0.05,
-                    help="on a tick, publish when nothing went out for this long (timeouts act at this granularity)")
-    ap.add_argument("--burst-spacing-s", type=float, default=0.004,
-                    help="a report followed in its batch by one stamped less than this later gets no step of its own")
-    ap.add_argument("--max-steps-per-batch", type=int, default=3,
-                    help="steps published for one batch at most (its newest reports): a backlog collapses")
-    ap.add_argument("--keepalive-s", type=float, default=0.1,
-                    help="base_cmd, lift_cmd and state go out when they change, unchanged once this long (0: every step)")
+    # the node's tuning is teleop.yaml's node section; this flag overrides one key of it
+    ap.add_argument("--keepalive-s", type=float, default=None, help="overrides node.keepalive_s")
     return ap.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     args = parse_args(argv)
     profile = models.load_profile()
-    scheme = TeleopScheme(load_teleop_config(args.config, profile))
+    config = load_teleop_config(args.config, profile)
+    scheme = TeleopScheme(config)
+    tuning = config.node
     kin = RobotGrips(args.model or models.path(profile.model), profile)
     io = NodeIO(make_node(node), node_id("teleop"), clock, journal=True)
     try:
-        gate = ChangeGate(args.keepalive_s)
+        gate = ChangeGate(tuning.keepalive_s if args.keepalive_s is None else args.keepalive_s)
     except ConfigError as exc:
         io.fail_start("teleop", exc)
     last_publish_ns = -(10**18)
-    republish_ns = int(args.republish_s * 1e9)
+    republish_ns = int(tuning.republish_s * 1e9)
     trace: dict[str, int] = {}  # the XR report behind these outputs, for latency tracing
 
     def publish(now_ns: int) -> None:
@@ -208,7 +205,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         level = "warn" if scheme.estop_latched or not kin.known else "ok"
         io.diag.set_status(level, "e-stop latched" if scheme.estop_latched else ("no joint/lift state yet" if not kin.known else ""))
 
-    burst_spacing_ns = int(args.burst_spacing_s * 1e9)
+    burst_spacing_ns = int(tuning.burst_spacing_s * 1e9)
     folded = {"burst": 0, "backlog": 0}  # reports applied without a step of their own, by cause
     while (batch := io.next_batch()) is not None:
         ticked = False
@@ -230,8 +227,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                 io.reject(f"unexpected input {eid!r}")
         apply_newest_valid(io, kin, robot_state)
         if reports:
-            steps = stepped_reports([int(m["stamp_ns"]) for m in reports], burst_spacing_ns, args.max_steps_per_batch)
-            backlog = max(0, len(steps) - max(1, args.max_steps_per_batch))
+            steps = stepped_reports([int(m["stamp_ns"]) for m in reports], burst_spacing_ns, tuning.max_steps_per_batch)
+            backlog = max(0, len(steps) - max(1, tuning.max_steps_per_batch))
             folded["backlog"] += backlog
             folded["burst"] += steps[backlog:].count(False)
             for msg, step in zip(reports, steps):

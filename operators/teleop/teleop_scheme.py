@@ -58,6 +58,7 @@ from teledora.operators.config import config_from_mapping
 from teledora.operators.model.robot_profile import RobotProfile
 from teledora.operators.teleop.anchored_mapping import AnchoredMapping, CatchUp
 from teledora.operators.teleop.estop_latch import EStopLatch
+from teledora.operators.teleop.teleop_node_config import EpisodesNodeConfig, TeleopNodeConfig
 
 PINCH_ORDER = ("full", "fine", "half")
 _BUTTONS = ("primary", "secondary", "stick_click", "menu")
@@ -92,10 +93,14 @@ class TeleopConfig:
     estop_squeeze_threshold: float
     release_confirm_window_s: float
     start_paused: bool
+    node: TeleopNodeConfig  # the teleop node's batching and republishing
+    episodes: EpisodesNodeConfig  # the episodes node
 
     def __post_init__(self) -> None:
         for f in fields(self):
             v = getattr(self, f.name)
+            if f.name in ("node", "episodes"):
+                continue  # checked by their own classes
             if f.name == "start_paused":
                 if not isinstance(v, bool):
                     raise TeleopConfigError("start_paused must be true or false")

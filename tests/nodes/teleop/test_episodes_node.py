@@ -62,3 +62,36 @@ def test_the_state_repeats_once_a_second_without_changes():
     gaps = [b - a for a, b in zip(stamps, stamps[1:])]
     # (this clock is read several times per event, so the repeat comes at the first event past the second)
     assert len(stamps) >= 3 and all(episodes.STATE_EVERY_NS <= g < 2 * episodes.STATE_EVERY_NS for g in gaps)
+
+
+def test_the_discard_confirmation_window_comes_from_teleop_yaml(tmp_path):
+    import yaml
+
+    from teledora import models
+
+    data = models.load_yaml("alohamini2/teleop.yaml")
+    data["episodes"]["discard_confirm_s"] = 1e-6  # lapses before any confirmation can come
+    cfg = tmp_path / "teleop.yaml"
+    cfg.write_text(yaml.safe_dump(data))
+    seq = [page(0), page(10 * MS, "ui_episode_start"), page(20 * MS),
+           page(30 * MS, "ui_episode_discard"), page(40 * MS),   # arms the discard
+           page(50 * MS, "ui_episode_discard"), page(60 * MS)]   # too late: arms it again
+    shipped, short = OneByOne(seq), OneByOne(seq)
+    episodes.main(["--port", "0"], node=shipped, clock=Clock())
+    episodes.main(["--port", "0", "--config", str(cfg)], node=short, clock=Clock())
+    assert [decode("EpisodeMark", m)["event"] for m in shipped.outputs["marks"]] == ["start", "discard"]
+    assert [decode("EpisodeMark", m)["event"] for m in short.outputs["marks"]] == ["start"]
+
+
+def test_a_discard_window_of_zero_in_teleop_yaml_stops_the_node_before_it_starts(tmp_path):
+    import pytest
+    import yaml
+
+    from teledora import models
+
+    data = models.load_yaml("alohamini2/teleop.yaml")
+    data["episodes"]["discard_confirm_s"] = 0.0
+    cfg = tmp_path / "teleop.yaml"
+    cfg.write_text(yaml.safe_dump(data))
+    with pytest.raises(SystemExit, match="discard_confirm_s"):
+        episodes.main(["--port", "0", "--config", str(cfg)], node=OneByOne([]), clock=Clock())

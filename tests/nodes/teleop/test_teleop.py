@@ -8,9 +8,11 @@ import json
 import numpy as np
 import pyarrow as pa
 import pytest
+import yaml
 from dora.testing import MockNode
 
 from teledora import models
+from teledora.models.config_files import load_teleop_config
 from teledora.nodes.teleop import teleop
 from teledora.operators.contract.messages import decode, encode
 
@@ -293,3 +295,30 @@ def test_a_keepalive_past_half_the_watchdog_refuses_to_start():
     node = ReportClock([("joint_states", joints()), LIFT])
     with pytest.raises(SystemExit, match="keepalive_s"):
         teleop.main(["--keepalive-s", "0.8"], node=node, clock=lambda: node.now)
+
+
+def _teleop_yaml(tmp_path, **node_values) -> str:
+    data = models.load_yaml("alohamini2/teleop.yaml")
+    data["node"].update(node_values)
+    path = tmp_path / "teleop.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+def test_the_batching_and_keepalive_come_from_teleop_yamls_node_section(tmp_path):
+    frame = 11 * MS
+    inputs = [("joint_states", joints()), LIFT] + [("controllers", controllers(k * frame)) for k in range(7)]
+    node = MockNode(inputs)
+    teleop.main(["--config", _teleop_yaml(tmp_path, max_steps_per_batch=2)], node=node, clock=Clock())
+    assert len(node.outputs["arm_targets"]) == 2
+    details = json.loads(decode("Diagnostics", node.outputs["diagnostics"][-1])["details_json"])
+    assert details["reports_folded"] == {"burst": 0, "backlog": 5}
+    every_step = _stick_run(["--config", _teleop_yaml(tmp_path, keepalive_s=0.0)])
+    assert [len(every_step.outputs[o]) for o in ("arm_targets", "base_cmd", "lift_cmd", "state")] == [60] * 4
+
+
+@pytest.mark.parametrize("key, bad", [("max_steps_per_batch", 0), ("republish_s", 0.0), ("burst_spacing_s", -0.001),
+                                      ("max_steps_per_batch", 2.5)])
+def test_node_settings_out_of_range_in_teleop_yaml_are_refused(tmp_path, key, bad):
+    with pytest.raises(ValueError, match=f"node.{key}"):
+        load_teleop_config(_teleop_yaml(tmp_path, **{key: bad}))
