@@ -16,7 +16,8 @@ error) is reopened without stopping the dataflow. docs/estimation.md lists the
 ArduPilot parameters to set.
 
 Args: ``--config`` estimation YAML (``ardupilot`` section), ``--connection`` overrides
-it (``/dev/ttyACM0``, ``udpout:HOST:PORT``, ``udpin:0.0.0.0:14550``), ``--poll-s``.
+it (``/dev/ttyACM0``, ``udpout:HOST:PORT``, ``udpin:0.0.0.0:14550``), ``--poll-s`` overrides
+``ekf_node.mavlink_poll_s`` (how long it waits for an input before polling MAVLink).
 """
 
 from __future__ import annotations
@@ -38,13 +39,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="ekf_ardupilot", description=__doc__.splitlines()[0])
     ap.add_argument("--config", type=Path, default=None, help="estimation YAML (default: shipped)")
     ap.add_argument("--connection", default=None, help="pymavlink connection string (overrides the YAML)")
-    ap.add_argument("--poll-s", type=float, default=0.01, help="longest wait for an input before polling MAVLink")
+    ap.add_argument("--poll-s", type=float, default=None, help="overrides ekf_node.mavlink_poll_s of the YAML")
     return ap.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     args = parse_args(argv)
-    config = load_estimation_config(args.config).ardupilot
+    estimation = load_estimation_config(args.config)
+    config = estimation.ardupilot
+    poll_s = estimation.ekf_node.mavlink_poll_s if args.poll_s is None else args.poll_s
     if args.connection:
         config = replace(config, connection=args.connection)
     link = ArduPilotLink(config.connection, config.baud, config.source_system, config.source_component)
@@ -52,7 +55,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     io = NodeIO(make_node(node), node_id("ekf"), clock)
     last_state = bridge.session.state
     try:
-        while (batch := io.next_batch(timeout_s=args.poll_s)) is not None:
+        while (batch := io.next_batch(timeout_s=poll_s)) is not None:
             for event in batch:
                 if event["type"] != "INPUT":
                     continue  # STOP / INPUT_CLOSED: keep bridging until the stream ends

@@ -7,8 +7,8 @@ Outputs: ``pose`` (PoseEstimate, source "onboard", frame "odom"), ``diagnostics`
 Every measurement is fused in arrival order at its own ``stamp_ns`` (the filter
 predicts forward to it; an older one is fused at the filter's time and counted
 as late). A pose goes out after each flow or odometry message, and after a gyro
-message when no pose has gone out for ``--gyro-publish-period-s`` of measurement
-time, so the pose keeps flowing while the flow sensor is silent.
+message when no pose has gone out for ``ekf_node.gyro_publish_period_s``
+(estimation.yaml) of measurement time, so the pose keeps flowing while the flow sensor is silent.
 
 Args: ``--config`` estimation YAML (default: shipped), ``--no-offset-model`` forget
 the flow sensor's mounting offset (to reproduce the spin-in-place failure),
@@ -34,7 +34,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--config", type=Path, default=None, help="estimation YAML (default: shipped)")
     ap.add_argument("--no-offset-model", action="store_true", help="ignore the flow sensor's planar offset")
     ap.add_argument("--no-odom", action="store_true", help="do not fuse base/odom")
-    ap.add_argument("--gyro-publish-period-s", type=float, default=0.1)
     return ap.parse_args(argv)
 
 
@@ -46,10 +45,10 @@ def build_estimator(cfg: EstimationConfig, odom_frame: str, offset_model: bool =
 
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     args = parse_args(argv)
-    odo = build_estimator(load_estimation_config(args.config), load_node_profile().odom_frame,
-                          offset_model=not args.no_offset_model)
+    config = load_estimation_config(args.config)
+    odo = build_estimator(config, load_node_profile().odom_frame, offset_model=not args.no_offset_model)
     io = NodeIO(make_node(node), node_id("ekf"), clock)
-    gyro_period_ns = int(args.gyro_publish_period_s * 1e9)
+    gyro_period_ns = int(config.ekf_node.gyro_publish_period_s * 1e9)
     last_pose_ns: int | None = None
 
     def publish() -> None:

@@ -73,3 +73,25 @@ def test_node_main_publishes_poses_and_diagnostics(fake, tmp_path):
     diag = decode("Diagnostics", node.outputs["diagnostics"][-1])
     assert diag["rejected"] == 1 and "OpticalFlow" in diag["last_error"]
     assert '"link_state": "streaming"' in diag["details_json"]
+
+
+class TimeoutsSeen(ScriptedNode):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.timeouts: list[float | None] = []
+
+    def next(self, timeout=None):
+        self.timeouts.append(timeout)
+        return super().next(timeout)
+
+
+def test_the_mavlink_poll_wait_comes_from_estimation_yaml(fake, tmp_path):
+    cfg = models.load_yaml("alohamini2/estimation.yaml")
+    cfg["ardupilot"].update(FAST)
+    cfg["ekf_node"]["mavlink_poll_s"] = 0.003
+    path = tmp_path / "estimation.yaml"
+    path.write_text(json.dumps(cfg))
+    flows = [("flow", encode("OpticalFlow", flow_msg(k * 20_000_000, 0.0, 1.0))) for k in range(10)]
+    node = TimeoutsSeen(flows, fake)
+    ekf_ardupilot.main(["--config", str(path), "--connection", f"udpout:127.0.0.1:{fake.port}"], node=node)
+    assert node.timeouts and set(node.timeouts) == {0.003}

@@ -115,3 +115,38 @@ def test_bad_messages_counted_and_odom_fused():
     assert details["fused"] == {"gyro": 1, "odom": 1}
     assert decode("PoseEstimate", node.outputs["pose"][-1])["vx"] > 0.05
     assert diag["level"] == "warn"  # no flow fused
+
+
+def _estimation_yaml(tmp_path, **ekf_node) -> str:
+    import yaml
+
+    from teledora import models
+
+    data = models.load_yaml("alohamini2/estimation.yaml")
+    data["ekf_node"].update(ekf_node)
+    path = tmp_path / "estimation.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+def test_the_gyro_pose_period_comes_from_estimation_yaml(tmp_path):
+    """With gyro messages only (the flow sensor silent), poses go out at the
+    YAML's period of measurement time."""
+    msgs, _ = _sensor_outputs((0.0, 0.0, 0.5), 2.0)
+    gyro_only = [(k, v) for k, v in msgs if k == "gyro"]
+    gaps = {}
+    for period_s in (0.1, 0.5):
+        node = MockNode(gyro_only)
+        ekf_onboard.main(["--config", _estimation_yaml(tmp_path, gyro_publish_period_s=period_s)], node=node,
+                         clock=lambda: AFTER_EVERY_STAMP_NS)
+        stamps = [decode("PoseEstimate", v)["stamp_ns"] for v in node.outputs["pose"]]
+        gaps[period_s] = [b - a for a, b in zip(stamps, stamps[1:])]
+        assert len(stamps) >= 3 and all(g >= period_s * 1e9 for g in gaps[period_s])
+    assert min(gaps[0.1]) < 0.5e9  # the shorter period publishes more often
+
+
+def test_a_gyro_pose_period_of_zero_is_refused(tmp_path):
+    import pytest
+
+    with pytest.raises(ValueError, match="ekf_node.gyro_publish_period_s"):
+        ekf_onboard.main(["--config", _estimation_yaml(tmp_path, gyro_publish_period_s=0.0)], node=MockNode([]))
