@@ -5,8 +5,8 @@ The simulated servo (:mod:`teledora.devices.drive.sim_lift`) has a floor stop
 readout and a stall current at the stops, so homing, unwrapping and the guards
 run exactly as on hardware. The sim node drives the model's ``vertical_move``
 joint to ``height_m - 0.3``.
-Args: ``--config`` drive.yaml, ``--start-height-mm`` where the lift starts
-(default 20 mm above the floor); env ``TELEDORA_PROFILE`` the robot profile
+Args: ``--config`` drive.yaml (the lift starts at its ``lift_sim.start_height_mm``),
+``--start-height-mm`` overrides that start height; env ``TELEDORA_PROFILE`` the robot profile
 (command caps). Inputs/outputs: see
 :mod:`teledora.devices.drive.lift_loop`.
 """
@@ -33,12 +33,13 @@ from teledora.runtime.node_io import NodeIO, make_node, node_id
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_config_arg(parser, DRIVE)
-    parser.add_argument("--start-height-mm", type=float, default=20.0)
+    parser.add_argument("--start-height-mm", type=float, default=None, help="overrides lift_sim.start_height_mm")
     args, _ = parser.parse_known_args(argv)  # dora may pass more
     config = load_drive_config(args.config)
     io = NodeIO(make_node(node), node_id("lift"), clock)
     limits = LiftCommandLimits.from_profile(load_node_profile())
-    run_lift(io, SimLiftServo(config.lift, args.start_height_mm, clock), config.lift, limits, clock)
+    start_mm = config.lift_sim.start_height_mm if args.start_height_mm is None else args.start_height_mm
+    run_lift(io, SimLiftServo(config.lift, start_mm, clock), config.lift, limits, clock)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ module only says what each section holds and checks it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -59,6 +60,22 @@ class ArmsConfig:
 
 
 @dataclass(frozen=True)
+class LiftSimConfig:
+    """The simulated lift (sim variant of the lift node).
+
+    Attributes:
+        start_height_mm: Where the simulated axis starts, above the floor stop.
+    """
+
+    start_height_mm: float
+
+    def __post_init__(self) -> None:
+        v = self.start_height_mm
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise DriveConfigError(f"lift_sim.start_height_mm must be a finite number >= 0, got {v!r}")
+
+
+@dataclass(frozen=True)
 class DriveConfig:
     """Everything in drive.yaml."""
 
@@ -67,6 +84,12 @@ class DriveConfig:
     buses: dict[str, BusConfig]
     arms: ArmsConfig
     current_protection: CurrentProtectionConfig
+    lift_sim: LiftSimConfig
+
+    def __post_init__(self) -> None:
+        if self.lift_sim.start_height_mm > self.lift.soft_max_mm:
+            raise DriveConfigError(f"lift_sim.start_height_mm ({self.lift_sim.start_height_mm:g}) is above "
+                                   f"lift.soft_max_mm ({self.lift.soft_max_mm:g})")
 
 
 def drive_config_from_dict(data: Mapping[str, Any]) -> DriveConfig:

@@ -105,3 +105,38 @@ def test_a_command_that_waited_past_the_watchdog_timeout_never_moves_the_lift(qu
     assert states[199]["homed"]
     rose = states[-1]["height_m"] - states[199]["height_m"]
     assert (rose > 0.003) == moves, rose
+
+
+def _homing(argv):
+    clock = FakeClock()
+    node = SteppedNode(ticks(6.0), clock)
+    lift_sim.main(argv, node=node, clock=clock)
+    return [(s["homed"], round(s["height_m"], 6)) for s in node.outputs_decoded("state", "LiftState")]
+
+
+def test_the_start_height_comes_from_drive_yaml_and_the_flag_overrides_it(tmp_path):
+    import yaml
+
+    from teledora import models
+
+    data = models.load_yaml("alohamini2/drive.yaml")
+    data["lift_sim"]["start_height_mm"] = 200.0
+    cfg = tmp_path / "drive.yaml"
+    cfg.write_text(yaml.safe_dump(data))
+    from_yaml = _homing(["--config", str(cfg)])
+    assert from_yaml == _homing(["--start-height-mm", "200"])
+    assert from_yaml != _homing([])  # the shipped start height is another
+    assert _homing([]) == _homing(["--start-height-mm", str(models.load_yaml("alohamini2/drive.yaml")["lift_sim"]["start_height_mm"])])
+
+
+def test_a_start_height_above_the_lifts_range_is_refused(tmp_path):
+    import yaml
+
+    from teledora import models
+
+    data = models.load_yaml("alohamini2/drive.yaml")
+    data["lift_sim"]["start_height_mm"] = data["lift"]["soft_max_mm"] + 1.0
+    cfg = tmp_path / "drive.yaml"
+    cfg.write_text(yaml.safe_dump(data))
+    with pytest.raises(ValueError, match="lift_sim.start_height_mm"):
+        lift_sim.main(["--config", str(cfg)], node=SteppedNode([], FakeClock()), clock=FakeClock())
