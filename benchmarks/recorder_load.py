@@ -4,9 +4,11 @@
     python benchmarks/recorder_load.py burst              # 10,000 messages as fast as possible, under dora
     python benchmarks/recorder_load.py load --duration 60 # sim dataflow + two 640x480 cameras at 30 Hz
     python benchmarks/recorder_load.py load --cameras-only  # the two cameras and the recorder alone
+    python benchmarks/recorder_load.py load --frames rgb8   # the cameras send raw RGB (0.92 MB a frame)
 
 ``offline`` feeds the recorder's event loop directly and prints the median and
-p99 cost per message for small contract messages and for 640x480 RGB images.
+p99 cost per message for small contract messages, 640x480 RGB images and
+640x480 JPEG frames (as the cameras send them).
 ``burst`` runs a producer that sends 10,000 messages in a tight loop to the
 recorder, once with the dora default backpressure queue and once with
 ``queue_size: 10000``, and prints what each recorded. ``load`` runs the sim
@@ -41,28 +43,40 @@ WIDTH, HEIGHT = 640, 480
 
 
 def camera_node() -> None:
-    """Two synthetic 640x480 RGB cameras at 30 Hz; writes its send counts at the end."""
+    """Two synthetic 640x480 cameras at 30 Hz, JPEG frames (or raw RGB with
+    BENCH_FRAMES=rgb8); writes its send counts at the end."""
     from dora import Node
 
     from teledora.operators.contract.messages import image_metadata
 
     duration_s = float(os.environ.get("BENCH_DURATION_S", "60"))
     rate_hz = float(os.environ.get("BENCH_RATE_HZ", "30"))
+    encoding = os.environ.get("BENCH_FRAMES", "jpeg")
     cameras = ("chest", "top_front")
-    frames = [np.full(WIDTH * HEIGHT * 3, k * 8, dtype=np.uint8) for k in range(30)]
+    frames = _frames(encoding, 30)
     node = Node()
     sent = dict.fromkeys(cameras, 0)
     start = time.monotonic()
     k = 0
     while time.monotonic() - start < duration_s:
         for cam in cameras:
-            meta = image_metadata(width=WIDTH, height=HEIGHT, encoding="rgb8", camera=cam, stamp_ns=time.time_ns(), fx=500, fy=500, cx=320, cy=240)
+            meta = image_metadata(width=WIDTH, height=HEIGHT, encoding=encoding, camera=cam, stamp_ns=time.time_ns(), fx=500, fy=500, cx=320, cy=240)
             meta["seq"] = sent[cam]
             node.send_output(cam, pa.array(frames[k % len(frames)]), meta)
             sent[cam] += 1
         k += 1
         time.sleep(max(0.0, start + k / rate_hz - time.monotonic()))
     Path(os.environ["BENCH_COUNTS"]).write_text(json.dumps(sent))
+
+
+def _frames(encoding: str, n: int) -> list[np.ndarray]:
+    """``n`` distinct 640x480 frames: flat raw RGB, or JPEGs of a detailed picture (tens of kB each)."""
+    if encoding == "rgb8":
+        return [np.full(WIDTH * HEIGHT * 3, k * 8, dtype=np.uint8) for k in range(n)]
+    from teledora.fakes.mjpeg_camera import FakeMjpegCamera
+
+    camera = FakeMjpegCamera(WIDTH, HEIGHT, textured=True)
+    return [np.frombuffer(camera.jpeg(k), np.uint8) for k in range(n)]
 
 
 def burst_node() -> None:
@@ -135,8 +149,13 @@ def offline(n: int) -> None:
     frame = pa.array(np.zeros(WIDTH * HEIGHT * 3, dtype=np.uint8))
     meta = image_metadata(width=WIDTH, height=HEIGHT, encoding="rgb8", camera="chest", stamp_ns=1, fx=1, fy=1, cx=1, cy=1)
     images = [{"type": "INPUT", "id": "renderer__chest", "value": frame, "metadata": dict(meta, timestamp=now)} for _ in range(max(n // 20, 50))]
+    jpegs = _frames("jpeg", 30)
+    jpeg_meta = dict(meta, encoding="jpeg")
+    jpeg_events = [{"type": "INPUT", "id": "cameras__chest", "value": pa.array(jpegs[i % 30]),
+                    "metadata": dict(jpeg_meta, timestamp=now)} for i in range(max(n // 20, 50))]
     results = {}
-    for name, events in (("small contract message", small), ("640x480 rgb8 image", images)):
+    for name, events in (("small contract message", small), ("640x480 rgb8 image", images),
+                         (f"640x480 jpeg ({np.mean([len(j) for j in jpegs]) / 1e3:.0f} kB)", jpeg_events)):
         us = _per_message_us(events)
         us.sort()
         med, p99, mean = statistics.median(us), us[int(0.99 * (len(us) - 1))], statistics.fmean(us)
@@ -194,7 +213,7 @@ def burst(n: int) -> None:
             )
 
 
-def load(duration_s: float, keep: Path | None, with_sim: bool = True) -> None:
+def load(duration_s: float, keep: Path | None, with_sim: bool = True, frames: str = "jpeg") -> None:
     from teledora.recording import RunReader
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -221,7 +240,8 @@ def load(duration_s: float, keep: Path | None, with_sim: bool = True) -> None:
         path = tmp_path / "load.yml"
         path.write_text(yaml.safe_dump(flow, sort_keys=False))
         run, counts_file = tmp_path / "run", tmp_path / "sent.json"
-        env = _env(TELEDORA_RUN_DIR=str(run), BENCH_DURATION_S=str(duration_s), BENCH_COUNTS=str(counts_file))
+        env = _env(TELEDORA_RUN_DIR=str(run), BENCH_DURATION_S=str(duration_s), BENCH_COUNTS=str(counts_file),
+                   BENCH_FRAMES=frames)
         log = open(tmp_path / "dora.log", "w")
         proc = subprocess.Popen([str(BIN / "dora"), "run", str(path)], cwd=tmp, env=env, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + duration_s + 240
@@ -263,8 +283,10 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=60.0, help="seconds of camera load (load)")
     ap.add_argument("--keep", type=Path, default=None, help="keep the load run's files in this directory")
     ap.add_argument("--cameras-only", action="store_true", help="load: record the two cameras without the sim dataflow")
+    ap.add_argument("--frames", choices=["jpeg", "rgb8"], default="jpeg", help="load: what the cameras send")
     args = ap.parse_args()
-    {"offline": lambda: offline(args.n), "burst": lambda: burst(args.n), "load": lambda: load(args.duration, args.keep, not args.cameras_only),
+    {"offline": lambda: offline(args.n), "burst": lambda: burst(args.n),
+     "load": lambda: load(args.duration, args.keep, not args.cameras_only, args.frames),
      "camera-node": camera_node, "burst-node": burst_node}[args.mode]()
 
 

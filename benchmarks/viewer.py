@@ -33,6 +33,7 @@ from teledora import models
 from teledora.devices.viewing.rerun_sink import RerunSink, log_message
 from teledora.devices.viewing.robot_model import load_robot_binding
 from teledora.models.config_files import load_rate_table, load_renderer_config, load_viewer_config
+from teledora.fakes.mjpeg_camera import FakeMjpegCamera
 from teledora.operators.contract.messages import encode, image_metadata
 from teledora.operators.dataflow.viewer_node import with_viewer
 from teledora.operators.viewing.view_mapping import ViewMapper
@@ -46,7 +47,8 @@ def factories(joints: list[str]):
     """Message kind -> (i, stamp) -> (value, metadata)."""
     n = len(joints)
     scan_ranges = np.where(np.arange(360) % 7 == 0, np.inf, 2.5).astype(np.float32)
-    pixels = pa.array(np.random.default_rng(0).integers(0, 255, 640 * 480 * 3, dtype=np.uint8))
+    # a camera frame as the cameras send it: one JPEG of a detailed 640x480 picture
+    jpeg = pa.array(np.frombuffer(FakeMjpegCamera(640, 480, textured=True).jpeg(0), np.uint8))
     target = {"enabled": True, "position": [0.3, 0.2, 0.9], "orientation": [0.0, 0.0, 0.0, 1.0], "gripper": 0.0, "slow": False}
     pose = dict(yaw=0.1, vx=0.2, vy=0.0, wz=0.1)
     return {
@@ -76,7 +78,7 @@ def factories(joints: list[str]):
         "Diagnostics": lambda i, t: (encode("Diagnostics", {"stamp_ns": t, "node": "x", "level": "ok", "message": "",
                                                             "received": i, "sent": i, "rejected": 0, "clamped": 0, "dropped": 0,
                                                             "last_error": "", "details_json": "{}"}), {}),
-        "Image": lambda i, t: (pixels, image_metadata(width=640, height=480, encoding="rgb8", camera="chest", stamp_ns=t,
+        "Image": lambda i, t: (jpeg, image_metadata(width=640, height=480, encoding="jpeg", camera="chest", stamp_ns=t,
                                                       fx=400, fy=400, cx=320, cy=240)),
     }
 
