@@ -7,17 +7,18 @@ rendered pixels."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from tests.browser.browser_needs import NEEDS_NODE
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 HERE = Path(__file__).resolve().parent
 
-pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="needs node on PATH")
+pytestmark = NEEDS_NODE
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,6 @@ With TELEDORA_DOC_IMAGES=<dir> the screenshots are also written there, downscale
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import time
 from collections import Counter
@@ -26,22 +25,12 @@ import pyarrow as pa
 import pytest
 from PIL import Image
 
+from tests.browser.browser_needs import HERE, IWER, NEEDS_BROWSER
 from teledora.fakes.emulated_headset import run_headset
 from teledora.fakes.wired_node import WiredNode
 from teledora.operators.contract.messages import image_metadata
 
-HERE = Path(__file__).resolve().parent
-CHROMIUM = Path("/usr/bin/chromium")
-IWER = HERE / "node_modules" / "iwer" / "build" / "iwer.module.js"
-PLAYWRIGHT = HERE / "node_modules" / "playwright-core"
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian chromium at /usr/bin/chromium (apt-get install -y chromium)"),
-    pytest.mark.skipif(not (IWER.exists() and PLAYWRIGHT.exists()),
-                       reason="needs npm packages under tests/browser (cd tests/browser && npm ci)"),
-    pytest.mark.skipif(shutil.which("node") is None, reason="needs node on PATH"),
-]
+pytestmark = NEEDS_BROWSER
 
 MAIN = (40, 160, 90)
 WRIST = {"left_wrist": (200, 200, 60), "right_wrist": (60, 200, 220)}

@@ -6,17 +6,18 @@ the same rules on the real page; here they are checked over random histories."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from tests.browser.browser_needs import NEEDS_NODE
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 HERE = Path(__file__).resolve().parent
 
-pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="needs node on PATH")
+pytestmark = NEEDS_NODE
 
 TIMEOUT_MS = 1000
 CONTROLS = ("estop", "pause", "release", "confirm", "enter")

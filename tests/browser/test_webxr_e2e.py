@@ -14,27 +14,16 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.browser.browser_needs import HERE, IWER, NEEDS_BROWSER
 from teledora.fakes.emulated_headset import run_headset
 from teledora.operators.contract.messages import decode
 
-HERE = Path(__file__).resolve().parent
-CHROMIUM = Path("/usr/bin/chromium")
-IWER = HERE / "node_modules" / "iwer" / "build" / "iwer.module.js"
-PLAYWRIGHT = HERE / "node_modules" / "playwright-core"
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian chromium at /usr/bin/chromium (apt-get install -y chromium)"),
-    pytest.mark.skipif(not (IWER.exists() and PLAYWRIGHT.exists()),
-                       reason="needs npm packages under tests/browser (cd tests/browser && npm ci)"),
-    pytest.mark.skipif(shutil.which("node") is None, reason="needs node on PATH"),
-]
+pytestmark = NEEDS_BROWSER
 
 
 TASK = "stack the red cube on the blue one"
