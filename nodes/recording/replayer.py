@@ -103,9 +103,9 @@ def main(
     args = parse_args(argv if argv is not None else sys.argv[1:])
     me = args.node or node_id("replayer")
     reader = RunReader(args.run)
-    topics = _recorded_topics(reader, me)
-    if not topics:
+    if not reader.topics_of(me):
         raise ReplaySourceError(f"run {args.run} holds no recorded output of node {me!r}")
+    topics = _recorded_topics(reader, me)  # may be empty: a node that recorded only its diagnostics
     span = run_time_span(reader)
     total = sum(reader.read_topic(t).table.num_rows for t in topics)
     io = NodeIO(make_node(node), me, clock=clock, ends_with=())  # a source: plays until done or STOP
@@ -165,13 +165,14 @@ def main(
         if stopped:
             break
         played += 1
-        if args.loops and played >= args.loops:
+        if (args.loops and played >= args.loops) or not total:
             break
         diag.details["pass"] = played + 1
         schedule = schedule.shifted(loop_ns)
     elapsed = (clock() - start) / 1e9
     if stopped:
-        ending = f"stopped after {sent} messages ({sent % total or (total if sent else 0)}/{total} of pass {played + 1}) in {elapsed:.2f} s"
+        done = (sent % total or (total if sent else 0)) if total else 0
+        ending = f"stopped after {sent} messages ({done}/{total} of pass {played + 1}) in {elapsed:.2f} s"
     else:
         ending = f"{DONE_MARKER} {sent} messages in {elapsed:.2f} s"
     diag.set_status("ok", ending)

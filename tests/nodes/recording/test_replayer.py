@@ -197,3 +197,15 @@ def test_publishes_its_own_diagnostics_and_never_the_recorded_ones(tmp_path):
     last = diags[-1]
     assert last["sent"] == 3 and last["level"] == "ok" and "done: 3 messages" in last["message"]
     assert json.loads(last["details_json"])["replayed"] == 3 and json.loads(last["details_json"])["total"] == 3
+
+
+def test_a_node_that_recorded_only_its_diagnostics_is_replayed_as_silent_with_diagnostics(tmp_path, capsys):
+    w = RunWriter(tmp_path / "run", {}, start_ns=T0)
+    diag = {"stamp_ns": T0, "node": "renderer", "level": "ok", "message": "", "received": 0, "sent": 0,
+            "rejected": 0, "clamped": 0, "dropped": 0, "last_error": "", "details_json": "{}"}
+    w.append("renderer__diagnostics", encode("Diagnostics", diag), {"timestamp": at(T0)}, recv_ns=T0)
+    w.close(T0 + 100 * MS)
+    node, t = MetaNode(), FakeTime()
+    assert replayer.main(["--run", str(tmp_path / "run"), "--node", "renderer", "--loop"], node=node, clock=t.clock, sleep=t.sleep) == 0
+    assert node.sent == [] and node.diagnostics()[-1]["node"] == "renderer"
+    assert "replay renderer done: 0 messages" in capsys.readouterr().out

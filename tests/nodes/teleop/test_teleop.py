@@ -178,7 +178,7 @@ def test_a_backlog_publishes_its_newest_reports_only():
     frame = 11 * MS
     inputs = [("joint_states", joints()), LIFT] + [("controllers", controllers(k * frame)) for k in range(7)]
     node = run(inputs, burst=True)
-    assert len(node.outputs["arm_targets"]) == 3  # --max-steps-per-batch
+    assert len(node.outputs["arm_targets"]) == 3  # node.max_steps_per_batch in teleop.yaml
     details = json.loads(decode("Diagnostics", node.outputs["diagnostics"][-1])["details_json"])
     assert details["reports_folded"] == {"burst": 0, "backlog": 4}
 
