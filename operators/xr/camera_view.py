@@ -10,7 +10,10 @@ acknowledgement lost with a dropped socket would stall a camera, so after
 
 Binary message to the page: 4 bytes big-endian header length, the header (JSON:
 camera, seq, capture_ns as a decimal string (a JavaScript number cannot hold
-every nanosecond stamp), width, height), then the JPEG.
+every nanosecond stamp), width, height), then the JPEG. A camera that sends
+JPEG frames is forwarded byte for byte (:class:`JpegFrame`, checked whole
+where it arrives, never decoded or encoded again); only raw pixels are encoded
+for the page.
 """
 
 from __future__ import annotations
@@ -25,6 +28,15 @@ import numpy as np
 ACK_TIMEOUT_NS = 1_000_000_000
 STATS_WINDOW = 600
 PARTS = ("to_node", "in_node", "to_page")
+
+
+@dataclass(frozen=True)
+class JpegFrame:
+    """A camera's own JPEG, checked whole against its size, to go to the page as it is."""
+
+    data: bytes
+    width: int
+    height: int
 
 
 def frame_message(camera: str, seq: int, capture_ns: int, width: int, height: int, jpeg: bytes) -> bytes:

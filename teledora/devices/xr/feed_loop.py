@@ -17,7 +17,10 @@ once, and services dora events between reads.
   controls and the heads-up line; with ``page_seq``, the newest of the
   client's own frames teleop has applied, :mod:`teledora.operators.xr.page_seq_map`,
   which acknowledges its stop press), ``episode`` (EpisodeState, the episode
-  panel) and the camera images.
+  panel) and the camera images. A JPEG frame is checked whole and offered as
+  its bytes (the page draws the camera's own JPEG, nothing decoded here); raw
+  pixels are offered as an RGB array. A frame that fails its check is
+  counted (``bad_image``) and not offered.
 * Each report that changes a button, connection or page level (and one a
   second without a change) also goes out on ``buttons``
   (:mod:`teledora.operators.xr.level_changes`), for consumers that act on
@@ -35,8 +38,10 @@ from typing import Any, Mapping
 
 from teledora.devices.xr.feed_device import FeedDevice, ReceivedFrame
 from teledora.runtime.node_io import NodeIO
-from teledora.operators.contract.messages import MessageError, decode, decode_image
+from teledora.operators.contract.compressed_image import COMPRESSED_ENCODINGS
+from teledora.operators.contract.messages import MessageError, compressed_image_bytes, decode, decode_image
 from teledora.operators.rendering.camera_intrinsics import CAMERA_NAMES
+from teledora.operators.xr.camera_view import JpegFrame
 from teledora.operators.xr.feed_assembler import FeedAssembler, StaleFrameError
 from teledora.operators.xr.feed_rejection import FeedRejected
 from teledora.operators.xr.level_changes import LevelChanges
@@ -180,12 +185,12 @@ def _service_events(io: NodeIO, backend: FeedDevice, tally: RejectionTally, seqs
         if kind == "INPUT" and event.get("id") in CAMERA_NAMES:
             meta = event.get("metadata") or {}
             try:
-                rgb = decode_image(event["value"], meta).copy()  # the server keeps it after the event is gone
-            except MessageError as exc:  # a display-only input: never fatal
-                io.reject(f"{event.get('id')}: {exc}")
+                image = _page_image(event["value"], meta)
+            except MessageError as exc:  # a display-only input: never fatal; counted so the level shows it
+                tally.reject(exc.reason, f"{event.get('id')}: {exc}")
                 continue
             capture = meta.get("capture_ns", meta.get("stamp_ns", io.clock()))
-            backend.offer_image(event["id"], rgb, int(capture))
+            backend.offer_image(event["id"], image, int(capture))
             continue
         if kind == "INPUT" and event.get("id") == "state":
             try:
@@ -207,6 +212,15 @@ def _service_events(io: NodeIO, backend: FeedDevice, tally: RejectionTally, seqs
                 continue
             backend.write(episode_message(episode, io.now()))
     return True
+
+
+def _page_image(value: Any, meta: Mapping[str, Any]) -> JpegFrame | Any:
+    """What the page is offered of one camera message: a JPEG's own bytes, or a copy of raw pixels
+    (the server keeps it after the event is gone)."""
+    if meta.get("encoding") in COMPRESSED_ENCODINGS:
+        data = compressed_image_bytes(value, meta)
+        return JpegFrame(data, int(meta["width"]), int(meta["height"]))
+    return decode_image(value, meta).copy()
 
 
 def episode_message(state: Mapping[str, Any], now_ns: int) -> dict[str, Any]:

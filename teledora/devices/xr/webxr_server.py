@@ -22,6 +22,8 @@ Camera panels: :meth:`WebXrServer.offer_image` keeps each camera's newest
 image; the paired page is sent, for each camera it shows (its ``view``
 message), the newest image as a JPEG once it has reported the previous one
 drawn (``shown``), so frames never queue (:mod:`teledora.operators.xr.camera_view`).
+A camera's own JPEG (:class:`~teledora.operators.xr.camera_view.JpegFrame`) goes
+out byte for byte; raw RGB pixels are encoded here.
 The ``shown`` reports, mapped to the host clock, give capture-to-display latency.
 """
 
@@ -44,7 +46,7 @@ from aiohttp import WSCloseCode, WSMsgType, web
 from teledora.devices.xr.feed_device import FeedDevice, ReceivedFrame
 from teledora.operators.xr.feed_rejection import FeedFormatError
 from teledora.operators.xr.headset_clock import ClockEstimate, HeadsetClock
-from teledora.operators.xr.camera_view import CameraGate, LatencyStats, frame_message
+from teledora.operators.xr.camera_view import CameraGate, JpegFrame, LatencyStats, frame_message
 from teledora.operators.xr.page_messages import Shown, ViewChoice, parse_control, parse_hello
 from teledora.operators.xr.xr_feed_format import MAX_FRAME_BYTES
 
@@ -106,7 +108,7 @@ class WebXrServer(FeedDevice):
         self._thread: threading.Thread | None = None
         self.jpeg_quality = JPEG_QUALITY
         self._camera_lock = threading.Lock()
-        self._camera_latest: dict[str, tuple[int, int, Any]] = {}  # camera -> (seq, capture_ns, RGB image)
+        self._camera_latest: dict[str, tuple[int, int, Any]] = {}  # camera -> (seq, capture_ns, JpegFrame or RGB)
         self._camera_arrived: dict[str, tuple[int, int]] = {}  # camera -> (seq, host ns it reached the server)
         self._camera_wake: asyncio.Event | None = None
         self.camera_stats: dict[str, LatencyStats] = {}
@@ -114,8 +116,8 @@ class WebXrServer(FeedDevice):
 
     # ------------------------------------------------------------- device API
     def offer_image(self, camera: str, rgb: Any, capture_ns: int) -> None:
-        """The newest image of ``camera`` (H x W x 3 RGB, owned by the server from now on);
-        an older one not yet sent is dropped."""
+        """The newest image of ``camera``: a :class:`JpegFrame` sent as it is, or H x W x 3 RGB
+        pixels (owned by the server from now on); an older one not yet sent is dropped."""
         with self._camera_lock:
             seq = self._camera_latest.get(camera, (0, 0, None))[0] + 1
             self._camera_latest[camera] = (seq, int(capture_ns), rgb)
@@ -354,22 +356,28 @@ class WebXrServer(FeedDevice):
             with self._camera_lock:
                 latest = {c: self._camera_latest[c] for c in view if c in self._camera_latest}
                 arrived = dict(self._camera_arrived)
-            for cam, (seq, capture_ns, rgb) in latest.items():
+            for cam, (seq, capture_ns, image) in latest.items():
                 gate = self._gates.setdefault(cam, CameraGate())
                 gate.offer(seq)
                 if not gate.ready(self.clock()):
                     continue
-                ok, jpeg = await loop.run_in_executor(
-                    None, lambda img=rgb: cv2.imencode(".jpg", img[..., ::-1], [cv2.IMWRITE_JPEG_QUALITY, self.jpeg_quality]))
-                if not ok or ws.closed:
+                if isinstance(image, JpegFrame):  # the camera's own JPEG: nothing to encode
+                    payload, w, h = image.data, image.width, image.height
+                else:
+                    ok, jpeg = await loop.run_in_executor(None, lambda img=image: cv2.imencode(
+                        ".jpg", img[..., ::-1], [cv2.IMWRITE_JPEG_QUALITY, self.jpeg_quality]))
+                    if not ok:
+                        continue
+                    payload = jpeg.tobytes()
+                    h, w = image.shape[:2]
+                if ws.closed:
                     continue
-                h, w = rgb.shape[:2]
                 sent_ns = self.clock()
                 gate.mark_sent(seq, sent_ns)
                 got = arrived.get(cam, (seq, sent_ns))
                 in_flight[cam] = (capture_ns, got[1] if got[0] == seq else sent_ns, sent_ns)
                 try:
-                    await ws.send_bytes(frame_message(cam, seq, capture_ns, w, h, jpeg.tobytes()))
+                    await ws.send_bytes(frame_message(cam, seq, capture_ns, w, h, payload))
                 except (ConnectionError, RuntimeError):
                     return
 

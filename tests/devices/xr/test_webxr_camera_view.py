@@ -1,5 +1,6 @@
 """The camera panels' stream over real HTTPS/WSS with a real client (no browser):
-only the cameras the page asked for, JPEG of the newest image, one frame in
+only the cameras the page asked for, JPEG of the newest image (a camera's own
+JPEG byte for byte, raw pixels encoded), one frame in
 flight until the page answers `shown`, and the latency kept from its answers."""
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import cv2
 import numpy as np
 import pytest
 
-from teledora.operators.xr.camera_view import split_frame_message
+from teledora.operators.contract.compressed_image import encode_jpeg
+from teledora.operators.xr.camera_view import JpegFrame, split_frame_message
 from tests.devices.xr.test_webxr_server import paired, run, make_server
 
 
@@ -89,3 +91,23 @@ def test_a_stale_or_foreign_shown_changes_nothing(server) -> None:
 
     run(server, script)
     assert server.diagnostics_details()["camera_view"]["chest"]["shown"] == 0
+
+
+def test_a_cameras_jpeg_reaches_the_page_byte_for_byte(server) -> None:
+    jpeg = encode_jpeg(image(70)).tobytes()
+
+    async def script(http, base):
+        ws = await paired(http, base)
+        await ws.send_str(json.dumps({"type": "view", "cameras": "chest"}))
+        t0 = time.time_ns()
+        server.offer_image("chest", JpegFrame(jpeg, 64, 48), t0)
+        header, received = await next_binary(ws)
+        assert received == jpeg  # not decoded and encoded again
+        assert (header["camera"], header["width"], header["height"], int(header["capture_ns"])) == ("chest", 64, 48, t0)
+        await ws.send_str(json.dumps({"type": "shown", "camera": "chest", "seq": header["seq"],
+                                      "page_ns": time.time_ns()}))
+        await asyncio.sleep(0.2)
+        await ws.close()
+
+    run(server, script)
+    assert server.diagnostics_details()["camera_view"]["chest"]["shown"] == 1
