@@ -210,7 +210,7 @@ def main() -> int:
               f"p95 {node_view['p95_ms']} ms; sent {node_view['sent']}, shown {node_view['shown']}, "
               f"skipped (replaced before sending) {node_view['skipped']}")
         print(f"  split (medians): capture -> xr node {node_view['to_node_median_ms']} ms, in the xr node (waiting for "
-              f"the page's answer, JPEG) {node_view['in_node_median_ms']} ms, sent -> drawn {node_view['to_page_median_ms']} ms")
+              f"the page's answer; a JPEG frame is forwarded as it is) {node_view['in_node_median_ms']} ms, sent -> drawn {node_view['to_page_median_ms']} ms")
     seconds = watched["seconds"]
     print(f"page: {len(shown) / seconds:.1f} new camera frames drawn per second, XR frames {watched['xr_fps']:.1f}/s "
           f"over {seconds:.1f} s")
