@@ -13,3 +13,23 @@ from hypothesis import settings  # noqa: E402
 # flaky failure for a property that holds.
 settings.register_profile("teledora", deadline=None)
 settings.load_profile("teledora")
+
+
+import warnings  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _the_test_process_stays_time_shared(request):
+    """A test that leaves this process under a real-time policy would starve
+    the rest of the suite (and hand the policy to every child): say which test
+    did it, and put the process back."""
+    yield
+    if os.sched_getscheduler(0) in (os.SCHED_FIFO, os.SCHED_RR):
+        warnings.warn(f"{request.node.nodeid} left the test process real-time; set back to time-sharing")
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                os.sched_setscheduler(int(tid), os.SCHED_OTHER, os.sched_param(0))
+            except OSError:
+                pass

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from teledora.operators.errors import TeledoraError
+
 JPEG = "jpeg"
 COMPRESSED_ENCODINGS = (JPEG,)
 DEFAULT_QUALITY = 90
@@ -27,7 +29,7 @@ _SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 
 _STANDALONE = {0x01} | set(range(0xD0, 0xD8))
 
 
-class JpegError(ValueError):
+class JpegError(TeledoraError, ValueError):
     """Bytes that are not a whole JPEG file."""
 
 

@@ -28,6 +28,8 @@ import json, os, threading, time
 from teledora.operators.dataflow.node_scheduling import NodeScheduling
 from teledora.runtime.realtime import apply_node_scheduling
 
+os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))  # start time-shared, as dora starts a node
+
 def policies():
     out = []
     for tid in os.listdir("/proc/self/task"):
