@@ -2,7 +2,7 @@
 
 Three truths, none of them the reader itself:
 
-* a reference validator written here from docs/xr.md, in another style
+* a reference validator written here from docs/xr_protocol.md, in another style
   (stdlib ``json``, the tree walked after parsing): the reader must accept
   exactly the frames it accepts (differential test);
 * the fuzz classes break frames by construction (teledora/fakes/xr_feed_fuzz.py):
@@ -95,7 +95,7 @@ def _hand_ok(h, sent: int, flu: bool) -> bool:
 
 
 def reference_accepts(data: bytes) -> bool:
-    """docs/xr.md's frame rules, written independently of the reader."""
+    """docs/xr_protocol.md's frame rules, written independently of the reader."""
     if len(data) > 4096:
         return False
     try:
