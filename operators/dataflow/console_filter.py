@@ -96,6 +96,7 @@ class ConsoleFilter:
     """Splits ``dora run``'s output into console lines and counts (see the module's notes)."""
 
     shown_per_node: int = SHOWN_PER_NODE
+    keep: re.Pattern | None = None  # a node's plain lines that are outcomes for this command (a replay's "replay X done:")
     started: set[str] = field(default_factory=set)
     ready: set[str] = field(default_factory=set)
     running: bool = False
@@ -113,6 +114,8 @@ class ConsoleFilter:
         node, text, level = parsed.node, parsed.text, parsed.level
         if not text:
             return []
+        if self.keep is not None and node and not parsed.from_dora and self.keep.search(text):
+            return [f"{node}: {text}"]
         if (m := _SPAWNED.search(text)) and node:
             self.started.add(node)
             return [f"{node} started (pid {m.group(1)})"]
@@ -185,6 +188,7 @@ class RunProgress:
     running: bool = False
     messages: int | None = None
     rates_hz: tuple[tuple[str, float], ...] = ()
+    expected: int | None = None  # the messages a run with a known end will hold (a replay); then ``messages`` counts only those
 
 
 def format_status(p: RunProgress) -> str:
@@ -192,7 +196,9 @@ def format_status(p: RunProgress) -> str:
     if not p.running:
         return f"starting: {p.nodes_ready} of {p.nodes_started} nodes connected, {p.elapsed_s:.0f} s"
     parts = [f"{p.elapsed_s:.0f} s"]
-    if p.messages is not None:
+    if p.messages is not None and p.expected:
+        parts.append(f"{p.messages:,} of {p.expected:,} messages replayed ({100 * min(p.messages / p.expected, 1):.0f} %)")
+    elif p.messages is not None:
         parts.append(f"{p.messages:,} messages recorded")
     if p.rates_hz:
         parts.append(" ".join(f"{label} {hz:.0f} Hz" for label, hz in p.rates_hz))

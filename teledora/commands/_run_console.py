@@ -13,6 +13,7 @@ checksum indexes (:class:`RunWatch`), read from where the last read ended.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from pathlib import Path
@@ -26,7 +27,7 @@ STATUS_PERIOD_S = 10.0  # a status line this often when the console is no termin
 TTY_PERIOD_S = 1.0
 LOG_NAME = "dora.log"
 # the control path, as the status line names it: topic -> label
-CONTROL_TOPICS = (("teleop__arm_targets", "teleop"), ("ik__joint_commands", "ik"), ("arms__joint_states", "arms"))
+CONTROL_TOPICS = (("teleop__arm_targets", "teleop"), ("teleop__joint_commands", "ik"), ("arms__joint_states", "arms"))
 
 
 class RunWatch:
@@ -59,12 +60,14 @@ class RunConsole:
 
     def __init__(self, out: TextIO, log: Path, run_dir: Path | None = None, verbose: bool = False,
                  tty: bool | None = None, status_period_s: float = STATUS_PERIOD_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, expect: dict[str, int] | None = None,
+                 keep: re.Pattern | None = None) -> None:
         self.out = out
+        self.expect = dict(expect or {})  # topic -> messages the run will hold (a replay): the status line shows how far it is
         self.log_path = log
         log.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(log, "a", encoding="utf-8", buffering=1)  # line by line: it can be followed live
-        self.filter = ConsoleFilter()
+        self.filter = ConsoleFilter(keep=keep)
         self.verbose = verbose
         self.tty = out.isatty() if tty is None else tty
         self.watch = RunWatch(run_dir) if run_dir is not None else None
@@ -112,10 +115,15 @@ class RunConsole:
         if self.watch is not None and self.filter.running:
             counts = self.watch.counts()
             if counts:
-                messages = sum(counts.values())
+                if self.expect:
+                    messages = sum(min(counts.get(t, 0), n) for t, n in self.expect.items())
+                else:
+                    messages = sum(counts.values())
                 hz = self.meter.add(elapsed, counts)
                 rates = tuple((label, hz[t]) for t, label in CONTROL_TOPICS if t in hz)
-        return RunProgress(elapsed, len(self.filter.started), len(self.filter.ready), self.filter.running, messages, rates)
+        expected = sum(self.expect.values()) or None
+        return RunProgress(elapsed, len(self.filter.started), len(self.filter.ready), self.filter.running, messages, rates,
+                           expected)
 
     def status(self) -> None:
         """Shows the status line once (rewritten in place on a terminal)."""

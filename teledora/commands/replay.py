@@ -37,6 +37,7 @@ import yaml
 
 from teledora.commands.demo import add_startup_timeout, dora_environment
 from teledora.commands._dora_process import DEFAULT_STARTUP_TIMEOUT_S, run_dora
+from teledora.commands._run_console import LOG_NAME, RunConsole
 from teledora.recording.journal_files import JOURNAL_OUTPUT
 from teledora.operators.recording.input_journal import JournalError
 from teledora.recording import MANIFEST_NAME, RunFormatError, RunReader, new_run_dir
@@ -44,6 +45,10 @@ from teledora.recording.replay_plan import ReplayPlanError, build_replay_dataflo
 
 REPLAY_YAML = "replay.yml"
 _DONE = re.compile(r"(?:replay|journal) (\S+) done:")
+
+
+# what each replayed or journal-following node says when it has finished: shown on the quiet console
+_OUTCOME = re.compile(r"^(?:replay|journal) \S+ done:")
 
 
 def _module_file(module: str) -> Path:
@@ -78,6 +83,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--grace-s", type=float, default=2.0, help="how long live nodes may finish after the replay ends")
     p.add_argument("--queue-size", type=int, default=1000, help="least queue_size of inputs fed by replayers (default 1000)")
     p.add_argument("--dry-run", action="store_true", help="print the replay dataflow and exit")
+    p.add_argument("--verbose", action="store_true", help="show dora's whole output (it always goes to the run's dora.log)")
     add_startup_timeout(p)
     p.set_defaults(func=_run)
 
@@ -216,12 +222,14 @@ def run_until_replayed(
     expect: dict[str, int] | None = None,
     wait_s: float = 120.0,
     startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
+    console: RunConsole | None = None,
 ) -> int:
     """Runs ``dora run``, echoing its output (started again when dora does not
     start the dataflow in time: :mod:`teledora.commands._dora_process`). Once
     every replayer has said it is done, waits until the replay's recorder has
     flushed ``expect`` (topic -> count; at most ``wait_s``), then ``grace_s``
-    for the live nodes, then stops the dataflow with SIGINT."""
+    for the live nodes, then stops the dataflow with SIGINT. With ``console``,
+    dora's output goes through it (quiet, logged) instead of to stdout."""
     pending = set(replayers)
     stopper: list[threading.Thread] = []
 
@@ -235,7 +243,10 @@ def run_until_replayed(
                 stopper[0].start()
 
     try:
-        rc = run_dora(cmd, env, on_line, startup_timeout_s=startup_timeout_s)
+        if console is None:
+            rc = run_dora(cmd, env, on_line, startup_timeout_s=startup_timeout_s)
+        else:
+            rc = run_dora(cmd, env, on_line, startup_timeout_s=startup_timeout_s, out=console, say=console.say)
     except KeyboardInterrupt:  # the user stopped it, and dora with it: a normal end
         return 0
     # a stop we asked for is a normal end of the replay
@@ -277,6 +288,14 @@ def _run(args: argparse.Namespace) -> int:
     followers = f"; following the journals of {', '.join(follow)}" if follow else ""
     print(f"teledora replay: {', '.join(replace)} from {args.run} at speed {args.speed:g}{followers}; {' '.join(cmd)}", flush=True)
     waiting = set(replace) | set(follow) if not args.loop else set()
-    rc = run_until_replayed(cmd, env, waiting, args.grace_s, out_dir, expect, startup_timeout_s=args.startup_timeout_s)
+    console = RunConsole(sys.stdout, out_dir / LOG_NAME, out_dir, verbose=args.verbose, expect=expect,
+                         keep=_OUTCOME).start()
+    try:
+        rc = run_until_replayed(cmd, env, waiting, args.grace_s, out_dir, expect, startup_timeout_s=args.startup_timeout_s,
+                                console=console)
+    finally:
+        closing = console.close()
+    for line in closing:
+        print(f"teledora replay: {line}")
     print(f"teledora replay: recording of the replay in {out_dir}", flush=True)
     return rc

@@ -93,6 +93,20 @@ def test_run_watch_reads_on_from_where_it_ended(tmp_path):
     assert watch.counts() == {"ik__joint_commands": 35}
 
 
+def test_a_replay_s_status_line_counts_only_what_it_expects_and_says_how_far(tmp_path):
+    out = io.StringIO()
+    console = RunConsole(out, tmp_path / "dora.log", tmp_path, tty=False, clock=lambda: 7.0,
+                         expect={"sim__objects": 40, "ik__joint_commands": 60})
+    console.write(SPAWNED)
+    console.write(ALL_READY)
+    _index(tmp_path / "sim__objects.arrow.crc", [25])
+    _index(tmp_path / "ik__joint_commands.arrow.crc", [80])  # more than expected: counted as the 60 it should be
+    _index(tmp_path / "recorder__status.arrow.crc", [500])  # not part of the replay's promise
+    console.status()
+    console.close()
+    assert out.getvalue().splitlines()[-1].startswith("0 s | 85 of 100 messages replayed (85 %)")
+
+
 def test_a_real_recording_is_counted_like_its_manifest(tmp_path):
     run = _pick_place_run(tmp_path / "run")
     counts = RunWatch(run).counts()

@@ -3,6 +3,8 @@ in dora 1.1.0's own shapes (copied from a demo run's output)."""
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -108,6 +110,8 @@ def test_status_line_before_and_while_running():
     line = format_status(RunProgress(42.0, 17, 17, True, 123456, (("teleop", 89.6), ("ik", 90.2), ("arms", 100.0))))
     assert line == "42 s | 123,456 messages recorded | teleop 90 Hz ik 90 Hz arms 100 Hz"
     assert len(line) < 80
+    replay = format_status(RunProgress(9.0, 3, 3, True, 1500, (), expected=6000))
+    assert replay == "9 s | 1,500 of 6,000 messages replayed (25 %)"
 
 
 def test_rates_come_from_the_counts_over_the_window():
@@ -127,3 +131,11 @@ def test_index_rows_sums_whole_records_and_waits_for_a_partial_one(rows, cut):
     if rows and cut:
         partial = data[:-cut]
         assert index_rows(partial) == (sum(rows[:-1]), len(data) - 28)
+
+
+def test_a_command_s_outcome_lines_are_kept_and_nothing_else_of_a_node_s_stdout():
+    f = ConsoleFilter(keep=re.compile(r"^(?:replay|journal) \S+ done:"))
+    assert f.feed("06:14:50 stdout replay_ik: replay ik done: 812 messages\n") == ["replay_ik: replay ik done: 812 messages"]
+    assert f.feed("06:14:50 stdout ik: journal ik done: 90 batches\n") == ["ik: journal ik done: 90 batches"]
+    assert f.feed("06:14:50 stdout ik: tick 4 of 90 done: fine\n") == []
+    assert ConsoleFilter().feed("06:14:50 stdout ik: journal ik done: 90 batches\n") == []
