@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from teledora.operators.cameras.camera_config import CamerasConfig
     from teledora.operators.teleop.teleop_scheme import TeleopConfig
     from teledora.operators.viewing.viewer_config import ViewerConfig
+    from teledora.operators.sim.pick_place_layout import PickPlaceConfig
     from teledora.operators.xr.scripted_operator import OperatorScript
 
 T = TypeVar("T")
@@ -54,6 +55,7 @@ RENDERER = "alohamini2/renderer.yaml"
 CAMERAS = "alohamini2/cameras.yaml"
 DEMO_SCRIPT = "alohamini2/demo_script.yaml"
 PICK_PLACE_SCRIPT = "alohamini2/pick_place_script.yaml"
+PICK_PLACE_RANDOM = "alohamini2/pick_place_random.yaml"
 RATES = "alohamini2/rates.yaml"
 VIEWER = "alohamini2/viewer.yaml"
 SCHEDULING = "alohamini2/scheduling.yaml"
@@ -61,7 +63,7 @@ RECORDING = "alohamini2/recording.yaml"
 
 # Every shipped config file (tests check that each of their keys is read).
 SHIPPED = (PROFILE, DRIVE, CALIBRATION, IK, TELEOP, LIDAR, ESTIMATION, MOCAP, RENDERER, CAMERAS, DEMO_SCRIPT, PICK_PLACE_SCRIPT, RATES,
-           VIEWER, SCHEDULING, RECORDING)
+           VIEWER, PICK_PLACE_RANDOM, SCHEDULING, RECORDING)
 
 
 def read_config_file(name_or_path: PathLike) -> tuple[str, Mapping[str, Any]]:
@@ -196,6 +198,13 @@ def load_demo_script(name_or_path: PathLike | None = None) -> OperatorScript:
     from teledora.operators.xr.scripted_operator import OperatorScript
 
     return load_config(name_or_path or DEMO_SCRIPT, OperatorScript.from_mapping)
+
+
+def load_pick_place_random(name_or_path: PathLike | None = None) -> PickPlaceConfig:
+    """pick_place_random.yaml: the randomised pick and place's region and episode keyframes."""
+    from teledora.operators.sim.pick_place_layout import PickPlaceConfig
+
+    return load_config(name_or_path or PICK_PLACE_RANDOM, PickPlaceConfig.from_mapping)
 
 
 def load_rate_table(name_or_path: PathLike | None = None) -> RateTable:

@@ -13,7 +13,10 @@ Physics runs in real time at the model's timestep: the loop sleeps in
 needed and the node ends when its inputs close.
 
 Env: TELEDORA_PROFILE (default alohamini2/profile.yaml),
-     TELEDORA_SIM_SPEED (real-time factor, default 1.0).
+     TELEDORA_SIM_SPEED (real-time factor, default 1.0),
+     TELEDORA_PICK_PLACE_SEED (the randomised pick and place: the seed's
+     start placement of its object, applied before the first step;
+     operators/sim/pick_place_layout.py).
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ import os
 import time
 
 import mujoco
-from teledora.models.config_files import load_node_profile
+from teledora.models.config_files import load_node_profile, load_pick_place_random
 from teledora.operators.contract.messages import MessageError
+from teledora.operators.sim.pick_place_layout import placements, scenario_from_env
 from teledora.operators.sim.sim_physics import SimPhysics, apply_joint_command
 
 from teledora import models
@@ -39,6 +43,13 @@ def main(argv: list[str] | None = None, node=None, clock=time.monotonic_ns) -> N
     sim = SimPhysics(model, profile)
     has_objects = bool(sim.object_names())
     io = NodeIO(make_node(node), node_id("sim"))
+    scenario = scenario_from_env(os.environ)
+    if scenario is not None:
+        layout = load_pick_place_random()
+        x, y = placements(layout, scenario[0], 0)[0]
+        sim.place_object(layout.object, x, y)
+        io.diag.details["placed"] = {layout.object: [round(x, 4), round(y, 4)], "seed": scenario[0]}
+        io.log("info", f"seed {scenario[0]}: {layout.object} placed at ({x:.3f}, {y:.3f})")
     dt = model.opt.timestep
     js_period = 1.0 / profile.sim.joint_state_hz
     gt_period = 1.0 / profile.sim.ground_truth_hz

@@ -15,6 +15,10 @@ Inputs:  optional; the node paces itself and exits when the script ends,
          ``lift`` (LiftState) likewise for the script's lift goals.
 
 Env: TELEDORA_XR_SCRIPT (a YAML file, default the shipped demo script),
+     TELEDORA_PICK_PLACE_SEED and TELEDORA_PICK_PLACE_EPISODES (the
+     randomised pick and place: the script is built from
+     pick_place_random.yaml for the seed's placements, its drive part taken
+     from TELEDORA_XR_SCRIPT or the file that config names),
      TELEDORA_XR_RATE_HZ (default: xr/controllers in rates.yaml),
      TELEDORA_SIM_SPEED (default 1.0).
 """
@@ -23,10 +27,12 @@ from __future__ import annotations
 
 import os
 import time
-from teledora.models.config_files import load_demo_script, load_node_profile, load_rate_table, load_teleop_config
+from teledora.models.config_files import (load_demo_script, load_node_profile, load_pick_place_random, load_rate_table,
+                                          load_teleop_config)
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.xr.level_changes import LevelChanges
-from teledora.operators.xr.scripted_operator import ScriptClock, ScriptedOperator
+from teledora.operators.sim.pick_place_layout import placements, randomised_script, scenario_from_env
+from teledora.operators.xr.scripted_operator import OperatorScript, ScriptClock, ScriptedOperator
 
 ODOM_INPUT = "odom"
 LIFT_INPUT = "lift"
@@ -80,9 +86,21 @@ def _poll(
     return any(event.get("type") == "STOP" for event in batch), pose, lift_m
 
 
+def _operator_script() -> OperatorScript:
+    """The script to play: the named one, or the randomised pick and place
+    built for the seed in the environment."""
+    named = os.environ.get("TELEDORA_XR_SCRIPT") or None
+    scenario = scenario_from_env(os.environ)
+    if scenario is None:
+        return load_demo_script(named)
+    layout = load_pick_place_random()
+    seed, episodes = scenario
+    return randomised_script(layout, load_demo_script(named or layout.script), placements(layout, seed, episodes))
+
+
 def main(argv: list[str] | None = None, node=None, clock=time.monotonic, sleep=time.sleep) -> None:
     deadzone = load_teleop_config(profile=load_node_profile()).stick_deadzone
-    script = ScriptedOperator(load_demo_script(os.environ.get("TELEDORA_XR_SCRIPT") or None), stick_deadzone=deadzone)
+    script = ScriptedOperator(_operator_script(), stick_deadzone=deadzone)
     rate_hz = float(os.environ.get("TELEDORA_XR_RATE_HZ") or load_rate_table().topic("xr/controllers").sim_hz)
     speed = float(os.environ.get("TELEDORA_SIM_SPEED", "1.0"))
     io = NodeIO(make_node(node), node_id("xr"), ends_with=())  # plays until the script ends or STOP

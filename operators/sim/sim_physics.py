@@ -186,6 +186,21 @@ class SimPhysics:
             "qx": wxyz[:, 1].copy(), "qy": wxyz[:, 2].copy(), "qz": wxyz[:, 3].copy(), "qw": wxyz[:, 0].copy(),
         }
 
+    def place_object(self, name: str, x: float, y: float) -> None:
+        """Moves a free body to world (x, y) at rest, keeping its height and
+        orientation (a scenario's placement, before the run starts).
+
+        Raises:
+            ValueError: no free body of that name.
+        """
+        if name not in self.object_names():
+            raise ValueError(f"no free object {name!r} in the scene (objects: {self.object_names()})")
+        joint = self.model.joint(int(self.model.body(name).jntadr[0]))
+        q, v = joint.qposadr[0], joint.dofadr[0]
+        self.data.qpos[q:q + 2] = (x, y)
+        self.data.qvel[v:v + 6] = 0.0
+        mujoco.mj_forward(self.model, self.data)
+
     def site_position(self, name: str) -> np.ndarray:
         return self.data.site(name).xpos.copy()
 

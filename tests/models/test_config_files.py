@@ -29,6 +29,7 @@ from teledora.operators.teleop.teleop_scheme import TeleopConfig
 from teledora.operators.viewing.viewer_config import ViewerConfig
 from teledora.operators.dataflow.node_scheduling import SchedulingConfig
 from teledora.operators.recording.recording_config import RecordingConfig
+from teledora.operators.sim.pick_place_layout import PickPlaceConfig
 from teledora.operators.xr.scripted_operator import OperatorScript
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,6 +49,7 @@ LOADERS: dict[str, tuple[Callable[..., Any], type]] = {
     cf.CAMERAS: (cf.load_cameras_config, CamerasConfig),
     cf.DEMO_SCRIPT: (cf.load_demo_script, OperatorScript),
     cf.PICK_PLACE_SCRIPT: (cf.load_demo_script, OperatorScript),
+    cf.PICK_PLACE_RANDOM: (cf.load_pick_place_random, PickPlaceConfig),
     cf.RATES: (cf.load_rate_table, RateTable),
     cf.VIEWER: (cf.load_viewer_config, ViewerConfig),
     cf.SCHEDULING: (cf.load_scheduling_config, SchedulingConfig),
@@ -61,6 +63,7 @@ DEFAULTS_BY_DESIGN = {
     "HandKey.*": "a keyframe leaves out what is zero or released",
     "Keyframe.*": "a keyframe leaves out what is zero or released",
     "BaseGoal.*": "a base goal is a point or a heading, never both",
+    **{f"Phase.{k}": "an episode keyframe leaves out a released trigger or button" for k in ("grip", "start", "keep")},
     "OperatorScript.base_driving": "a script without base goals steers nothing",
     **{f"BaseDriving.{k}": "a script without lift goals moves the lift by its stick alone"
        for k in ("lift_stick", "lift_ease_within_m", "lift_reached_m")},
