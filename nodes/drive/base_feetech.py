@@ -8,7 +8,8 @@ velocities (SYNC_WRITE needs no reply), reports the servo in ``diagnostics``
 and exits with the error.
 Args: ``--config`` drive.yaml, ``--port`` / ``--baud-rate`` override the left
 bus; env ``TELEDORA_PROFILE`` the robot profile (command caps).
-Inputs/outputs: see :mod:`teledora.devices.drive.base_loop`; the wheels:
+Inputs, outputs and decisions as the sim variant (:mod:`teledora.nodes.drive.base_sim`,
+:mod:`teledora.operators.drive.base_step`); the wheels:
 :mod:`teledora.devices.drive.feetech_wheels`.
 """
 
@@ -25,11 +26,51 @@ from teledora.models.config_files import (
     load_node_profile,
 )
 from teledora.operators.drive.base_command_limits import BaseCommandLimits
+from teledora.operators.drive.base_step import BaseStep
+from teledora.operators.drive.command_limits import CommandRejected
 
-from teledora.devices.drive.base_loop import run_base
 from teledora.devices.drive.feetech_bus import add_left_bus_args, left_bus_from_args
 from teledora.devices.drive.feetech_wheels import FeetechWheels
+from teledora.devices.device import Device, stopped_on_exit
 from teledora.runtime.node_io import NodeIO, make_node, node_id
+
+
+def run(io: NodeIO, wheels: Device, step: BaseStep, clock: Callable[[], int]) -> None:
+    """The event loop: bounds each newest ``base_cmd``; each ``tick`` writes the
+    wheel goals, reads the wheels back and publishes ``wheel_commands`` and
+    ``odom``. The wheels are left stopped however it ends."""
+    io.diag.details = step.initial_details()
+    with stopped_on_exit(wheels, io, "base"):
+        wheels.connect()
+        while (batch := io.next_batch()) is not None:
+            for event in io.newest(batch, {"base_cmd", "tick"}):
+                if event.get("type") != "INPUT":
+                    continue  # STOP / INPUT_CLOSED: finish the stream first
+                if event["id"] == "base_cmd":
+                    msg = io.decode(event, "BaseCommand")
+                    if msg is None:
+                        continue
+                    try:
+                        bounded = step.command(msg, clock())
+                    except CommandRejected as exc:
+                        io.reject(f"base_cmd: {exc}")
+                        continue
+                    if bounded.clamps:
+                        io.clamp(f"base_cmd: {bounded.describe()}")
+                elif event["id"] == "tick":
+                    now = clock()
+                    held = io.recording_hold(now)
+                    goals = step.goals(now, held)
+                    wheels.write(goals)
+                    report = step.measured(now, goals, wheels.read())
+                    io.send("wheel_commands", "WheelCommands", report.wheel_commands)
+                    io.send("odom", "Odometry", report.odom)
+                    io.diag.details = {**report.details, **wheels.diagnostics_details()}
+                    io.diag.set_status(*step.status(now))
+                    if held:
+                        io.diag.set_status("error", f"safe stop: {io.recording_hold_reason}")
+            io.diag.details["limits"] = step.limits.counts()
+            io.publish_diagnostics()
 
 
 def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[], int] = time.time_ns) -> None:
@@ -42,7 +83,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     io = NodeIO(make_node(node), node_id("base"), clock)
     profile = load_node_profile()
     limits = BaseCommandLimits.from_profile(profile)
-    run_base(io, FeetechWheels(bus, config.base.wheel_ids), config, limits, clock, profile.odom_frame, profile.base_frame)
+    run(io, FeetechWheels(bus, config.base.wheel_ids), BaseStep(config.base, limits, profile.odom_frame, profile.base_frame), clock)
 
 
 if __name__ == "__main__":
