@@ -11,6 +11,7 @@ from abc import abstractmethod
 from dataclasses import dataclass
 
 from teledora.devices.device import Device
+from teledora.operators.drive.lift_axis import HomingAction
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,11 @@ class LiftGoal:
 
     velocity_raw: int | None = None
     torque: bool | None = None
+
+    @classmethod
+    def of_homing(cls, action: HomingAction) -> "LiftGoal":
+        """What a homing step writes to the servo."""
+        return cls(velocity_raw=action.goal_velocity_raw, torque=action.torque_enable)
 
 
 class LiftDevice(Device):
