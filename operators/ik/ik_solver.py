@@ -77,6 +77,45 @@ class TickResult:
     arrived: dict[str, bool] = field(default_factory=dict)  # arms that reached it this tick
 
 
+@dataclass(frozen=True)
+class _ReducedQp:
+    """The constant parts of the QP over the dofs a freezing pattern leaves
+    free: which dofs, their range (qpos) and speed cap as simple bounds, and
+    the frozen dofs' ranges."""
+
+    free: np.ndarray  # dof indices
+    free_qadr: np.ndarray
+    lower: np.ndarray  # joint range of the free dofs (+-inf where unlimited)
+    upper: np.ndarray
+    gain: float
+    speed: np.ndarray  # speed cap per free dof (1e30 where none)
+    frozen_qadr: np.ndarray  # frozen dofs with a range row
+    frozen_lower: np.ndarray
+    frozen_upper: np.ndarray
+
+    @classmethod
+    def build(cls, model: mujoco.MjModel, frozen: set[int], range_limit: mink.ConfigurationLimit,
+              speed_limit: mink.VelocityLimit) -> "_ReducedQp":
+        scalar = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+        ranged = set(range_limit.indices.tolist())
+        free = np.array([d for d in range(model.nv) if d not in frozen], dtype=int)
+        for d in free:
+            if int(model.jnt_type[model.dof_jntid[d]]) not in scalar:
+                raise IkConfigError(f"dof {d} is neither frozen nor a hinge or slide joint")
+        qadr = np.array([model.jnt_qposadr[model.dof_jntid[d]] for d in range(model.nv)], dtype=int)
+        has_range = np.array([d in ranged for d in range(model.nv)])
+        lower = np.where(has_range, range_limit.lower[np.minimum(qadr, model.nq - 1)], -np.inf)
+        upper = np.where(has_range, range_limit.upper[np.minimum(qadr, model.nq - 1)], np.inf)
+        speed = np.full(model.nv, 1e30)
+        if speed_limit.projection_matrix is not None:
+            speed[speed_limit.indices] = speed_limit.limit
+        # a frozen dof's range rows only exist for scalar joints (a free joint has none)
+        fz = np.array([d for d in sorted(frozen) if has_range[d]
+                       and int(model.jnt_type[model.dof_jntid[d]]) in scalar], dtype=int)
+        return cls(free, qadr[free], np.maximum(lower[free], -1e30), np.minimum(upper[free], 1e30),
+                   float(range_limit.gain), speed[free], qadr[fz], lower[fz], upper[fz])
+
+
 class BimanualIk:
     """Both arms' IK on one QP, integrating its own reference configuration.
 
@@ -126,10 +165,10 @@ class BimanualIk:
         self.configuration.update(q0)
         self.posture_task.set_target(q0)
 
-        self.limits: list[mink.Limit] = [
-            mink.ConfigurationLimit(model, gain=s.configuration_limit_gain),
-            mink.VelocityLimit(model, {n: s.arm_max_speed_rad_s for n in self.arm_joint_names}),
-        ]
+        self._range_limit = mink.ConfigurationLimit(model, gain=s.configuration_limit_gain)
+        self._speed_limit = mink.VelocityLimit(model, {n: s.arm_max_speed_rad_s for n in self.arm_joint_names})
+        self.limits: list[mink.Limit] = [self._range_limit, self._speed_limit]
+        self._reduced_qps: dict[tuple[bool, bool], _ReducedQp] = {}
         self.collision_pairs: CollisionPairs | None = None
         if c.enabled:
             self.collision_pairs = CollisionPairs.from_model(model, self.arm_joint_names)
@@ -331,9 +370,8 @@ class BimanualIk:
         return v
 
     def _solve_once(self, tasks: Sequence[mink.Task], active: tuple[bool, bool], dt: float | None = None) -> np.ndarray:
-        """mink assembles the QP; DAQP is called directly (inactive collision rows
-        dropped, no per-call limit check: the joint reference keeps every joint
-        strictly inside its range). Any other solver goes through mink.solve_ik."""
+        """DAQP is called directly on the QP over the dofs that are not frozen
+        (:meth:`_solve_reduced`). Any other solver goes through mink.solve_ik."""
         solver = self.settings.solver
         freezer = self._freezer(active)
         dt = self.dt if dt is None else dt
@@ -344,21 +382,68 @@ class BimanualIk:
             except (mink.NoSolutionFound, ValueError) as exc:
                 raise IkSolveError(f"QP failed: {exc}") from None
         else:
-            qp = mink.build_ik(self.configuration, tasks, dt, damping=solver.regularization, limits=self.limits,
-                               constraints=[freezer])
-            finite = np.isfinite(qp.h)
-            n_in = int(finite.sum())
-            a_all = np.vstack([qp.G[finite], qp.A])
-            upper = np.concatenate([qp.h[finite], qp.b])
-            lower = np.full(upper.shape, -1e30)
-            sense = np.zeros(upper.shape, dtype=np.intc)
-            sense[n_in:] = 5  # equality rows
-            x, _, exitflag, _ = daqp.solve(qp.P, qp.q, a_all, upper, lower, sense)
-            if exitflag <= 0:
-                raise IkSolveError(f"QP failed: DAQP exit flag {exitflag}")
-            v = np.asarray(x) / dt
+            v = self._solve_reduced(tasks, active, dt)
         if not np.isfinite(v).all():
             raise IkSolveError("QP returned non-finite velocities")
+        return v
+
+    def _reduced_qp(self, active: tuple[bool, bool]) -> "_ReducedQp":
+        if active not in self._reduced_qps:
+            frozen = set(self._freezer(active).dof_indices)
+            self._reduced_qps[active] = _ReducedQp.build(self.model, frozen, self._range_limit, self._speed_limit)
+        return self._reduced_qps[active]
+
+    def _solve_reduced(self, tasks: Sequence[mink.Task], active: tuple[bool, bool], dt: float) -> np.ndarray:
+        """The same QP as mink's ``build_ik`` with the freezing equalities, solved
+        over the free dofs only: a frozen dof's displacement is zero, so its
+        columns and rows drop out, and the joint range and speed caps (one
+        interval per free dof) become DAQP's simple bounds. Tasks give their
+        weighted residuals (mink's), the other limits (clearance rows) their rows.
+        Inactive collision rows are dropped; no per-call limit check (the joint
+        reference keeps every joint strictly inside its range)."""
+        red = self._reduced_qp(active)
+        configuration = self.configuration
+        q = configuration.q
+        # the full QP's range rows on a frozen dof read 0 <= gain * (room left): infeasible outside the range
+        frozen_q = q[red.frozen_qadr]
+        if np.any(frozen_q > red.frozen_upper) or np.any(frozen_q < red.frozen_lower):
+            raise IkSolveError("QP failed: a frozen joint is outside its range")
+        v = np.zeros(self.model.nv)
+        if not red.free.size:
+            return v
+        weighted, errors, mu = [], [], 0.0
+        for task in tasks:
+            residual = task.compute_qp_residual(configuration)
+            if residual is None:
+                raise IkSolveError(f"QP failed: {type(task).__name__} gives no residual")
+            weighted.append(residual[0][:, red.free])
+            errors.append(residual[1])
+            mu += residual[2]
+        w = np.vstack(weighted)
+        hessian = w.T @ w
+        hessian.flat[:: len(red.free) + 1] += self.settings.solver.regularization + mu
+        gradient = -(np.concatenate(errors) @ w)
+        qf = q[red.free_qadr]
+        upper = np.minimum(red.gain * (red.upper - qf), red.speed * dt)
+        lower = np.maximum(red.gain * (red.lower - qf), -red.speed * dt)
+        rows, bounds = [], []
+        for limit in self.limits:
+            if limit is self._range_limit or limit is self._speed_limit:
+                continue
+            constraint = limit.compute_qp_inequalities(configuration, dt)
+            if not constraint.inactive:
+                finite = np.isfinite(constraint.h)
+                rows.append(constraint.G[finite][:, red.free])
+                bounds.append(constraint.h[finite])
+        n_rows = sum(len(b) for b in bounds)
+        a = np.vstack(rows) if rows else np.zeros((0, len(red.free)))
+        upper_all = np.concatenate([upper, *bounds])
+        lower_all = np.concatenate([lower, np.full(n_rows, -1e30)])
+        x, _, exitflag, _ = daqp.solve(hessian, gradient, a, upper_all, lower_all,
+                                       np.zeros(len(upper_all), dtype=np.intc))
+        if exitflag <= 0:
+            raise IkSolveError(f"QP failed: DAQP exit flag {exitflag}")
+        v[red.free] = np.asarray(x) / dt
         return v
 
     def _guard(self, q_from: np.ndarray, q_to: np.ndarray) -> tuple[np.ndarray, float, float]:

@@ -11,10 +11,12 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from teledora import models
 from teledora.operators.geometry import Pose, quat_multiply, quat_to_matrix
-from teledora.operators.ik.ik_solver import BimanualIk
+from teledora.operators.ik.ik_solver import BimanualIk, IkSolveError
 from teledora.operators.ik.ik_model import build_ik_model
 from teledora.operators.ik.ik_tasks import pose_to_se3
 from teledora.operators.model.sides import SIDES
@@ -157,3 +159,35 @@ def test_qp_solution_matches_a_dense_kkt_solve(case):
     np.testing.assert_allclose(dq, dq_ref, atol=QP_TOL)
     frozen = [MODEL.joint(n).dofadr[0] for n in SETTINGS.solver.frozen_joints]
     np.testing.assert_array_equal(dq[frozen], 0.0)
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), held=st.sampled_from([None, "left", "right"]))
+def test_the_solve_over_the_free_dofs_equals_minks_full_qp(seed, held):
+    """Our QP (frozen dofs dropped, range and speed caps as simple bounds) takes
+    the same step as mink's full QP with the freezing equalities, near home where
+    the clearance rows and the speed caps bind."""
+    import mink
+
+    ik = BimanualIk(MODEL, PROFILE, SETTINGS)
+    rng = np.random.default_rng(seed)
+    ik.reset(ik.arm_q() + rng.uniform(-0.2, 0.2, 12))
+    active = tuple(s != held for s in SIDES)
+    rows = bound = 0
+    for _ in range(20):
+        targets = {s: None if s == held else Pose.of(ik.grip_pose(s).position + rng.uniform(-0.05, 0.05, 3),
+                                                      ik.grip_pose(s).orientation) for s in SIDES}
+        tasks = ik._set_targets(targets)
+        try:
+            ref = mink.solve_ik(ik.configuration, tasks, ik.dt, "daqp", damping=SETTINGS.solver.regularization,
+                                limits=ik.limits, constraints=[ik._freezer(active)])
+        except mink.NoSolutionFound:
+            with pytest.raises(IkSolveError):
+                ik._solve_once(tasks, active)
+            break
+        v = ik._solve_once(tasks, active)
+        np.testing.assert_allclose(v * ik.dt, ref * ik.dt, atol=1e-10)
+        rows += ik.collision_limit.active.size
+        bound += int(np.isclose(np.abs(v).max(), SETTINGS.solver.arm_max_speed_rad_s))
+        ik.configuration.integrate_inplace(v, ik.dt)
+    assert rows > 0 or bound > 0  # a constraint shaped some step
