@@ -26,11 +26,15 @@ import secrets
 from typing import Any, Sequence
 
 from teledora.operators.errors import ConfigError
-from teledora.devices.xr.feed_loop import run_feed
+from teledora.devices.xr.feed_device import FeedDevice
+from teledora.operators.rendering.camera_intrinsics import CAMERA_NAMES
+from teledora.operators.xr.feed_step import FeedStep, PageImage
 from teledora.devices.xr.udp_feed import DEFAULT_PORT, UdpFeedBackend
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.xr.feed_assembler import FeedAssembler
 
+
+READ_TIMEOUT_S = 0.005  # how long a read waits for frames before dora's events are serviced
 
 class RemoteBindRefused(ConfigError):
     """Binding a non-loopback address without ``--allow-remote``."""
@@ -48,6 +52,49 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
+def run(io: NodeIO, backend: FeedDevice, assembler: FeedAssembler) -> None:
+    """The event loop, until dora sends STOP (``backend`` connected already):
+    each frame's reports go out at once, the display inputs go to the page
+    between reads (of a burst of camera images only the newest); the
+    decisions are :class:`~teledora.operators.xr.feed_step.FeedStep`'s."""
+    feed = FeedStep(assembler, io.diag)
+    try:
+        while True:
+            for rx in backend.read(READ_TIMEOUT_S):
+                io.diag.received += 1
+                for report in feed.receive(rx):
+                    if io.send("controllers", "XrControllers", report.message) and feed.sent(report):
+                        io.send("buttons", "XrControllers", report.message)
+            batch = io.next_batch(timeout_s=0)
+            stop = batch is None
+            for event in io.newest(batch or [], set(CAMERA_NAMES)):
+                if event.get("type") == "STOP":
+                    stop = True
+                    break
+                if event.get("type") == "INPUT":
+                    shown = feed.display(event["id"], event["value"], event.get("metadata") or {}, io.now())
+                    if isinstance(shown, PageImage):
+                        backend.offer_image(shown.camera, shown.image, shown.capture_ns)
+                    elif shown is not None:
+                        backend.write(shown)
+            if stop:
+                return
+            _publish_diagnostics(io, backend, feed)
+    finally:
+        _publish_diagnostics(io, backend, feed, force=True)
+        backend.close()
+
+
+def _publish_diagnostics(io: NodeIO, backend: FeedDevice, feed: FeedStep, force: bool = False) -> None:
+    feed.tally.absorb_device(backend.rejections())
+    for level, text in feed.take_logs():
+        io.log(level, text)
+    if force or io.diag.due(io.now()):
+        io.diag.details.update(backend.diagnostics_details(), **feed.details())
+        feed.tally.settle()
+        io.publish_diagnostics(force=True)
+
+
 def main(argv: Sequence[str] | None = None, node: Any = None, backend: UdpFeedBackend | None = None) -> None:
     args = parse_args(argv)
     io = NodeIO(make_node(node), node_id("xr"), ends_with=())  # a feed runs until STOP
@@ -61,7 +108,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, backend: UdpFeedBa
     if backend.sock is None:
         backend.connect()
     io.log("info", f"xr_udp listening on {backend.bind}:{backend.port}")
-    run_feed(io, backend, FeedAssembler("udp"))
+    run(io, backend, FeedAssembler("udp"))
 
 
 if __name__ == "__main__":

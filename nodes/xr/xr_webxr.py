@@ -40,7 +40,9 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from teledora.devices.xr.feed_loop import run_feed
+from teledora.devices.xr.feed_device import FeedDevice
+from teledora.operators.rendering.camera_intrinsics import CAMERA_NAMES
+from teledora.operators.xr.feed_step import FeedStep, PageImage
 from teledora.operators.errors import ConfigError
 from teledora.devices.xr.webxr_certificate import ensure_certificate, fingerprint_sha256, host_addresses, host_names
 from teledora.devices.xr.webxr_server import HELLO_TIMEOUT_S, WebXrServer
@@ -51,6 +53,7 @@ from teledora.operators.xr.pairing_qr import qr_text
 WEB_DIR = Path(__file__).resolve().parent / "web"
 DEFAULT_PORT = 8443
 LOOPBACK = "127.0.0.1"
+READ_TIMEOUT_S = 0.005  # how long a read waits for frames before dora's events are serviced
 
 
 class PlainHttpRefused(ConfigError):
@@ -112,6 +115,49 @@ def pairing_banner(server: WebXrServer, ansi: bool = False) -> str:
     return "\n".join(lines)
 
 
+def run(io: NodeIO, backend: FeedDevice, assembler: FeedAssembler) -> None:
+    """The event loop, until dora sends STOP (``backend`` connected already):
+    each frame's reports go out at once, the display inputs go to the page
+    between reads (of a burst of camera images only the newest); the
+    decisions are :class:`~teledora.operators.xr.feed_step.FeedStep`'s."""
+    feed = FeedStep(assembler, io.diag)
+    try:
+        while True:
+            for rx in backend.read(READ_TIMEOUT_S):
+                io.diag.received += 1
+                for report in feed.receive(rx):
+                    if io.send("controllers", "XrControllers", report.message) and feed.sent(report):
+                        io.send("buttons", "XrControllers", report.message)
+            batch = io.next_batch(timeout_s=0)
+            stop = batch is None
+            for event in io.newest(batch or [], set(CAMERA_NAMES)):
+                if event.get("type") == "STOP":
+                    stop = True
+                    break
+                if event.get("type") == "INPUT":
+                    shown = feed.display(event["id"], event["value"], event.get("metadata") or {}, io.now())
+                    if isinstance(shown, PageImage):
+                        backend.offer_image(shown.camera, shown.image, shown.capture_ns)
+                    elif shown is not None:
+                        backend.write(shown)
+            if stop:
+                return
+            _publish_diagnostics(io, backend, feed)
+    finally:
+        _publish_diagnostics(io, backend, feed, force=True)
+        backend.close()
+
+
+def _publish_diagnostics(io: NodeIO, backend: FeedDevice, feed: FeedStep, force: bool = False) -> None:
+    feed.tally.absorb_device(backend.rejections())
+    for level, text in feed.take_logs():
+        io.log(level, text)
+    if force or io.diag.due(io.now()):
+        io.diag.details.update(backend.diagnostics_details(), **feed.details())
+        feed.tally.settle()
+        io.publish_diagnostics(force=True)
+
+
 def main(argv: Sequence[str] | None = None, node: Any = None, server: WebXrServer | None = None) -> None:
     args = parse_args(argv)
     server = server or build_server(args)
@@ -121,7 +167,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, server: WebXrServe
     for url in urls(server):
         io.log("info", f"WebXR teleop page: {url}")
 
-    run_feed(io, server, FeedAssembler("webxr"))
+    run(io, server, FeedAssembler("webxr"))
 
 
 if __name__ == "__main__":

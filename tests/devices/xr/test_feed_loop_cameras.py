@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 from dora.testing import MockNode
 
-from teledora.devices.xr.feed_loop import run_feed
+from teledora.nodes.xr.xr_webxr import run as run_feed
 from teledora.operators.contract.compressed_image import encode_jpeg
 from teledora.operators.contract.messages import image_metadata
 from teledora.operators.xr.camera_view import JpegFrame

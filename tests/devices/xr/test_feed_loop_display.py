@@ -10,7 +10,8 @@ import pyarrow as pa
 from dora.testing import MockNode
 
 from teledora.devices.xr.feed_device import FeedDevice, ReceivedFrame
-from teledora.devices.xr.feed_loop import episode_message, run_feed
+from teledora.nodes.xr.xr_webxr import run as run_feed
+from teledora.operators.xr.feed_step import episode_message
 from teledora.operators.contract.messages import decode, encode
 from teledora.operators.xr.headset_clock import HOST_CLOCK
 from teledora.operators.xr.feed_assembler import FeedAssembler
