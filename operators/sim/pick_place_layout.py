@@ -23,6 +23,7 @@ import numpy as np
 
 from teledora.operators.config import config_from_mapping
 from teledora.operators.errors import ConfigError
+from teledora.operators.evaluation.placement_judge import JudgeTolerances
 from teledora.operators.xr.scripted_operator import HandKey, Keyframe, OperatorScript
 
 MAX_DRAWS = 10_000  # rejection sampling for min_move_m; a sane region needs a handful
@@ -106,6 +107,7 @@ class PickPlaceConfig:
     first_episode: tuple[Phase, ...]
     episode: tuple[Phase, ...]
     between_s: float
+    judge: JudgeTolerances
 
     def __post_init__(self) -> None:
         if not self.min_move_m >= 0.0:
