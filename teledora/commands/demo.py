@@ -9,6 +9,11 @@ ends by itself when the scripted operator finishes.
 of the default demo script (models/alohamini2/pick_place_script.yaml, through
 the scripted xr node's TELEDORA_XR_SCRIPT) and names its episodes' task.
 
+``--seed S`` (with ``--script pick-place``) plays the randomised pick and
+place instead (models/alohamini2/pick_place_random.yaml): the seed places
+the cube and draws ``--episodes N`` targets; the sim and the scripted xr node
+get both through TELEDORA_PICK_PLACE_SEED / TELEDORA_PICK_PLACE_EPISODES.
+
 ``--view`` adds the Rerun ``viewer`` node (docs/viewing.md): the dataflow with
 it is written to a temporary folder and started from there, and the folder is
 removed when the run ends (dora's node logs from it move into the run, as
@@ -39,6 +44,7 @@ from teledora.commands._dora_process import (DEFAULT_STARTUP_TIMEOUT_S, RECORDER
 from teledora.commands._run_console import LOG_NAME, RunConsole
 from teledora.commands.view import rerun_command
 from teledora.models.config_files import PICK_PLACE_SCRIPT
+from teledora.operators.sim.pick_place_layout import EPISODES_ENV, SEED_ENV
 from teledora.runtime.library_backtraces import without_library_backtraces
 
 DEFAULT_DATAFLOW = Path("dataflows/sim.yml")
@@ -61,6 +67,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         else:
             p.add_argument("--script", choices=sorted(DEMO_SCRIPTS), default="demo",
                            help="operator script: the default demo, or the pick-and-place scenario (docs/datasets.md)")
+            p.add_argument("--seed", type=int, default=None,
+                           help="pick-place only: place the cube and its targets at random from this seed (>= 0)")
+            p.add_argument("--episodes", type=int, default=None,
+                           help="pick-place with --seed: this many pick-and-place episodes, one after another (default 1)")
         p.add_argument("--runs-dir", type=Path, default=Path(os.environ.get("TELEDORA_RUNS_DIR", "runs")), help="where run directories go")
         p.add_argument("--stop-after", default=None, help="stop the dataflow after this long (e.g. 90s)")
         p.add_argument("--speed", type=float, default=None, help="sim real-time factor (default 1.0)")
@@ -107,10 +117,23 @@ def _run(args: argparse.Namespace) -> int:
     if not dataflow.exists():
         print(f"teledora: dataflow {dataflow} not found (run from the repository root)", file=sys.stderr)
         return 2
-    run_dir = new_run_path(args.runs_dir)
-    env = dora_environment(run_dir, args.speed)
     script_name = getattr(args, "script", "demo")
+    seed, episodes = getattr(args, "seed", None), getattr(args, "episodes", None)
+    if (seed is not None or episodes is not None) and script_name != "pick-place":
+        print("teledora: --seed and --episodes go with --script pick-place", file=sys.stderr)
+        return 2
+    if episodes is not None and seed is None:
+        print("teledora: --episodes needs --seed (the fixed pick and place has its own two episodes)", file=sys.stderr)
+        return 2
+    if (seed is not None and seed < 0) or (episodes is not None and episodes < 1):
+        print("teledora: --seed must be >= 0 and --episodes >= 1", file=sys.stderr)
+        return 2
+    run_dir = getattr(args, "run_dir", None) or new_run_path(args.runs_dir)
+    env = dora_environment(run_dir, args.speed)
     script, task = DEMO_SCRIPTS[script_name]
+    if seed is not None:
+        env[SEED_ENV], env[EPISODES_ENV] = str(seed), str(episodes or 1)
+        task = f"pick the red cube and set it down at the seeded target (seed {seed}, scripted pick and place)"
     if script is not None:
         env["TELEDORA_XR_SCRIPT"] = script
     if task is not None:
@@ -138,7 +161,8 @@ def _run_dataflow(args: argparse.Namespace, dataflow: Path, run_dir: Path, env: 
                   view_dir: Path | None) -> int:
     dora = Path(sys.executable).parent / "dora"
     cmd = [str(dora) if dora.exists() else "dora", "run", str(dataflow)]
-    stop_after = args.stop_after or ("300s" if args.demo else None)  # the demo ends by itself (~80 s unloaded)
+    # the demo ends by itself (~80 s unloaded); a seeded pick and place adds ~18 s an episode
+    stop_after = args.stop_after or (f"{300 + 40 * (getattr(args, 'episodes', None) or 1)}s" if args.demo else None)
     if stop_after:
         cmd += ["--stop-after", stop_after]
     with_viewer = " (with the viewer node added)" if view_dir is not None else ""

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,6 +98,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     o.add_argument("--no-plot", action="store_true", help="skip the PNG")
     o.add_argument("--quiet", action="store_true", help="no progress messages")
     o.set_defaults(func=_run_odometry)
+    pol = sub.add_parser("policy", help="run N seeded pick-and-place episodes, recorded, and judge each placement")
+    pol.add_argument("checkpoint", help="a policy checkpoint, or `scripted` for the scripted demonstrator")
+    pol.add_argument("--episodes", type=int, default=10, help="episodes (default 10)")
+    pol.add_argument("--seed", type=int, default=0, help="placement seed (default 0)")
+    pol.add_argument("--runs-dir", type=Path, default=Path(os.environ.get("TELEDORA_RUNS_DIR", "runs")),
+                     help="where the run directory goes")
+    pol.add_argument("--speed", type=float, default=None, help="sim real-time factor (default 1.0)")
+    pol.add_argument("--verbose", action="store_true", help="show all of dora's output as it comes")
+    pol.add_argument("--judge-only", type=Path, default=None, metavar="RUN",
+                     help="judge an existing run of these --episodes and --seed instead of running one")
+    pol.set_defaults(func=_run_policy)
 
 
 def _topic(reader: RunReader, source: str) -> str:
@@ -291,4 +303,100 @@ def _run_odometry(args: argparse.Namespace) -> int:
         title = f"{args.estimate} vs {args.truth}: APE rmse {_fmt(summary['ape_m']['rmse'], 1, ' m')} ({args.align})"
         plot(result, truth.trajectory, png, title)
         print(f"  wrote {png}")
+    return 0
+
+
+SCRIPTED = "scripted"
+GRIPPER_TOPICS = ("sim__joint_states", "arms__joint_states")  # the sim's truth first
+
+
+def _episode_runner(checkpoint: str) -> str:
+    """The `teledora demo` script that plays the episodes for ``checkpoint``.
+
+    The scripted demonstrator needs nothing more. A checkpoint needs the policy
+    node, which is where it plugs in: a dataflow whose xr/teleop side is the
+    policy reading the cameras and joint states.
+
+    Raises:
+        EvalInputError: a checkpoint (not ``scripted``).
+    """
+    if checkpoint == SCRIPTED:
+        return "pick-place"
+    raise EvalInputError(f"{checkpoint!r}: evaluating a checkpoint needs the policy node, which is not part of this "
+                         f"installation yet; `teledora eval policy {SCRIPTED}` evaluates the scripted demonstrator "
+                         "on the same seeded episodes")
+
+
+def judge_policy_run(run_dir: Path, seed: int, episodes: int) -> dict[str, Any]:
+    """Every episode of a seeded pick-and-place run judged, and the success
+    rate with its Wilson 95 % interval."""
+    from teledora.models import load_profile
+    from teledora.models.config_files import load_pick_place_random
+    from teledora.operators.contract.messages import decode
+    from teledora.operators.evaluation.episode_outcomes import judge_episodes
+    from teledora.operators.evaluation.placement_judge import wilson_interval
+    from teledora.operators.sim.pick_place_layout import placements
+
+    layout = load_pick_place_random()
+    reader = RunReader(run_dir)
+    if "sim__objects" not in reader.topics:
+        raise EvalInputError(f"{run_dir} has no sim/objects recording: the judge reads the objects' true poses")
+    objects = [decode("ObjectPoses", r.value) for r in reader.iter_topic("sim__objects")]
+    marks = [decode("EpisodeMark", r.value) for r in reader.iter_topic("episodes__marks")] \
+        if "episodes__marks" in reader.topics else []
+    js_topic = next((t for t in GRIPPER_TOPICS if t in reader.topics), None)
+    joints = [decode("JointState", r.value) for r in reader.iter_topic(js_topic)] if js_topic else []
+    for seq in (objects, marks, joints):
+        seq.sort(key=lambda m: int(m["stamp_ns"]))
+    spots = placements(layout, seed, episodes)
+    gripper = load_profile().arms["left"].gripper
+    outcomes = judge_episodes(objects, joints, marks, spots[1:], layout.object, gripper, layout.judge)
+    successes = sum(o.success for o in outcomes)
+    lo, hi = wilson_interval(successes, len(outcomes))
+    tol = layout.judge
+    return {
+        "run": str(run_dir), "seed": seed, "episodes": len(outcomes), "successes": successes,
+        "success_rate": successes / len(outcomes), "wilson_95": [lo, hi], "start_xy_m": list(spots[0]),
+        "judge": {"xy_m": tol.xy_m, "tilt_deg": tol.tilt_deg, "rest_m": tol.rest_m,
+                  "released_below_rad": tol.released_below_rad, "rest_z_m": tol.rest_z_m},
+        "per_episode": [{"episode": o.index + 1, "goal_xy_m": list(o.goal_xy), "success": o.success,
+                         "outcome": o.sentence()} for o in outcomes],
+    }
+
+
+def _run_policy(args: argparse.Namespace) -> int:
+    if args.episodes < 1 or args.seed < 0:
+        print("teledora eval policy: --episodes must be >= 1 and --seed >= 0", file=sys.stderr)
+        return 2
+    try:
+        script = _episode_runner(args.checkpoint)
+    except EvalInputError as exc:
+        print(f"teledora eval policy: {exc}", file=sys.stderr)
+        return 2
+    run_dir = args.judge_only
+    if run_dir is None:
+        from teledora.commands import demo
+
+        run_dir = demo.new_run_path(args.runs_dir)
+        rc = demo._run(argparse.Namespace(
+            demo=True, script=script, seed=args.seed, episodes=args.episodes, runs_dir=args.runs_dir, run_dir=run_dir,
+            stop_after=None, speed=args.speed, view=False, verbose=args.verbose,
+            startup_timeout_s=demo.DEFAULT_STARTUP_TIMEOUT_S))
+        if rc != 0:
+            print(f"teledora eval policy: the run ended with {rc}; judging what it recorded", file=sys.stderr)
+    try:
+        summary = judge_policy_run(run_dir, args.seed, args.episodes)
+    except (EvalInputError, RecordingError, OSError, ValueError) as exc:
+        print(f"teledora eval policy: {exc}", file=sys.stderr)
+        return 2
+    summary["checkpoint"] = args.checkpoint
+    for e in summary["per_episode"]:
+        print(f"episode {e['episode']}: goal ({e['goal_xy_m'][0]:.3f}, {e['goal_xy_m'][1]:.3f}) m: {e['outcome']}")
+    lo, hi = summary["wilson_95"]
+    print(f"{args.checkpoint}: {summary['successes']}/{summary['episodes']} placed, success rate "
+          f"{summary['success_rate']:.0%} (Wilson 95 % interval {lo:.0%} to {hi:.0%}), seed {args.seed}")
+    out = Path(run_dir) / "eval"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "policy.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print(f"  wrote {out / 'policy.json'}")
     return 0
