@@ -9,6 +9,7 @@ line, not thousands.
 from __future__ import annotations
 
 import sys
+import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
@@ -16,6 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 T = TypeVar("T")
+UPDATE_PERIOD_S = 0.1  # the bar redraws about ten times a second anyway
 
 
 def _console() -> Console:
@@ -25,18 +27,33 @@ def _console() -> Console:
 @contextmanager
 def progress(description: str, total: int | None, unit: str = "messages") -> Iterator[Callable[..., None]]:
     """A bar for ``total`` steps (None: not known yet); yields
-    ``advance(n=1, total=None)``, which also sets the total when given one."""
+    ``advance(n=1, total=None)``, which also sets the total when given one.
+    Steps are handed to the bar at most every :data:`UPDATE_PERIOD_S` (and
+    all of them at the end): an exporter advances once per message, tens of
+    thousands of times, and rich's own update costs more than a message."""
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(unit),
                TimeElapsedColumn(), TimeRemainingColumn()]
     with Progress(*columns, console=_console(), transient=False) as bar:
         task = bar.add_task(description, total=total)
+        pending = [0, time.monotonic()]  # steps not yet handed to the bar, when they last were
+
+        def flush() -> None:
+            if pending[0]:
+                bar.advance(task, pending[0])
+                pending[0] = 0
+            pending[1] = time.monotonic()
 
         def advance(n: int = 1, total: int | None = None) -> None:
             if total is not None and bar.tasks[0].total != total:
                 bar.update(task, total=total)
-            bar.advance(task, n)
+            pending[0] += n
+            if time.monotonic() - pending[1] >= UPDATE_PERIOD_S:
+                flush()
 
-        yield advance
+        try:
+            yield advance
+        finally:
+            flush()
 
 
 def track(items: Iterable[T], description: str, total: int | None, unit: str = "messages") -> Iterator[T]:

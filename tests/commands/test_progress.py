@@ -51,3 +51,16 @@ def test_view_shows_its_conversion_and_names_this_environment_s_rerun(tmp_path, 
     total = sum(COUNTS.values())
     assert _bar(captured.err, "messages") == (total, total)
     assert f"`{rerun_command()} {run / 'view.rrd'}`" in captured.out
+
+
+def test_steps_reach_the_bar_in_batches_and_all_of_them_by_the_end(monkeypatch):
+    from teledora.commands import _progress
+
+    handed: list[int] = []
+    real_advance = _progress.Progress.advance
+    monkeypatch.setattr(_progress.Progress, "advance", lambda self, task, n: (handed.append(n), real_advance(self, task, n)))
+    with _progress.progress("counting", 20000) as advance:
+        for _ in range(20000):
+            advance()
+    assert sum(handed) == 20000
+    assert len(handed) < 200  # ten a second at most, not one per step
