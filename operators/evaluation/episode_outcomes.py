@@ -40,6 +40,28 @@ def _newest_at(stamps: Sequence[int], stamp_ns: int) -> int | None:
     return i if i >= 0 else None
 
 
+def episode_windows(marks: Sequence[Mapping[str, Any]]) -> list[tuple[int, int | None]]:
+    """(start, end) stamps of each START and the KEEP or DISCARD that ends it
+    (None: it never ended), in order."""
+    out: list[tuple[int, int | None]] = []
+    for m in marks:
+        if m["event"] == "start":
+            out.append((int(m["stamp_ns"]), None))
+        elif m["event"] in ("keep", "discard") and out and out[-1][1] is None:
+            out[-1] = (out[-1][0], int(m["stamp_ns"]))
+    return out
+
+
+def events_in_episodes(marks: Sequence[Mapping[str, Any]], states: Sequence[Mapping[str, Any]], event: str) -> list[int]:
+    """How many of ``states`` (decoded TeleopState: ``stamp_ns``, ``events``)
+    inside each episode carry ``event``; an episode never ended runs to the last state."""
+    counts = []
+    for start, end in episode_windows(marks):
+        counts.append(sum(1 for s in states if start <= int(s["stamp_ns"]) and (end is None or int(s["stamp_ns"]) <= end)
+                          and event in s["events"]))
+    return counts
+
+
 def judge_episodes(objects: Sequence[Mapping[str, Any]], joint_states: Sequence[Mapping[str, Any]],
                    marks: Sequence[Mapping[str, Any]], goals: Sequence[tuple[float, float]], object_name: str,
                    gripper_joint: str, tol: JudgeTolerances) -> list[EpisodeOutcome]:

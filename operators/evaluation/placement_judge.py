@@ -100,7 +100,7 @@ def judge_placement(position: Sequence[float], quat_xyzw: Sequence[float], goal_
     if gripper_rad is None or not math.isfinite(gripper_rad):
         reasons.append("the gripper's position is unknown: the release cannot be seen")
     elif not gripper_rad < tol.released_below_rad:
-        reasons.append(f"gripper still closed ({gripper_rad:.2f} rad, open below {tol.released_below_rad:g} rad): still held")
+        reasons.append(f"gripper closed ({gripper_rad:.2f} rad, open below {tol.released_below_rad:g} rad): not let go")
     return Verdict(not reasons, xy_error, tilt, z_error, gripper_rad, tuple(reasons))
 
 

@@ -1,4 +1,6 @@
 """`teledora eval odometry RUN`: how good is a pose estimate, against motion capture.
+`teledora eval policy CHECKPOINT`: how often seeded pick-and-place episodes
+place the cube (docs/datasets.md; the judge is operators/evaluation/).
 
 Reads two topics of a recorded run (default ``ekf/pose`` against
 ``mocap/pose``), pairs them by their ``stamp_ns`` (both on the host clock),
@@ -333,7 +335,7 @@ def judge_policy_run(run_dir: Path, seed: int, episodes: int) -> dict[str, Any]:
     from teledora.models import load_profile
     from teledora.models.config_files import load_pick_place_random
     from teledora.operators.contract.messages import decode
-    from teledora.operators.evaluation.episode_outcomes import judge_episodes
+    from teledora.operators.evaluation.episode_outcomes import events_in_episodes, judge_episodes
     from teledora.operators.evaluation.placement_judge import wilson_interval
     from teledora.operators.sim.pick_place_layout import placements
 
@@ -351,6 +353,11 @@ def judge_policy_run(run_dir: Path, seed: int, episodes: int) -> dict[str, Any]:
     spots = placements(layout, seed, episodes)
     gripper = load_profile().arms["left"].gripper
     outcomes = judge_episodes(objects, joints, marks, spots[1:], layout.object, gripper, layout.judge)
+    # the scripted hand is open loop: where teleop fell so far behind that it
+    # dropped the hand's anchor, its later moves land short (docs/teleop.md)
+    states = [decode("TeleopState", r.value) for r in reader.iter_topic("teleop__state")] \
+        if "teleop__state" in reader.topics else []
+    drops = events_in_episodes(marks, states, "left_anchor_dropped") if states else []
     successes = sum(o.success for o in outcomes)
     lo, hi = wilson_interval(successes, len(outcomes))
     tol = layout.judge
@@ -360,7 +367,8 @@ def judge_policy_run(run_dir: Path, seed: int, episodes: int) -> dict[str, Any]:
         "judge": {"xy_m": tol.xy_m, "tilt_deg": tol.tilt_deg, "rest_m": tol.rest_m,
                   "released_below_rad": tol.released_below_rad, "rest_z_m": tol.rest_z_m},
         "per_episode": [{"episode": o.index + 1, "goal_xy_m": list(o.goal_xy), "success": o.success,
-                         "outcome": o.sentence()} for o in outcomes],
+                         "outcome": o.sentence(),
+                         "left_anchor_dropped": drops[o.index] if o.index < len(drops) else None} for o in outcomes],
     }
 
 
@@ -391,7 +399,9 @@ def _run_policy(args: argparse.Namespace) -> int:
         return 2
     summary["checkpoint"] = args.checkpoint
     for e in summary["per_episode"]:
-        print(f"episode {e['episode']}: goal ({e['goal_xy_m'][0]:.3f}, {e['goal_xy_m'][1]:.3f}) m: {e['outcome']}")
+        dropped = e["left_anchor_dropped"]
+        note = f" [teleop dropped the left hand's anchor {dropped} time(s): machine load]" if dropped else ""
+        print(f"episode {e['episode']}: goal ({e['goal_xy_m'][0]:.3f}, {e['goal_xy_m'][1]:.3f}) m: {e['outcome']}{note}")
     lo, hi = summary["wilson_95"]
     print(f"{args.checkpoint}: {summary['successes']}/{summary['episodes']} placed, success rate "
           f"{summary['success_rate']:.0%} (Wilson 95 % interval {lo:.0%} to {hi:.0%}), seed {args.seed}")

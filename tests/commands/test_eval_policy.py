@@ -19,7 +19,8 @@ T0 = 1_700_000_000_000_000_000
 LAYOUT = load_pick_place_random()
 
 
-def write_run(run: Path, seed: int, place: list[tuple[float, float, float]], gripper_at_keep: float = 0.0) -> Path:
+def write_run(run: Path, seed: int, place: list[tuple[float, float, float]], gripper_at_keep: float = 0.0,
+              drops: tuple[int, ...] = ()) -> Path:
     """A run whose cube ends each episode at ``place[k]`` (x, y, z), the
     episodes marked START / KEEP, the gripper at ``gripper_at_keep`` by each KEEP."""
     writer = RunWriter(run, {"dataflow": "test"}, start_ns=T0)
@@ -42,10 +43,16 @@ def write_run(run: Path, seed: int, place: list[tuple[float, float, float]], gri
                       recv_ns=t + 1000)
 
     objects(start[0], start[1], 0.42)
-    for x, y, z in place:
+    for k, (x, y, z) in enumerate(place):
         t += 1_000_000_000
         mark("start")
         t += 1_000_000_000
+        for _ in range(drops[k] if drops else 0):  # teleop fell behind inside the episode
+            t += 1000
+            writer.append("teleop__state", encode("TeleopState", dict(
+                stamp_ns=t, estop_latched=False, release_armed=False, arms_paused=False, left_clutched=False,
+                right_clutched=False, left_slow=False, right_slow=False, left_pinch="", right_pinch="", reset_count=0,
+                events=["left_anchor_dropped"])), {}, recv_ns=t + 1000)
         joints(0.4)
         objects(x, y, z + 0.05)  # carried
         t += 1_000_000_000
@@ -95,3 +102,14 @@ def test_more_episodes_asked_than_recorded_count_as_failures(tmp_path, capsys) -
     assert cli(["eval", "policy", "scripted", "--episodes", "2", "--seed", str(seed), "--judge-only", str(run)]) == 0
     out = capsys.readouterr().out
     assert "1/2 placed" in out and "never started" in out
+
+
+def test_anchor_drops_inside_an_episode_are_named_beside_its_outcome(tmp_path, capsys) -> None:
+    seed = 4
+    goals = placements(LAYOUT, seed, 2)[1:]
+    run = write_run(tmp_path / "run", seed, [(*goals[0], 0.42), (*goals[1], 0.42)], drops=(0, 2))
+    assert cli(["eval", "policy", "scripted", "--episodes", "2", "--seed", str(seed), "--judge-only", str(run)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "anchor" not in lines[0] and "dropped the left hand's anchor 2 time(s)" in lines[1]
+    summary = json.loads((run / "eval" / "policy.json").read_text())
+    assert [e["left_anchor_dropped"] for e in summary["per_episode"]] == [0, 2]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from teledora.operators.evaluation.episode_outcomes import judge_episodes
+from teledora.operators.evaluation.episode_outcomes import events_in_episodes, judge_episodes
 from teledora.operators.evaluation.placement_judge import JudgeTolerances
 
 TOL = JudgeTolerances(xy_m=0.02, tilt_deg=10.0, rest_m=0.005, released_below_rad=0.1, rest_z_m=0.42)
@@ -39,7 +39,7 @@ def test_a_keep_while_still_holding_or_too_far_fails_with_the_reason() -> None:
     objs = [objects(100, 0.56, -1.47), objects(300, 0.75, -1.47)]
     marks = [mark(120, "start"), mark(310, "keep"), mark(320, "start"), mark(460, "keep")]
     out = judge_episodes(objs, [joints(290, 0.4)], marks, [(0.75, -1.47), (0.56, -1.47)], "cube_red", "left_gripper", TOL)
-    assert not out[0].success and "still held" in out[0].sentence()
+    assert not out[0].success and "not let go" in out[0].sentence()
     assert not out[1].success and "from the goal" in out[1].sentence()
 
 
@@ -60,3 +60,11 @@ def test_no_pose_before_the_keep_or_no_gripper_state_fails() -> None:
     assert not out[0].success and "no pose of cube_red" in out[0].note
     out = judge_episodes([objects(100, 0.70, -1.47)], [], marks, [(0.70, -1.47)], "cube_red", "left_gripper", TOL)
     assert not out[0].success and "unknown" in out[0].sentence()
+
+
+def test_events_are_counted_inside_each_episode_only() -> None:
+    states = [{"stamp_ns": t, "events": ev} for t, ev in (
+        (105, ["left_anchor_dropped"]), (115, ["left_anchor_dropped", "left_anchored"]), (125, []),
+        (135, ["left_anchor_dropped"]), (145, ["left_anchor_dropped"]), (170, ["left_anchor_dropped"]))]
+    marks = [mark(110, "start"), mark(130, "keep"), mark(140, "start"), mark(150, "discard"), mark(160, "start")]
+    assert events_in_episodes(marks, states, "left_anchor_dropped") == [1, 1, 1]

@@ -32,7 +32,7 @@ def test_a_cube_set_down_upright_near_the_goal_and_let_go_succeeds() -> None:
     ((0.70, -1.47, 0.42), _about_x(15.0), 0.0, "tilted"),           # leaning
     ((0.70, -1.47, 0.47), UPRIGHT, 0.0, "resting height"),          # in the air
     ((0.70, -1.47, 0.02), _about_x(0.0), 0.0, "resting height"),    # fell to the floor
-    ((0.70, -1.47, 0.42), UPRIGHT, 0.35, "still held"),             # gripper closed on it
+    ((0.70, -1.47, 0.42), UPRIGHT, 0.35, "not let go"),             # gripper closed on it
     ((0.70, -1.47, 0.42), UPRIGHT, None, "unknown"),                # release unseen
 ])
 def test_each_rule_fails_on_its_own(position, quat, gripper, reason) -> None:
