@@ -26,7 +26,7 @@ install and out of this process, which may then run under another interpreter. T
 written by the policy's ``save_pretrained``) with the Hub switched off.
 
 Args: ``--checkpoint DIR``, ``--python PATH``, ``--fps`` (30), ``--device``
-(the worker's torch device), ``--threads``, ``--max-state-age-s`` (0.2),
+(the worker's torch device), ``--threads`` (1; 0 is torch's default), ``--max-state-age-s`` (0.2),
 ``--startup-timeout-s`` (180), ``--step-timeout-s`` (5).
 """
 
@@ -130,7 +130,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                     help=f"interpreter with torch and LeRobot (or {PYTHON_ENV}; default: this one)")
     ap.add_argument("--fps", type=float, default=30.0, help="steps per second: the dataset's fps")
     ap.add_argument("--device", default=None, help="torch device of the worker (default: cuda when available)")
-    ap.add_argument("--threads", type=int, default=0, help="torch CPU threads of the worker (0: torch's default)")
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads of the worker (0: torch's default)")
     ap.add_argument("--max-state-age-s", type=float, default=0.2, help="oldest state an observation may use")
     ap.add_argument("--startup-timeout-s", type=float, default=180.0, help="how long the worker may take to load")
     ap.add_argument("--step-timeout-s", type=float, default=5.0, help="how long one inference may take")
