@@ -142,3 +142,18 @@ def test_each_episode_grips_over_its_pick_and_releases_over_its_target(seed, epi
         assert tuple(grips[k].left.offset_m[:2]) == pytest.approx(hand_offset(CONFIG, -math.pi / 2, spots[k]))
         assert tuple(releases[k].left.offset_m[:2]) == pytest.approx(hand_offset(CONFIG, -math.pi / 2, spots[k + 1]))
         assert starts[k] < grips[k].t_s < releases[k].t_s < keeps[k]
+
+
+def test_the_sim_places_a_free_object_at_rest_and_refuses_anything_else() -> None:
+    from teledora.operators.sim.sim_physics import SimPhysics
+
+    profile = load_profile()
+    model = mujoco.MjModel.from_xml_path(str(models.path(profile.scene)))
+    sim = SimPhysics(model, profile)
+    sim.place_object("cube_red", 0.70, -1.45)
+    before = sim.data.body("cube_red").xpos.copy()
+    assert before[:2] == pytest.approx([0.70, -1.45]) and before[2] == pytest.approx(0.42, abs=2e-3)
+    sim.step(500)  # one second: it stays where it was put
+    assert sim.data.body("cube_red").xpos == pytest.approx(before, abs=1e-3)
+    with pytest.raises(ValueError, match="no free object"):
+        sim.place_object("stand", 0.7, -1.45)
