@@ -22,14 +22,20 @@ every tick.
 * "ours, uniform guard" (``--compare-guard``): our tick with the collision
   guard shortening both arms' steps by one fraction, as before each arm was
   shortened on its own (``BimanualIk._guard_each_arm``).
+* "ours, loose caps" (``--compare-caps``): our tick with the joint
+  reference's acceleration and jerk caps raised 100 and 10,000 times (speed cap
+  kept), to tell how much of the tracking error the reference's caps cause
+  (a diagnosis: the shipped caps are not changed).
 * "bare mink": ``mink.solve_ik`` (DAQP) with mink's stock
   ``CollisionAvoidanceLimit`` on the same pairs + ``integrate_inplace``.
 
 Blocks of ticks alternate between the variants so machine load hits all
 alike; each tick is timed in thread CPU time. Prints median and p99 per tick,
-the ratios to bare mink, and our tick's cost by phase (mean per tick).
+the ratios to bare mink, our tick's cost by phase (mean per tick), and per
+variant the tracking error: each grip's distance from its target after every
+tick (both arms, every tick of the walk; measured outside the timing).
 
-    python benchmarks/ik_tick.py [--ticks 4000] [--block 200] [--no-collisions] [--center ready|home] [--far] [--compare-path-check] [--compare-bounds] [--compare-guard]
+    python benchmarks/ik_tick.py [--ticks 4000] [--block 200] [--no-collisions] [--center ready|home] [--far] [--compare-path-check] [--compare-bounds] [--compare-guard] [--compare-caps]
 """
 
 from __future__ import annotations
@@ -61,8 +67,8 @@ READY = {"shoulder_pan": 0.0, "shoulder_lift": -0.6, "elbow_flex": 0.3, "wrist_f
          "wrist_roll": 0.0}
 
 
-def make(collisions: bool, center: str = "ready") -> BimanualIk:
-    settings = IkConfig.from_mapping(ik_config(collision__enabled=collisions)).settings
+def make(collisions: bool, center: str = "ready", **overrides) -> BimanualIk:
+    settings = IkConfig.from_mapping(ik_config(collision__enabled=collisions, **overrides)).settings
     ik = BimanualIk(build_ik_model(models.path(settings.solver.model), True), models.load_profile(), settings)
     if center == "ready":
         ik.reset(np.array([READY[n.split("_", 1)[1]] for n in ik.arm_joint_names]))
@@ -146,11 +152,19 @@ class OurSolveIntegrate:
 
 
 def measure(ticks: int, block: int, collisions: bool, center: str = "ready", far: bool = False,
-            compare_path_check: bool = False, compare_bounds: bool = False, compare_guard: bool = False):
+            compare_path_check: bool = False, compare_bounds: bool = False, compare_guard: bool = False,
+            compare_caps: bool = False):
     ours, bare_ik, qp_ik = make(collisions, center), make(collisions, center), make(collisions, center)
     bare, qp_only = BareMink(bare_ik), OurSolveIntegrate(qp_ik)
     walk = far_targets(ours, ticks) if far else target_walk(ours, ticks)
     variants = [("ours", ours.tick), ("ours QP", qp_only.tick), ("bare mink", bare.tick)]
+    solver_of = {"ours": ours, "ours QP": qp_ik, "bare mink": bare_ik}
+    if compare_caps:
+        r = ours.settings.joint_reference
+        loose = make(collisions, center, joint_reference__max_accel_rad_s2=100 * r.max_accel_rad_s2,
+                     joint_reference__max_jerk_rad_s3=10_000 * r.max_jerk_rad_s3)
+        variants.insert(1, ("ours, loose caps", loose.tick))
+        solver_of["ours, loose caps"] = loose
     if compare_path_check:
         coarse = make(collisions, center)
         coarse.path_subdivisions = 1
@@ -168,6 +182,7 @@ def measure(ticks: int, block: int, collisions: bool, center: str = "ready", far
         variants.insert(1, ("ours, uniform guard", uniform.tick))
     times: dict[str, list[float]] = {name: [] for name, _ in variants}
     wall: dict[str, list[float]] = {name: [] for name, _ in variants}
+    error: dict[str, list[float]] = {name: [] for name in solver_of}
     for _ in range(50):  # warm-up
         for _, fn in variants:
             fn(walk[0])
@@ -183,6 +198,10 @@ def measure(ticks: int, block: int, collisions: bool, center: str = "ready", far
                 fn(targets)
                 times[name].append(time.thread_time() - c0)
                 wall[name].append(time.perf_counter() - w0)
+                if name in solver_of:
+                    ik = solver_of[name]
+                    error[name] += [float(np.linalg.norm(ik.grip_pose(s).position - targets[s].position))
+                                    for s in SIDES]
     phases = {k: v / ticks * 1e3 for k, v in ours.phase_times.items()}
     if compare_path_check:
         key = "joint reference + path check"
@@ -195,6 +214,7 @@ def measure(ticks: int, block: int, collisions: bool, center: str = "ready", far
             phases[f"{key} (uniform guard)"] = uniform.phase_times.get(key, 0.0) / ticks * 1e3
     stats = {"guard_shortened": ours.guard_shortened, "guard_per_arm": ours.guard_per_arm, "pairs": len(ours.collision_pairs or []),
              "searches": ours.fallback.searches_started if ours.fallback else 0}
+    stats["tracking_mm"] = {k: np.array(v) * 1e3 for k, v in error.items()}
     return ({k: np.array(v) * 1e3 for k, v in times.items()}, {k: np.array(v) * 1e3 for k, v in wall.items()},
             phases, stats)
 
@@ -214,9 +234,12 @@ def main() -> None:
                     help="also our tick with a plan's path checked every control period only")
     ap.add_argument("--compare-guard", action="store_true",
                     help="also our tick with the guard shortening both arms' steps by one fraction")
+    ap.add_argument("--compare-caps", action="store_true",
+                    help="also our tick with the reference's acceleration and jerk caps raised (tracking diagnosis)")
     args = ap.parse_args()
     res, wall, phases, stats = measure(args.ticks, args.block, not args.no_collisions, args.center, args.far,
-                                       args.compare_path_check, args.compare_bounds, args.compare_guard)
+                                       args.compare_path_check, args.compare_bounds, args.compare_guard,
+                                       args.compare_caps)
     what = "far targets held 3 s" if args.far else f"walk around {args.center}"
     print(f"IK tick, AlohaMini2, collisions {'off' if args.no_collisions else 'on'} ({stats['pairs']} geom pairs), "
           f"{what}, {args.ticks} ticks each, {stats['searches']} global searches")
@@ -225,7 +248,8 @@ def main() -> None:
         w = wall[name]
         print(f"{name:<15} {np.median(t):14.3f} {np.percentile(t, 99):10.3f} {np.median(w):15.3f} {np.percentile(w, 99):11.3f}")
     b = res["bare mink"]
-    for name in [n for n in ("ours", "ours, uniform guard", "ours, no bounds", "ours 10 ms", "ours QP") if n in res]:
+    for name in [n for n in ("ours", "ours, loose caps", "ours, uniform guard", "ours, no bounds", "ours 10 ms", "ours QP")
+                 if n in res]:
         o = res[name]
         print(f"ratio {name}/bare (cpu): median {np.median(o) / np.median(b):.2f}x, "
               f"p99 {np.percentile(o, 99) / np.percentile(b, 99):.2f}x, mean {np.mean(o) / np.mean(b):.2f}x")
@@ -237,6 +261,11 @@ def main() -> None:
         o, u = res["ours"], res["ours, no bounds"]
         print(f"ratio ours/ours without bounds (cpu): median {np.median(o) / np.median(u):.2f}x, "
               f"p99 {np.percentile(o, 99) / np.percentile(u, 99):.2f}x, mean {np.mean(o) / np.mean(u):.2f}x")
+    print("tracking error, grip to target after each tick (mm):")
+    bare_err = stats["tracking_mm"]["bare mink"]
+    for name, e in stats["tracking_mm"].items():
+        print(f"  {name:<22} median {np.median(e):6.2f}  p95 {np.percentile(e, 95):6.2f}  mean {np.mean(e):6.2f}"
+              f"  ({np.median(e) / np.median(bare_err):.2f}x bare mink's median)")
     print("our tick by phase (cpu, mean per tick):")
     for name, ms in phases.items():
         print(f"  {name:<24} {ms:7.3f} ms  ({ms / np.mean(b):.2f}x of a bare mink tick)")
