@@ -15,8 +15,8 @@ The node steps at ``--fps`` (the dataset's frame rate) by its own clock: each
 step builds the observation from the newest states (none older than
 ``--max-state-age-s``; otherwise it sends nothing and says what it waits for),
 asks the inference worker for one action and sends the three commands,
-stamped when the action came back. A slow step is not made up: the next one
-is a period after it.
+stamped when the action came back. Steps keep to the frame clock; a late step
+is not made up (the next comes at least half a period after it).
 
 Inference runs in a worker process (nodes/policy/policy_worker.py) under the
 interpreter that has torch and LeRobot (``--python`` or ``TELEDORA_POLICY_PYTHON``;
