@@ -74,12 +74,12 @@ class DistanceBounds:
     def sync(self, qpos: np.ndarray) -> None:
         """Follows the joints outside ``joints`` to their values in ``qpos``."""
         other = qpos.take(self._other_adr)
-        if self._other_q is not None and not np.array_equal(other, self._other_q):
+        if self._other_q is not None and (other != self._other_q).any():
             self._d -= self._other_levers @ np.abs(other - self._other_q)
         self._other_q = other
         if self._loose_adr.size:
             loose = qpos.take(self._loose_adr)
-            if self._loose_q is not None and not np.array_equal(loose, self._loose_q):
+            if self._loose_q is not None and (loose != self._loose_q).any():
                 self.forget()
             self._loose_q = loose
 

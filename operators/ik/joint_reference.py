@@ -103,6 +103,9 @@ class _Group:
         self.input.max_velocity = [config.max_speed_rad_s] * n
         self.input.max_acceleration = [config.max_accel_rad_s2] * n
         self.input.max_jerk = [config.max_jerk_rad_s3] * n
+        # every plan ends at rest: set once (each assignment converts a list)
+        self.input.target_velocity = [0.0] * n
+        self.input.target_acceleration = [0.0] * n
         self.plan: Trajectory | None = None  # None: at rest
         self.time = 0.0  # time along the plan
 
@@ -128,9 +131,7 @@ class _Group:
 
     def _set_state(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> None:
         inp = self.input
-        inp.current_position, inp.current_velocity, inp.current_acceleration = list(q), list(dq), list(ddq)
-        inp.target_velocity = [0.0] * len(q)
-        inp.target_acceleration = [0.0] * len(q)
+        inp.current_position, inp.current_velocity, inp.current_acceleration = q.tolist(), dq.tolist(), ddq.tolist()
 
     def plan_to(self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, goal: np.ndarray) -> Trajectory | None:
         """The time-optimal plan that stops at ``goal``, or None when it would
@@ -321,11 +322,12 @@ class JointReference:
         if self._pending is None:
             raise JointReferenceError("no proposal to trace")
         times = np.asarray(later_s, dtype=float).ravel()
-        out = np.tile(self._q, (times.size, 1))
+        out = np.empty((times.size, len(self._q)))
+        out[:] = self._q
         for g, p in zip(self.groups, self._pending):
             if p.plan is not None:  # positions only: the path check samples many points a tick
-                end = p.plan.duration
-                out[:, g.index] = [p.plan.at_time(min(p.time + float(t), end))[0] for t in times]
+                at, end = p.plan.at_time, p.plan.duration
+                out[:, g.index] = [at(min(p.time + t, end))[0] for t in times.tolist()]
         return self.clamp(out)
 
     def pending_stop(self) -> np.ndarray:
