@@ -11,10 +11,13 @@ is stopped (Ctrl-C style) once the replay's recorder has stored every replayed
 message, and the new run directory is printed.
 
 ``--exact`` reproduces the live nodes' outputs byte for byte: each live node
-that recorded an input journal (teleop, ik, scan_merger) follows it, getting
+that recorded an input journal (teleop, scan_merger) follows it, getting
 its recorded batches and clock values (``TELEDORA_FOLLOW_JOURNAL``), every
 input of such a node is lossless, and stamps are replayed unchanged. The
-dataflow stops once every replayer and every follower is done.
+dataflow stops once every replayer and every follower is done. A run recorded
+with a node that no longer exists (``ik``, whose IK now runs inside
+``teledora.nodes.teleop.teleop``) is refused by ``--exact``; without it, such a
+run replays on today's graph given with ``--dataflow``.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from teledora.recording.journal_files import JOURNAL_OUTPUT
 from teledora.operators.recording.input_journal import JournalError
 from teledora.recording import MANIFEST_NAME, RunFormatError, RunReader, new_run_dir
 from teledora.recording.replay_plan import ReplayPlanError, build_replay_dataflow, expected_counts, follower_counts, source_nodes
+from teledora.recording.topic_aliases import RETIRED_NODES
 
 REPLAY_YAML = "replay.yml"
 _DONE = re.compile(r"(?:replay|journal) (\S+) done:")
@@ -114,6 +118,17 @@ def plan_from_run(args: argparse.Namespace) -> ReplayPlan:
     recorded: dict[str, set[str]] = {}
     for node, output in reader.sources().values():
         recorded.setdefault(node, set()).add(output)
+    retired = sorted(n for n in recorded if n in RETIRED_NODES)
+    if retired:
+        why = "; ".join(f"{n!r}: {RETIRED_NODES[n]}" for n in retired)
+        if args.exact:
+            raise ReplayPlanError(
+                f"--exact: {args.run} was recorded with node(s) that no longer exist ({why}); today's nodes cannot "
+                "follow its input journals byte for byte. Replay it without --exact on today's graph: "
+                "--dataflow dataflows/sim.yml (or hardware.yml) --replace NODES")
+        if args.dataflow is None:
+            raise ReplayPlanError(f"{args.run} was recorded with node(s) that no longer exist ({why}): "
+                                  "pass --dataflow FILE to replay it on today's graph")
     recorders = {e.get("id") for e in dataflow.get("nodes", []) if str(e.get("path", "")).endswith("recorder.py")}
     live: list[str] = []
     if args.exact and not args.live and not args.replace:

@@ -56,7 +56,7 @@ IMAGE_STATS_FRAMES = 100  # frames per camera and episode sampled for image stat
 
 # Where each stream comes from: (node, output) candidates, first present wins.
 ARM_STATE_SOURCES = [("arms", "joint_states")]
-ARM_ACTION_SOURCES = [("arms", "servo_targets"), ("ik", "joint_commands")]
+ARM_ACTION_SOURCES = [("arms", "servo_targets"), ("teleop", "joint_commands")]
 LIFT_STATE_SOURCES = [("lift", "state")]
 BASE_STATE_SOURCES = [("base", "odom")]
 BASE_ACTION_SOURCES = [("teleop", "base_cmd")]

@@ -34,6 +34,7 @@ from teledora.recording.run_dir import (
     record_schema,
     split_topic,
 )
+from teledora.recording.topic_aliases import current_source
 
 
 @dataclass
@@ -106,16 +107,18 @@ class RunReader:
 
     def sources(self) -> dict[str, tuple[str, str]]:
         """Topic -> (node, output) it was recorded from: the recorder's input
-        wiring from the manifest where known, else the ``node__output`` name."""
+        wiring from the manifest where known, else the ``node__output`` name;
+        an output that has since moved to another node is named as it is
+        today (:mod:`teledora.recording.topic_aliases`)."""
         wiring = self.manifest.get("recorded_inputs") or {}
         out: dict[str, tuple[str, str]] = {}
         for topic in self.topics:
             source = wiring.get(topic)
             if isinstance(source, str) and source.count("/") == 1:
                 node, output = source.split("/")
-                out[topic] = (node, output)
             else:
-                out[topic] = split_topic(topic)
+                node, output = split_topic(topic)
+            out[topic] = current_source(node, output)
         return out
 
     def topics_of(self, node: str) -> dict[str, str]:

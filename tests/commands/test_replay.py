@@ -30,7 +30,7 @@ nodes:
     outputs: [arm_targets]
   - id: arms
     path: ../nodes/drive/arms_sim.py
-    inputs: {joint_commands: ik/joint_commands}
+    inputs: {joint_commands: teleop/joint_commands}
     outputs: [joint_states]
   - id: recorder
     path: ../nodes/recording/recorder.py
@@ -219,3 +219,35 @@ def test_exact_without_a_journal_warns_and_shifted_stamps_are_refused(tmp_path, 
     assert "cannot be combined with --loop" in capsys.readouterr().err
     args = build_parser().parse_args(["replay", str(run), "--live", "nosuch", "--dry-run"])
     assert args.func(args) == 2
+
+
+def old_contract_run(tmp_path) -> Path:
+    """A run recorded when the IK was a node of its own (``ik``, with its own journal)."""
+    run = tmp_path / "run"
+    wiring = {"xr__controllers": "xr/controllers", "ik__joint_commands": "ik/joint_commands", "ik__journal": "ik/journal"}
+    w = RunWriter(run, {"dataflow_yaml": DATAFLOW, "dataflow_dir": str(tmp_path), "recorded_inputs": wiring}, start_ns=0)
+    w.append("xr__controllers", encode("LiftCommand", {"stamp_ns": 1, "velocity_m_s": 0.0}), {"seq": 0}, recv_ns=1)
+    w.append("ik__joint_commands", encode("LiftCommand", {"stamp_ns": 1, "velocity_m_s": 0.0}), {"seq": 0}, recv_ns=1)
+    journal = dict(stamp_ns=2, node="ik", first_step=0, step_events=[0, 1], event_inputs=["arm_targets"],
+                   event_seqs=[0], step_reads=[0, 1], clock_ns=[5], outputs=["joint_commands"], output_counts=[1])
+    w.append("ik__journal", encode("InputJournal", journal), {"seq": 0}, recv_ns=2)
+    w.close(3)
+    return run
+
+
+def test_a_run_of_the_separate_ik_node_is_refused_exactly_and_replays_on_a_given_dataflow(tmp_path, capsys):
+    run = old_contract_run(tmp_path)
+    args = build_parser().parse_args(["replay", str(run), "--exact", "--dry-run"])
+    assert args.func(args) == 2
+    err = capsys.readouterr().err
+    assert "no longer exist" in err and "'ik'" in err and "inside the teleop node" in err and "without --exact" in err
+    args = build_parser().parse_args(["replay", str(run), "--replace", "xr", "--dry-run"])
+    assert args.func(args) == 2
+    assert "pass --dataflow FILE" in capsys.readouterr().err
+    given = tmp_path / "today.yml"
+    given.write_text(DATAFLOW.replace("outputs: [arm_targets]", "outputs: [arm_targets, joint_commands]"))
+    args = build_parser().parse_args(["replay", str(run), "--dataflow", str(given), "--replace", "xr,teleop", "--dry-run"])
+    assert args.func(args) == 0
+    nodes = {n["id"]: n for n in yaml.safe_load(capsys.readouterr().out)["nodes"]}
+    # the old run's IK commands are replayed as teleop's, where today's arms read them
+    assert nodes["teleop"]["path"].endswith("replayer.py") and "joint_commands" in nodes["teleop"]["outputs"]
