@@ -1,11 +1,10 @@
-"""CPU per message of the control nodes' own loops, without dora: teleop, ik and arms in one process.
+"""CPU per message of the control nodes' own loops, without dora: teleop (with the IK) and arms in one process.
 
 Feeds each node's ``main`` a ``dora.testing.MockNode`` holding a synthetic run
 on a simulated clock: the demo script's XR reports at 90 Hz, arm joint states
 at 90 Hz, lift states at 50 Hz and the node's timer ticks at the period the
-tree's rate table gives its ``tick`` in the sim dataflow; ik gets the
-arm targets and states teleop produced from them, arms the joint commands ik
-produced. Every event carries its ``seq`` like a real one and its value is
+tree's rate table gives its ``tick`` in the sim dataflow; arms gets the
+joint commands teleop's IK produced. Every event carries its ``seq`` like a real one and its value is
 imported through the Arrow C data interface, as dora delivers it. It prints, per
 node, the CPU time of its loop (first event to the end of its stream, model
 loading excluded) per input event and per command, and the outputs per
@@ -201,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--tick-ms", action="append", default=[], metavar="NODE=MS",
-                    help="override a node's tick period (teleop or ik), e.g. teleop=10 to compare code at equal tick rates")
+                    help="override a node's tick period (teleop, which runs the IK too), e.g. teleop=20")
     ap.add_argument("--against", metavar="REV", default=None, help="compare with this commit, side by side")
     ap.add_argument("--blocks", type=int, default=6, help="with --against: runs per tree, alternating")
     ap.add_argument("--tree", type=Path, default=None, help="run on the sources under this directory")
@@ -215,7 +214,6 @@ def main(argv: list[str] | None = None) -> int:
     from teledora import models
     from teledora.models.config_files import load_demo_script, load_rate_table
     from teledora.nodes.drive import arms_sim
-    from teledora.nodes.ik import ik
     from teledora.nodes.teleop import teleop
     from teledora.operators.contract.messages import encode
     from teledora.operators.xr.scripted_operator import ScriptedOperator
@@ -232,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     lifts = [(t, encode("LiftState", {"stamp_ns": t, "height_m": 0.2, "velocity_m_s": 0.0, "homed": True}))
              for t in _times(t0 + 5_000_000, seconds, LIFT_HZ)]
     rates = load_rate_table()
-    tick_ms = {n: float(rates.timer_ms(n, "sim")) for n in ("teleop", "ik")}
+    tick_ms = {n: float(rates.timer_ms(n, "sim")) for n in ("teleop",)}
     for item in args.tick_ms:
         name, _, ms = item.partition("=")
         if name not in tick_ms:
@@ -248,11 +246,6 @@ def main(argv: list[str] | None = None) -> int:
 
     def outputs(n: TimedNode, output: str) -> list[tuple[int, pa.Array]]:
         return [(int(v.field("stamp_ns")[0].as_py()), v) for v in n.outputs.get(output, [])]
-
-    targets, states = outputs(node, "arm_targets"), outputs(node, "state")
-    node, cpu = _run(ik.main, _schedule({"arm_targets": targets, "teleop_state": states, "joint_states": joints, "lift": lifts}, ticks["ik"]),
-                     {"TELEDORA_ENDS_WITH": "arm_targets"})
-    rows.append(("ik", node.events, len(targets), cpu, len(node.outputs.get("joint_commands", []))))
 
     commands = outputs(node, "joint_commands")
     node, cpu = _run(arms_sim.main, _schedule({"joint_commands": commands, "sim_joint_states": joints}, None),

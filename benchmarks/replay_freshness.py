@@ -3,9 +3,9 @@
     python benchmarks/replay_freshness.py RUN [--replace xr,arms] [--speed 1]
 
 Replays RUN with ``teledora replay RUN --replace ...`` (the named nodes send
-their recorded outputs; the rest, ik included, runs live), then counts, in
+their recorded outputs; the rest, teleop and its IK included, runs live), then counts, in
 the original and in the replay's recording, the ik steps in which an arm held
-because its joint feedback was stale (``ik/joint_commands`` metadata
+because its joint feedback was stale (``teleop/joint_commands`` metadata
 ``left_status`` / ``right_status`` = ``stale_feedback``). Prints both shares
 and their ratio, measured side by side from one replay.
 """
@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO))
 
 from teledora.recording import RunReader  # noqa: E402
 
-TOPIC = "ik__joint_commands"
+TOPIC = "teleop__joint_commands"
 
 
 def stale_share(run: Path) -> tuple[int, int]:

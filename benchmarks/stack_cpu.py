@@ -8,7 +8,7 @@ recorder) with two nodes added:
   ``xr/controllers`` (a small struct at 90 Hz) and sends it on unchanged: the
   floor of what handling one message costs a Python dora node here;
 * ``probe``: the latency probe of benchmarks/xr_latency.py (receive times of
-  ``xr/controllers``, ``teleop/arm_targets`` and ``ik/joint_commands``).
+  ``xr/controllers``, ``teleop/arm_targets`` and ``teleop/joint_commands``).
 
 While the dataflow runs, the benchmark samples ``/proc/<pid>/stat`` (user +
 system CPU) and ``/proc/<pid>/status`` (VmHWM, peak resident set) of every
@@ -30,7 +30,7 @@ runs).
     python benchmarks/stack_cpu.py [--json out.json] [--keep-run DIR]
     python benchmarks/stack_cpu.py --node-env ekf:TELEDORA_BATCH_SPACING_S=0   # one node's env changed for a
                                                     # variant (repeatable; alternate the variants' runs)
-    python benchmarks/stack_cpu.py --control-only   # xr, teleop, ik, arms, base, lift, sim (+ echo, probe, and a
+    python benchmarks/stack_cpu.py --control-only   # xr, teleop (+IK), arms, base, lift, sim (+ echo, probe, and a
                                                     # counter node standing in for the recorder's message counts)
 """
 
@@ -54,8 +54,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE_KB = 1
-CONTROL = ("teleop", "ik", "arms", "base", "lift")
-CONTROL_PATH = {"xr", "teleop", "ik", "arms", "base", "lift", "sim"}
+CONTROL = ("teleop", "arms", "base", "lift")
+CONTROL_PATH = {"xr", "teleop", "arms", "base", "lift", "sim"}
 ECHO_INPUT = "xr/controllers"
 EXTRA_NODES = ("echo", "probe", "counter")  # the benchmark's own nodes, left out of the dataflow's totals
 
@@ -135,7 +135,7 @@ def build_dataflow(tmp: Path, probe_out: Path, control_only: bool,
         "inputs": {
             "controllers": {"source": "xr/controllers", "queue_size": 10000},
             "arm_targets": {"source": "teleop/arm_targets", "queue_size": 10000},
-            "joint_commands": {"source": "ik/joint_commands", "queue_size": 10000},
+            "joint_commands": {"source": "teleop/joint_commands", "queue_size": 10000},
             "echo": {"source": "echo/out", "queue_size": 10000},
         },
     })
@@ -298,7 +298,7 @@ def _holds(run_dir: Path) -> dict[str, int]:
     reader = RunReader(run_dir)
     out: dict[str, int] = {}
     for topic, (node, output) in reader.sources().items():
-        if output != "diagnostics" or node not in ("base", "lift", "arms", "ik"):
+        if output != "diagnostics" or node not in ("base", "lift", "arms", "teleop"):
             continue
         last = None
         for msg in reader.iter_topic(topic):
@@ -375,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--echo", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--count", type=Path, default=None, help=argparse.SUPPRESS)
-    ap.add_argument("--control-only", action="store_true", help="only the control path (xr, teleop, ik, arms, base, lift, sim)")
+    ap.add_argument("--control-only", action="store_true", help="only the control path (xr, teleop with the IK, arms, base, lift, sim)")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     ap.add_argument("--keep-run", type=Path, default=None, help="copy the recording here")
     ap.add_argument("--timeout-s", type=float, default=240.0)
@@ -531,9 +531,9 @@ def main(argv: list[str] | None = None) -> int:
     xr_in = counts.get("teleop", (0, 0))
     n_ctrl = topic_counts.get("xr/controllers", 0)
     n_targets = topic_counts.get("teleop/arm_targets", 0)
-    n_cmds = topic_counts.get("ik/joint_commands", 0)
+    n_cmds = topic_counts.get("teleop/joint_commands", 0)
     print(f"rates over the window: xr/controllers {n_ctrl / window_s:.1f} Hz, teleop/arm_targets {n_targets / window_s:.1f} Hz, "
-          f"ik/joint_commands {n_cmds / window_s:.1f} Hz")
+          f"teleop/joint_commands {n_cmds / window_s:.1f} Hz")
     for cam in ("chest", "top_front", "top_back", "left_wrist", "right_wrist"):
         if f"cameras/{cam}" in topic_counts and topic_counts[f"cameras/{cam}"]:
             print(f"  cameras/{cam}: {topic_counts[f'cameras/{cam}'] / window_s:.1f} Hz")

@@ -12,7 +12,7 @@ measures, per frame:
 * xr -> teleop: from the frame's arrival at the xr node (its receive stamp,
   ``XrControllers.stamp_ns``) to the probe receiving the ``arm_targets`` that
   reflect it (teleop tags them with dora metadata ``xr_stamp_ns``);
-* xr -> ik: to the probe receiving the first ``ik/joint_commands`` solved after
+* xr -> ik: to the probe receiving the first ``teleop/joint_commands`` solved after
   those targets reached the IK. The IK stamps each command with its solve time;
   two matchings bracket the truth: *lower* takes the first command solved after
   teleop computed the targets (may credit a solve that started just before they
@@ -85,7 +85,7 @@ def probe(out_path: Path) -> None:
 
 
 # -------------------------------------------------------------------- dataflow
-CONTROL_PATH = {"xr", "teleop", "ik", "arms", "base", "lift", "sim"}
+CONTROL_PATH = {"xr", "teleop", "arms", "base", "lift", "sim"}
 
 
 def build_dataflow(tmp: Path, probe_out: Path, with_sensing: bool) -> Path:
@@ -116,7 +116,7 @@ def build_dataflow(tmp: Path, probe_out: Path, with_sensing: bool) -> Path:
         "inputs": {
             "controllers": {"source": "xr/controllers", "queue_size": 10000},
             "arm_targets": {"source": "teleop/arm_targets", "queue_size": 10000},
-            "joint_commands": {"source": "ik/joint_commands", "queue_size": 10000},
+            "joint_commands": {"source": "teleop/joint_commands", "queue_size": 10000},
         },
     })
     # types live next to sim.yml; keep relative type references resolvable

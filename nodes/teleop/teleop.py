@@ -1,12 +1,23 @@
-"""teleop node: XR controller reports -> arm targets, base and lift commands.
+"""teleop node: XR controller reports -> arm targets, base and lift commands,
+and the IK's guarded joint references, in one process.
 
-Inputs: ``controllers`` (XrControllers), ``tick`` (dora timer, 50 Hz, so
-timeouts are evaluated without XR traffic), ``joint_states`` (JointState of the
-arms) and ``lift`` (LiftState), the last two for the robot's current grip poses
-(MuJoCo forward kinematics, run only for a step that anchors or holds an arm),
-which (re)anchoring needs: arms stay disabled until both have arrived.
-Outputs: ``arm_targets``, ``base_cmd``, ``lift_cmd``, ``state``, ``journal``
-(InputJournal, see teledora/runtime/node_journal.py), ``diagnostics``.
+The teleop scheme (operators/teleop/teleop_scheme.py) and the IK loop
+(operators/ik/ik_loop.py) run here one after the other: each step's arm
+targets and teleop state go straight into the IK loop, so a headset report
+reaches the solve without a dora hop between them.
+
+Inputs: ``controllers`` (XrControllers), ``joint_states`` (JointState of the 14
+arm + gripper joints), ``lift`` (LiftState) and ``tick`` (dora timer at the
+IK's control period, ik.yaml ``solver.control_period_s``: 10 ms). The joint and
+lift states anchor the scheme's arms (MuJoCo forward kinematics, run only for a
+step that anchors or holds an arm; arms stay disabled until both arrived) and
+start and correct the IK's reference.
+Outputs: ``arm_targets``, ``base_cmd``, ``lift_cmd``, ``state`` (the scheme's,
+recorded as the dataset's action), ``joint_commands`` (JointCommands: the 14
+joints' q_ref, feedforward dq_ref, status "ok" / "hold" / "failed"; per-arm
+reasons in the metadata ``left_status`` / ``right_status``), ``journal`` (one
+InputJournal of every input, see teledora/runtime/node_journal.py) and
+``diagnostics`` (the IK's figures under ``details.ik``).
 
 Outputs carry dora metadata ``xr_seq`` / ``xr_stamp_ns``: the newest XR report
 they reflect (latency tracing). Every controller report is applied in order
@@ -15,18 +26,31 @@ they reflect (latency tracing). Every controller report is applied in order
 stamped less than ``node.burst_spacing_s`` (4 ms, under half a 120 Hz
 frame) after it (a sender catching up in a burst), or by
 ``node.max_steps_per_batch`` (3) newer reports (a backlog, which thus
-collapses instead of growing). A tick publishes only when no step went out for
-``node.republish_s`` (50 ms). Of a step's outputs, ``base_cmd``,
-``lift_cmd`` and ``state`` go out only when they differ from the last sent (the
-stamp aside) or ``node.keepalive_s`` (0.1 s; 0: every step) has passed since:
-their receivers hold the newest value (operators/teleop/change_gate.py; counts
-in diagnostics ``unchanged_held``). ``arm_targets`` goes out with every step. Of the joint and lift states in a batch
-only the newest valid one is decoded and applied (an invalid newest one does not
-hide the valid one before it); forward kinematics runs lazily once per change.
+collapses instead of growing). A tick republishes the scheme's outputs only
+when no step went out for ``node.republish_s`` (50 ms). Of a step's outputs,
+``base_cmd``, ``lift_cmd`` and ``state`` go out only when they differ from the
+last sent (the stamp aside) or ``node.keepalive_s`` (0.1 s; 0: every step) has
+passed since: their receivers hold the newest value
+(operators/teleop/change_gate.py; counts in diagnostics ``unchanged_held``).
+``arm_targets`` goes out with every step. Of the joint and lift states in a
+batch only the newest valid one is decoded and applied (an invalid newest one
+does not hide the valid one before it); forward kinematics runs lazily once
+per change.
+
+The IK: every step hands the loop the scheme's state (reset requests, the
+e-stop) and then its arm targets, solved at once unless a solve ran within
+the last ``min_solve_spacing_s`` (then the next tick solves); ticks keep
+solving towards the last targets. An arm holds when it is disabled, its target
+is invalid or stale, or the joint feedback is stale; a failed QP holds both
+arms on the last good reference with zero feedforward. A holding arm measured
+farther than ``resync_threshold_rad`` from its reference restarts its
+reference from the measurement. Each increase of the scheme's ``reset_count``
+homes both arms through the IK (status "homing").
 
 The ``node.*`` values are teleop.yaml's ``node`` section.
 
 Args: ``--config`` teleop YAML (default: the shipped alohamini2/teleop.yaml),
+``--ik-config`` IK YAML (default: the shipped alohamini2/ik.yaml),
 ``--model`` MJCF for forward kinematics (default: the profile's model),
 ``--keepalive-s`` overrides ``node.keepalive_s``.
 """
@@ -43,6 +67,9 @@ import numpy as np
 from teledora import models
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 from teledora.operators.ik.grip_kinematics import GripKinematics
+from teledora.operators.ik.ik_loop import IkLoop
+from teledora.operators.ik.ik_model import build_ik_model
+from teledora.operators.ik.ik_solver import BimanualIk
 from teledora.operators.contract.messages import MessageError, require_joint_names
 from teledora.operators.model.robot_profile import RobotProfile
 from teledora.operators.geometry import Pose, matrix_to_quat
@@ -50,7 +77,7 @@ from teledora.operators.model.sides import SIDES
 from teledora.operators.errors import ConfigError
 from teledora.operators.teleop.change_gate import ChangeGate
 from teledora.operators.teleop.teleop_scheme import TeleopScheme
-from teledora.models.config_files import load_teleop_config
+from teledora.models.config_files import load_ik_config, load_teleop_config
 
 _OUTPUTS = (("arm_targets", "ArmTargets"), ("base_cmd", "BaseCommand"), ("lift_cmd", "LiftCommand"), ("state", "TeleopState"))
 # sent when they change or once a keep-alive period (operators/teleop/change_gate.py);
@@ -128,23 +155,104 @@ class LazyGrips(Mapping):
         return len(SIDES)
 
 
-def apply_newest_valid(io: NodeIO, kin: RobotGrips, robot_state: dict[str, list]) -> None:
-    """Applies the newest valid joint and lift state of a batch; older ones are skipped
-    unread (only the newest matters), invalid newer ones are counted and passed over."""
+def apply_newest_valid(io: NodeIO, kin: RobotGrips, robot_state: dict[str, list], loop: IkLoop | None = None) -> None:
+    """Applies the newest valid joint and lift state of a batch to the grips
+    and the IK loop; older ones are skipped unread (only the newest matters),
+    invalid newer ones are counted and passed over."""
+    # the lift first: the IK starts its reference from a joint state once it knows the lift
+    for event in reversed(robot_state["lift"]):
+        msg = io.decode(event, "LiftState")
+        if msg is not None:
+            kin.set_lift_height(msg["height_m"])
+            if loop is not None:
+                loop.on_lift(msg)
+            break
     for event in reversed(robot_state["joint_states"]):
         msg = io.decode(event, "JointState")
         if msg is None:
             continue
         try:
             kin.set_joints(msg["names"], msg["position"])
+            if loop is not None:
+                loop.on_joint_states(msg)
             break
         except MessageError as exc:
             io.reject(f"joint_states: {exc}")
-    for event in reversed(robot_state["lift"]):
-        msg = io.decode(event, "LiftState")
-        if msg is not None:
-            kin.set_lift_height(msg["height_m"])
-            break
+
+
+def build_ik_loop(config_path: Path | None) -> IkLoop:
+    """The IK loop of ik.yaml (default: the shipped one) for the profile's robot."""
+    config = load_ik_config(config_path)
+    profile = models.load_profile()
+    model = build_ik_model(models.path(config.solver.model), config.solver.add_floor)
+    return IkLoop(BimanualIk(model, profile, config.settings), config.workspace, config.node, profile)
+
+
+class IkStage:
+    """The IK half of the node: takes the scheme's state and arm targets in
+    process, solves, and sends ``joint_commands``.
+
+    Args:
+        io: The node's NodeIO (sending, rejecting, diagnostics).
+        loop: The IK loop (operators/ik/ik_loop.py).
+    """
+
+    def __init__(self, io: NodeIO, loop: IkLoop) -> None:
+        self.io = io
+        self.loop = loop
+
+    def solve(self, now_ns: int, trace: Mapping[str, int] | None = None) -> None:
+        cmd = self.loop.solve(now_ns)
+        if cmd is None:
+            return
+        meta = {f"{s}_status": self.loop.arms[s].status for s in SIDES}
+        meta.update(trace or {})
+        self.io.send("joint_commands", "JointCommands", cmd, meta)
+
+    def on_step(self, state: Mapping[str, Any], targets: Mapping[str, Any], now_ns: int,
+                trace: Mapping[str, int] | None = None) -> None:
+        """One step of the scheme: its state first (a latched e-stop stops
+        homing before the targets are taken), then its targets."""
+        self.on_state(state)
+        self.on_targets(targets, now_ns, trace)
+
+    def on_state(self, state: Mapping[str, Any]) -> None:
+        try:
+            self.loop.on_teleop_state(state)
+        except MessageError as exc:
+            self.io.reject(f"state: {exc}")
+
+    def on_targets(self, targets: Mapping[str, Any], now_ns: int, trace: Mapping[str, int] | None = None) -> None:
+        """Takes arm targets and solves at once unless a solve ran too recently;
+        targets that are not finite or in another frame are rejected and both
+        arms hold until valid ones come."""
+        try:
+            for side in SIDES:
+                t = targets[side]
+                if not (np.all(np.isfinite(t["position"])) and np.all(np.isfinite(t["orientation"])) and np.isfinite(t["gripper"])):
+                    raise MessageError(f"arm_targets.{side}: NaN or infinite value")
+            if self.loop.on_targets(targets, now_ns):
+                self.solve(now_ns, trace)
+        except MessageError as exc:
+            self.io.reject(f"arm_targets: {exc}")
+            self.loop.on_invalid_targets(str(exc))
+
+    def on_tick(self, now_ns: int, trace: Mapping[str, int] | None = None) -> None:
+        if self.loop.tick_due(now_ns):
+            self.solve(now_ns, trace)
+
+    def refresh(self) -> tuple[str, str]:
+        """The loop's figures into diagnostics (``details.ik``); the IK's level and message."""
+        loop = self.loop
+        self.io.diag.details["ik"] = loop.details()
+        if not loop.initialized:
+            return "warn", "ik waiting for joint_states and lift"
+        if loop.last_result is not None and loop.last_result.status == "failed":
+            return "error", loop.last_result.error
+        # an arm the operator does not drive (disabled, no target yet) is no fault
+        if any(a.status not in ("ok", "homing", "disabled", "no_target") for a in loop.arms.values()):
+            return "warn", ", ".join(f"{s}: {a.status}" for s, a in loop.arms.items())
+        return "ok", ""
 
 
 def stepped_reports(stamps: Sequence[int], burst_spacing_ns: int, max_steps: int) -> list[bool]:
@@ -158,9 +266,13 @@ def stepped_reports(stamps: Sequence[int], burst_spacing_ns: int, max_steps: int
     return keep
 
 
+_LEVELS = ("ok", "warn", "error")
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="teleop", description=__doc__.splitlines()[0])
     ap.add_argument("--config", type=Path, default=None, help="teleop YAML (default: shipped alohamini2/teleop.yaml)")
+    ap.add_argument("--ik-config", type=Path, default=None, help="IK YAML (default: shipped alohamini2/ik.yaml)")
     ap.add_argument("--model", type=Path, default=None, help="MJCF for forward kinematics")
     # the node's tuning is teleop.yaml's node section; this flag overrides one key of it
     ap.add_argument("--keepalive-s", type=float, default=None, help="overrides node.keepalive_s")
@@ -174,7 +286,10 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     scheme = TeleopScheme(config)
     tuning = config.node
     kin = RobotGrips(args.model or models.path(profile.model), profile)
+    loop = build_ik_loop(args.ik_config)
     io = NodeIO(make_node(node), node_id("teleop"), clock, journal=True)
+    io.diag.period_ns = int(loop.config.diagnostics_period_s * 1e9)
+    ik = IkStage(io, loop)
     try:
         gate = ChangeGate(tuning.keepalive_s if args.keepalive_s is None else args.keepalive_s)
     except ConfigError as exc:
@@ -195,15 +310,20 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         last_publish_ns = now_ns
         if out.state["events"]:
             io.diag.details["last_events"] = out.state["events"][-8:]
+        ik.on_step(out.state, out.arm_targets, now_ns, trace)
 
-    def refresh() -> None:  # the scheme's state into diagnostics, when a snapshot goes out
+    def refresh() -> None:  # the scheme's and the IK's state into diagnostics, when a snapshot goes out
         io.diag.details.update(
             estop_latched=scheme.estop_latched, release_armed=scheme.release_armed, arms_paused=scheme.arms_paused, reset_count=scheme.reset_count,
             robot_state_known=kin.known, reports_folded=dict(folded), unchanged_held=dict(gate.held),
             rejected_future_reports=scheme.rejected_future_reports,
         )
         level = "warn" if scheme.estop_latched or not kin.known else "ok"
-        io.diag.set_status(level, "e-stop latched" if scheme.estop_latched else ("no joint/lift state yet" if not kin.known else ""))
+        message = "e-stop latched" if scheme.estop_latched else ("no joint/lift state yet" if not kin.known else "")
+        ik_level, ik_message = ik.refresh()
+        if _LEVELS.index(ik_level) > _LEVELS.index(level):
+            level = ik_level
+        io.diag.set_status(level, "; ".join(m for m in (message, ik_message) if m))
 
     burst_spacing_ns = int(tuning.burst_spacing_s * 1e9)
     folded = {"burst": 0, "backlog": 0}  # reports applied without a step of their own, by cause
@@ -225,7 +345,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                 robot_state[eid].append(event)
             else:
                 io.reject(f"unexpected input {eid!r}")
-        apply_newest_valid(io, kin, robot_state)
+        apply_newest_valid(io, kin, robot_state, loop)
         if reports:
             steps = stepped_reports([int(m["stamp_ns"]) for m in reports], burst_spacing_ns, tuning.max_steps_per_batch)
             backlog = max(0, len(steps) - max(1, tuning.max_steps_per_batch))
@@ -239,10 +359,13 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                 trace.update(xr_seq=int(msg["seq"]), xr_stamp_ns=int(msg["stamp_ns"]))
                 if step:
                     publish(io.now())
-        else:
+            if ticked:
+                ik.on_tick(io.now(), trace)
+        elif ticked:
             now = io.now()
-            if ticked and now - last_publish_ns >= republish_ns:
+            if now - last_publish_ns >= republish_ns:
                 publish(now)
+            ik.on_tick(now, trace)
         io.publish_diagnostics(refresh=refresh)
     io.publish_diagnostics(force=True, refresh=refresh)
 

@@ -36,7 +36,7 @@ HARDWARE_PENDING = {
 }
 #: The machine split of the issue: device nodes on the robot, the rest on the workstation.
 ROBOT_NODES = {"arms", "base", "lift", "lidar_front", "lidar_back", "scan_merger", "flow", "ekf", "sim", "cameras"}
-WORKSTATION_NODES = {"xr", "teleop", "episodes", "ik", "renderer", "recorder", "mocap"}
+WORKSTATION_NODES = {"xr", "teleop", "episodes", "renderer", "recorder", "mocap"}
 #: Where the sim split differs: the sim cameras render on the workstation (there are no USB
 #: cameras to be near, and raw frames then stay off the link between the daemons).
 SIM_ON_WORKSTATION = {"cameras"}

@@ -2,12 +2,13 @@
 
 Two replays of one recording:
 
-* exact (``--live teleop,ik,scan_merger --exact``): every other node is
-  replayed, the three control nodes follow their recorded input journals,
+* exact (``--live teleop,scan_merger --exact``): every other node is
+  replayed, the two journaled nodes follow their recorded input journals,
   and every output they recorded comes out again byte-equal, in order (the
-  run includes a reset chord, so the ik's homing is replayed too);
+  run includes a reset chord, so the IK's homing inside teleop is replayed
+  too);
 * plain (sources xr, sim, lift, base replayed with ``--stamps recorded``;
-  teleop, ik and arms live without journals): every replayed topic arrives
+  teleop, with its IK, and arms live without journals): every replayed topic arrives
   complete and byte-equal, and ``arms`` (a per-message transform of the sim
   joint states) reproduces its output for every state it processed in both.
 """
@@ -35,13 +36,13 @@ pytestmark = pytest.mark.dataflow
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 REPLAYED = ("xr", "sim", "lift", "base")
-FOLLOWERS = ("teleop", "ik", "scan_merger")
+FOLLOWERS = ("teleop", "scan_merger")
 WANT = {"xr__controllers": 200, "sim__joint_states": 100, "arms__joint_states": 50, "scan_merger__scan": 20, "teleop__arm_targets": 50}
 
 
 # A short operator script: arms move and grip, the base drives and turns, two
-# X+Y+A+B chords reset the robot (the ik homes the arms), so that teleop, ik
-# and scan_merger all have work; then the run ends by itself.
+# X+Y+A+B chords reset the robot (the IK homes the arms), so that teleop (the
+# scheme and the IK) and scan_merger have work; then the run ends by itself.
 SHORT_SCRIPT = """
 hand_origin_m:
   left: [0.30, 0.20, 1.00]
@@ -172,7 +173,7 @@ def test_the_reset_chord_homed_the_arms_in_the_recorded_run(recorded):
     reader = RunReader(run)
     states = [decode("TeleopState", m.value) for m in reader.iter_topic("teleop__state")]
     assert states[-1]["reset_count"] == 1
-    commands = list(reader.iter_topic("ik__joint_commands"))
+    commands = list(reader.iter_topic("teleop__joint_commands"))
     statuses = [json.loads(m.metadata or "{}") for m in commands]
     homing = [k for k, st in enumerate(statuses) if "homing" in (st.get("left_status"), st.get("right_status"))]
     assert homing
@@ -190,7 +191,7 @@ def test_the_reset_chord_homed_the_arms_in_the_recorded_run(recorded):
 
 def test_exact_replay_keeps_the_recorded_stamps(replayed_exactly):
     run, replay_dir, _ = replayed_exactly
-    stamps = [[m.stamp_ns for m in RunReader(r).iter_topic("ik__joint_commands")] for r in (run, replay_dir)]
+    stamps = [[m.stamp_ns for m in RunReader(r).iter_topic("teleop__joint_commands")] for r in (run, replay_dir)]
     assert stamps[0] == stamps[1] and len(set(stamps[0])) > 100
 
 
@@ -222,6 +223,6 @@ def test_live_arms_node_reproduces_its_recorded_outputs(recorded_and_replayed):
 def test_live_nodes_ran_and_progress_was_reported(recorded_and_replayed):
     _, replay, stdout = recorded_and_replayed
     have = counts(replay)
-    assert have.get("teleop__arm_targets", 0) > 0 and have.get("ik__joint_commands", 0) > 0
+    assert have.get("teleop__arm_targets", 0) > 0 and have.get("teleop__joint_commands", 0) > 0
     for node in REPLAYED:
         assert f"replay {node} done:" in stdout

@@ -58,7 +58,7 @@ def test_demo_ends_by_itself_and_records_every_topic(demo_run) -> None:
     assert reader.complete
     expected = {
         "xr__controllers", "teleop__arm_targets", "teleop__base_cmd", "teleop__lift_cmd", "teleop__state",
-        "ik__joint_commands", "arms__servo_targets", "arms__joint_states", "base__wheel_commands", "base__odom",
+        "teleop__joint_commands", "arms__servo_targets", "arms__joint_states", "base__wheel_commands", "base__odom",
         "lift__state", "sim__joint_states", "sim__ground_truth",
     }
     assert expected <= set(reader.topics)

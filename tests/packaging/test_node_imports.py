@@ -33,8 +33,7 @@ RENDERING = {"mujoco", "OpenGL"}
 # (module under teledora.nodes, argv for main or None for import only, heavy modules it may load)
 CASES = [
     ("xr.xr_scripted", [], set()),
-    ("teleop.teleop", [], MUJOCO),  # forward kinematics of the grips
-    ("ik.ik", [], IK),
+    ("teleop.teleop", [], IK),  # forward kinematics of the grips, and the IK
     ("drive.arms_sim", [], set()),  # joint ranges come from the MJCF text
     ("drive.base_sim", [], set()),
     ("drive.lift_sim", [], set()),

@@ -12,7 +12,6 @@ import pytest
 from dora.testing import MockNode
 
 from teledora.models import load_profile
-from teledora.nodes.ik import ik
 from teledora.nodes.lidar import scan_merger
 from teledora.nodes.teleop import teleop
 from teledora.operators.recording.input_journal import JournalError
@@ -116,14 +115,15 @@ def test_teleop_follows_its_journal_to_the_same_bytes(tmp_path, monkeypatch) -> 
     events = teleop_events(60)
     live = Clumps(events)
     teleop.main([], node=live, clock=jittery_clock(1))
-    assert len(live.outputs["arm_targets"]) > 10 and live.outputs["journal"]
+    assert len(live.outputs["arm_targets"]) > 10 and len(live.outputs["joint_commands"]) > 10 and live.outputs["journal"]
     run = record_run(tmp_path, "teleop", {"journal": live.outputs["journal"]})
 
     monkeypatch.setenv(FOLLOW_ENV, run)
     # everything at once, a different clock, real ticks that must not count
     replay = MockNode(events[:5] + [tick(), tick()] + events[5:])
     teleop.main([], node=replay, clock=jittery_clock(2, start=5))
-    for output in ("arm_targets", "base_cmd", "lift_cmd", "state"):
+    # the scheme's outputs and the IK's joint commands solved in the same process
+    for output in ("arm_targets", "base_cmd", "lift_cmd", "state", "joint_commands"):
         assert digests(replay.outputs[output]) == digests(live.outputs[output]), output
     # without the journal the same inputs give other bytes (stamps, grouping)
     monkeypatch.delenv(FOLLOW_ENV)
@@ -198,22 +198,6 @@ def test_scan_merger_follows_its_journal_to_the_same_bytes(tmp_path, monkeypatch
         if i % 2:
             events.append(tick())
     assert_follows(tmp_path, monkeypatch, scan_merger, "scan_merger", "scan", events, 7, replay_node=OneByOne)
-
-
-def test_ik_follows_its_journal_to_the_same_bytes(tmp_path, monkeypatch) -> None:
-    t0 = 1_800_000_000_000_000_000
-    grips = {s: ik.build_loop(None).ik.grip_pose(s).position for s in ("left", "right")}
-    events = [event("joint_states", encode("JointState", dict(stamp_ns=t0, names=ARM, position=np.zeros(14), velocity=[], effort=[])), 0),
-              event("lift", encode("LiftState", dict(stamp_ns=t0, height_m=0.3, velocity_m_s=0.0, homed=True)), 0)]
-    for i in range(30):
-        t = t0 + i * 10 * MS
-        arm = {s: dict(enabled=True, position=grips[s] + [0.002 * i, 0.0, 0.001 * i], orientation=[0.0, 0.0, 0.0, 1.0],
-                       gripper=0.1, slow=False) for s in ("left", "right")}
-        events.append(event("arm_targets", encode("ArmTargets", dict(stamp_ns=t, frame_id="base_link", **arm)), i))
-        events.append(event("joint_states", encode("JointState", dict(stamp_ns=t, names=ARM, position=np.full(14, 0.001 * i),
-                                                                      velocity=[], effort=[])), i + 1))
-        events.append(tick())
-    assert_follows(tmp_path, monkeypatch, ik, "ik", "joint_commands", events, 4)
 
 
 def test_an_unnumbered_data_input_is_reported_once(monkeypatch) -> None:

@@ -107,9 +107,9 @@ def test_the_shipped_table_puts_the_actuators_first_and_only_the_control_path_in
     table = load_scheduling_config()
     assert table.enabled is False  # opt-in (docs/architecture.md, "Scheduling")
     table = SchedulingConfig(True, table.cpu_budget_ms, table.daemon, table.nodes)
-    assert set(table.nodes) == {"xr", "teleop", "ik", "arms", "base", "lift"}
+    assert set(table.nodes) == {"xr", "teleop", "arms", "base", "lift"}
     prio = {n: s.priority for n, s in table.nodes.items()}
-    assert table.daemon.priority > prio["arms"] == prio["base"] == prio["lift"] > prio["ik"] > prio["teleop"] > prio["xr"]
+    assert table.daemon.priority > prio["arms"] == prio["base"] == prio["lift"] > prio["teleop"] > prio["xr"]
     assert table.for_node("recorder") is None and table.for_node("cameras") is None
 
 

@@ -221,6 +221,40 @@ def test_outputs_carry_the_xr_report_for_tracing():
     assert node.meta == [{"xr_seq": 20, "xr_stamp_ns": 20 * MS, "seq": 0}]
 
 
+def test_a_report_is_solved_by_the_ik_in_the_same_step_that_sends_its_targets():
+    from dora.testing import MockNode as _Mock
+
+    class Recording(OneByOne):
+        def __init__(self, inputs):
+            super().__init__(inputs)
+            self.sent: list[tuple[str, dict]] = []
+
+        def next(self, timeout=None):
+            event = super().next(timeout)
+            self.sent.append(("<next>", {}))
+            return event
+
+        def send_output(self, output_id, data, metadata=None):
+            self.sent.append((output_id, dict(metadata or {})))
+            return _Mock.send_output(self, output_id, data, metadata)
+
+    inputs = [LIFT, ("joint_states", joints()), ("controllers", controllers(20 * MS)),
+              ("controllers", controllers(40 * MS, left=hand(40 * MS, (0.35, 0.2, 1.02))))]
+    node = Recording(inputs)
+    teleop.main([], node=node, clock=Clock())
+    sent = [(o, m) for o, m in node.sent if o not in ("journal", "diagnostics")]
+    # between two reads of the stream: the report's targets, then the joint commands solved from them
+    for seq in (20, 40):
+        k = next(i for i, (o, m) in enumerate(sent) if o == "arm_targets" and m["xr_seq"] == seq)
+        step = sent[k:next(i for i in range(k, len(sent)) if sent[i][0] == "<next>")]
+        commands = [m for o, m in step if o == "joint_commands"]
+        assert len(commands) == 1 and commands[0]["xr_seq"] == seq, step
+    cmds = [decode("JointCommands", a) for a in node.outputs["joint_commands"]]
+    assert cmds and all(c["names"] == ARM for c in cmds)
+    # the second report moved the left hand: its solve moves the left arm's reference
+    assert np.max(np.abs(np.array(cmds[-1]["q_ref"][:6]) - np.array(cmds[0]["q_ref"][:6]))) > 0
+
+
 def test_targets_ride_with_the_lift():
     # same controller pose, lift raised by 0.1 m between two reports: the target rises with it
     lift_low = encode("LiftState", dict(stamp_ns=0, height_m=0.3, velocity_m_s=0.0, homed=True))

@@ -30,7 +30,7 @@ def clock():
 def test_a_report_from_the_future_is_rejected_and_raises_the_level():
     ahead = dict(left=hand(AHEAD_NS, stick=[0.0, -1.0]), right=hand(AHEAD_NS, (0.3, -0.2, 1.0)))
     sound = controllers(NOW_NS - 10 * MS)
-    inputs = [("joint_states", joints()), LIFT, ("controllers", sound), ("controllers", controllers(AHEAD_NS, **ahead))]
+    inputs = [LIFT, ("joint_states", joints(NOW_NS - 10 * MS)), ("controllers", sound), ("controllers", controllers(AHEAD_NS, **ahead))]
     node: MockNode = OneByOne(inputs)
     teleop.main([], node=node, clock=clock())
     diag = decode("Diagnostics", node.outputs["diagnostics"][-1])

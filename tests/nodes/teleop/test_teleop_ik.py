@@ -1,5 +1,9 @@
-"""ik node with dora.testing.MockNode: start-up, tracking, holds, rejection, rate cap,
-homing on a teleop reset request."""
+"""The IK half of the teleop node (IkStage) with dora.testing.MockNode: start-up,
+tracking, holds, rejection, rate cap, homing on a teleop reset request.
+
+The scheme's targets and state are handed to the stage as the node does, in
+process; the test feeds them as timed events so that each can be placed
+among joint states and ticks."""
 
 from __future__ import annotations
 
@@ -11,7 +15,8 @@ import pytest
 from dora.testing import MockNode
 
 from teledora import models
-from teledora.nodes.ik import ik as ik_node
+from teledora.nodes.teleop import teleop
+from teledora.runtime.node_io import NodeIO
 from teledora.operators.contract.messages import decode, encode, schema
 
 PROFILE = models.load_profile()
@@ -74,7 +79,7 @@ def tick() -> pa.Array:
     return pa.array([0], type=pa.uint64())
 
 
-_LOOP = ik_node.build_loop(None)
+_LOOP = teleop.build_ik_loop(None)
 GRIP_POS = {s: _LOOP.ik.grip_pose(s).position for s in ("left", "right")}
 GRIP_QUAT = list(_LOOP.ik.grip_pose("left").orientation)
 
@@ -85,10 +90,44 @@ def teleop_state(t_ns: int, reset_count: int, estop: bool = False) -> pa.Array:
                                       right_pinch="full", reset_count=reset_count, events=[]))
 
 
+def run_ik(node, clock) -> None:
+    """The teleop node's IK path: joint and lift states through the node's
+    own newest-valid step, the scheme's state and targets (rows as the scheme
+    builds them, unchecked) and ticks to the stage, diagnostics as the node
+    publishes them."""
+    io = NodeIO(node, "teleop", clock)
+    loop = teleop.build_ik_loop(None)
+    stage = teleop.IkStage(io, loop)
+    kin = teleop.RobotGrips(models.path(PROFILE.model), PROFILE)
+    io.diag.period_ns = int(loop.config.diagnostics_period_s * 1e9)
+
+    def refresh() -> None:
+        io.diag.set_status(*stage.refresh())
+
+    while (batch := io.next_batch()) is not None:
+        robot_state: dict[str, list] = {"joint_states": [], "lift": []}
+        for event in batch:
+            if event["type"] == "INPUT" and event["id"] in robot_state:
+                robot_state[event["id"]].append(event)
+        teleop.apply_newest_valid(io, kin, robot_state, loop)
+        for event in batch:
+            if event["type"] != "INPUT":
+                continue
+            eid = event["id"]
+            if eid == "teleop_state":
+                stage.on_state(event["value"].to_pylist()[0])
+            elif eid == "arm_targets":
+                stage.on_targets(event["value"].to_pylist()[0], io.now())
+            elif eid == "tick":
+                stage.on_tick(io.now())
+        io.publish_diagnostics(refresh=refresh)
+    io.publish_diagnostics(force=True, refresh=refresh)
+
+
 def run_node(timed_inputs):
     clock = Clock()
     node = SteppedNode(timed_inputs, clock)
-    ik_node.main([], node=node, clock=clock)
+    run_ik(node, clock)
     cmds = [decode("JointCommands", a) for a in node.outputs.get("joint_commands", [])]
     diags = [decode("Diagnostics", a) for a in node.outputs.get("diagnostics", [])]
     return cmds, diags, node.command_metadata
@@ -99,8 +138,12 @@ def run(timed_inputs):
     return cmds, diags
 
 
+def ik_details(diag: dict) -> dict:
+    return json.loads(diag["details_json"])["ik"]
+
+
 def fk(q_ref: np.ndarray, names) -> dict[str, np.ndarray]:
-    loop = ik_node.build_loop(None)
+    loop = teleop.build_ik_loop(None)
     q = dict(zip(names, q_ref))
     loop.ik.reset(q, lift_joint=0.0)
     return {s: loop.ik.grip_pose(s).position for s in ("left", "right")}
@@ -174,7 +217,7 @@ def test_stale_joint_states_hold_both_arms():
     np.testing.assert_array_equal(stale[-1]["dq_ref"], 0.0)
     np.testing.assert_array_equal(stale[-1]["q_ref"], stale[-2]["q_ref"])
     assert np.max(np.abs(stale[-1]["q_ref"] - cmds[first_stale - 1]["q_ref"])) <= lead + 1e-9
-    details = json.loads(diags[-1]["details_json"])
+    details = ik_details(diags[-1])
     assert details["arms"]["left"]["status"] == "stale_feedback"
 
 
@@ -194,7 +237,7 @@ def test_invalid_targets_are_rejected_and_hold():
     assert np.max(np.abs(cmds[-1]["q_ref"] - cmds[0]["q_ref"])) <= cap * 0.02 + 1e-12
     assert diags[-1]["rejected"] == 1
     assert "NaN" in diags[-1]["last_error"]
-    assert json.loads(diags[-1]["details_json"])["arms"]["left"]["status"] == "invalid_target"
+    assert ik_details(diags[-1])["arms"]["left"]["status"] == "invalid_target"
 
 
 def test_wrong_frame_or_far_target_holds():
@@ -202,8 +245,8 @@ def test_wrong_frame_or_far_target_holds():
                           (20 * MS, "arm_targets", targets(20 * MS, arm([5.0, 0.0, 0.5]), arm(GRIP_POS["right"] + [0.05, 0, 0])))]
     cmds, diags = run(inputs)
     assert len(cmds) == 1
-    assert json.loads(diags[-1]["details_json"])["arms"]["left"]["status"] == "invalid_target"
-    assert json.loads(diags[-1]["details_json"])["arms"]["right"]["status"] == "ok"
+    assert ik_details(diags[-1])["arms"]["left"]["status"] == "invalid_target"
+    assert ik_details(diags[-1])["arms"]["right"]["status"] == "ok"
     assert diags[-1]["rejected"] == 1 and "frame_id" in diags[-1]["last_error"]
 
 
@@ -226,7 +269,7 @@ def test_projection_is_reported_in_diagnostics():
     inputs = startup() + [(10 * MS, "joint_states", joints(10 * MS)),
                           (10 * MS, "arm_targets", targets(10 * MS, arm(below_floor), arm(GRIP_POS["right"])))]
     _, diags = run(inputs)
-    proj = json.loads(diags[-1]["details_json"])["arms"]["left"]["projection_m"]
+    proj = ik_details(diags[-1])["arms"]["left"]["projection_m"]
     assert proj == pytest.approx(0.3 + 0.03, abs=1e-6)  # projected up to box_min z = 0.03
 
 
@@ -260,19 +303,6 @@ def test_unknown_joint_names_are_rejected_and_do_not_initialise():
     assert diags[-1]["rejected"] == 1 and "left_wrist_spin" in diags[-1]["last_error"]
 
 
-def test_burst_keeps_only_the_newest_target():
-    goal_old = GRIP_POS["left"] + [0.0, 0.0, -0.1]
-    goal_new = GRIP_POS["left"] + [0.0, 0.0, 0.1]
-    node = MockNode([("lift", lift(0)), ("joint_states", joints(0)),
-                     ("arm_targets", targets(0, arm(goal_old), arm(GRIP_POS["right"]))),
-                     ("arm_targets", targets(0, arm(goal_new), arm(GRIP_POS["right"])))])
-    ik_node.main([], node=node, clock=lambda: 0)
-    cmds = [decode("JointCommands", a) for a in node.outputs["joint_commands"]]
-    assert len(cmds) == 1
-    grips = fk(cmds[0]["q_ref"], cmds[0]["names"])
-    assert grips["left"][2] > GRIP_POS["left"][2]  # moved towards the newest target
-
-
 def test_holding_arm_moved_by_hand_restarts_from_the_measurement():
     sagged = dict(HOME, left_shoulder_lift=HOME["left_shoulder_lift"] - 0.5)
     inputs = startup()
@@ -284,7 +314,7 @@ def test_holding_arm_moved_by_hand_restarts_from_the_measurement():
     q = dict(zip(cmds[-1]["names"], cmds[-1]["q_ref"]))
     assert q["left_shoulder_lift"] == pytest.approx(sagged["left_shoulder_lift"])
     assert q["right_shoulder_lift"] == pytest.approx(HOME["right_shoulder_lift"], abs=0.02)
-    assert json.loads(diags[-1]["details_json"])["resyncs"] == 1
+    assert ik_details(diags[-1])["resyncs"] == 1
 
 
 def test_small_tracking_lag_does_not_resync():
@@ -297,7 +327,7 @@ def test_small_tracking_lag_does_not_resync():
     cmds, diags = run(inputs)
     q = dict(zip(cmds[-1]["names"], cmds[-1]["q_ref"]))
     assert q["left_shoulder_lift"] == pytest.approx(HOME["left_shoulder_lift"])
-    assert json.loads(diags[-1]["details_json"])["resyncs"] == 0
+    assert ik_details(diags[-1])["resyncs"] == 0
 
 
 def test_a_teleop_reset_request_homes_the_arms_with_status_homing():
@@ -323,7 +353,7 @@ def test_a_teleop_reset_request_homes_the_arms_with_status_homing():
     # on its way home (about 3.8 mm a tick once under way: half the gap in 0.2 s), not there at once
     assert gap[-1] < 0.6 * gap[0] and gap[-1] > 0.005
     assert np.all(np.diff(gap[8:]) < -0.003)
-    details = json.loads(diags[-1]["details_json"])
+    details = ik_details(diags[-1])
     assert details["resets"] == 1 and details["homing"] == {"left": True, "right": True}
     # homing is the robot's own motion, not a fault: the node's own level stays ok, and only the
     # rejected teleop_state of this period raises the report to warn (with its own message)
