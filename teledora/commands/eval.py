@@ -315,18 +315,19 @@ GRIPPER_TOPICS = ("sim__joint_states", "arms__joint_states")  # the sim's truth 
 def _episode_runner(checkpoint: str) -> str:
     """The `teledora demo` script that plays the episodes for ``checkpoint``.
 
-    The scripted demonstrator needs nothing more. A checkpoint needs the policy
-    node, which is where it plugs in: a dataflow whose xr/teleop side is the
-    policy reading the cameras and joint states.
+    The scripted demonstrator needs nothing more. A checkpoint plugs in here:
+    it needs a sim dataflow with the policy node (nodes/policy) driving in the
+    operator's place, which the shipped dataflows do not have yet.
 
     Raises:
         EvalInputError: a checkpoint (not ``scripted``).
     """
     if checkpoint == SCRIPTED:
         return "pick-place"
-    raise EvalInputError(f"{checkpoint!r}: evaluating a checkpoint needs the policy node, which is not part of this "
-                         f"installation yet; `teledora eval policy {SCRIPTED}` evaluates the scripted demonstrator "
-                         "on the same seeded episodes")
+    raise EvalInputError(f"{checkpoint!r}: evaluating a checkpoint needs the policy node in the sim dataflow, driving "
+                         "in the operator's place, and the shipped dataflows do not run it yet (docs/policy.md); "
+                         f"`teledora eval policy {SCRIPTED}` evaluates the scripted demonstrator on the same seeded "
+                         "episodes")
 
 
 def judge_policy_run(run_dir: Path, seed: int, episodes: int) -> dict[str, Any]:
