@@ -162,7 +162,8 @@ def _run_dataflow(args: argparse.Namespace, dataflow: Path, run_dir: Path, env: 
     dora = Path(sys.executable).parent / "dora"
     cmd = [str(dora) if dora.exists() else "dora", "run", str(dataflow)]
     # the demo ends by itself (~80 s unloaded); a seeded pick and place adds ~18 s an episode
-    stop_after = args.stop_after or (f"{300 + 40 * (getattr(args, 'episodes', None) or 1)}s" if args.demo else None)
+    seeded_episodes = (getattr(args, "episodes", None) or 1) if getattr(args, "seed", None) is not None else 0
+    stop_after = args.stop_after or (f"{300 + 40 * seeded_episodes}s" if args.demo else None)
     if stop_after:
         cmd += ["--stop-after", stop_after]
     with_viewer = " (with the viewer node added)" if view_dir is not None else ""
