@@ -12,12 +12,14 @@ measures, per frame:
 * xr -> teleop: from the frame's arrival at the xr node (its receive stamp,
   ``XrControllers.stamp_ns``) to the probe receiving the ``arm_targets`` that
   reflect it (teleop tags them with dora metadata ``xr_stamp_ns``);
-* xr -> ik: to the probe receiving the first ``teleop/joint_commands`` solved after
-  those targets reached the IK. The IK stamps each command with its solve time;
-  two matchings bracket the truth: *lower* takes the first command solved after
-  teleop computed the targets (may credit a solve that started just before they
-  arrived), *upper* the first solved after the probe itself received them (may
-  skip one solve when the IK got them first).
+* xr -> ik: to the probe receiving the first ``teleop/joint_commands`` solved
+  from that report. *traced*: the first command whose metadata ``xr_stamp_ns``
+  names the report (the IK runs in teleop's process and tags its commands).
+  Two matchings by stamp serve runs whose commands carry no tag: *lower* takes
+  the first command solved at or after teleop computed the targets, *upper* the
+  first solved after the probe itself received them (with the IK in teleop's
+  process the same step's solve goes out before the probe has the targets, so
+  *upper* then counts the next tick's solve).
 
 The probe adds one dora hop to every figure, so the numbers are conservative.
 ``--cost`` instead measures, in one process, the CPU time per frame of the two
@@ -76,7 +78,7 @@ def probe(out_path: Path) -> None:
         eid = event["id"]
         # only the stamp is needed: read that one field (a full decode would slow the probe down)
         row = {"id": eid, "recv_ns": t, "stamp_ns": int(event["value"].field("stamp_ns")[0].as_py())}
-        if eid == "arm_targets":
+        if eid in ("arm_targets", "joint_commands"):
             row["xr_stamp_ns"] = int(event["metadata"].get("xr_stamp_ns", -1))
         if eid == "joint_commands" and not ready.exists():
             ready.write_text("ik is solving")  # the whole loop is up: the benchmark may start
@@ -177,8 +179,16 @@ def analyse(rows: list[dict], start_ns: int) -> dict[str, np.ndarray]:
             i = int(np.searchsorted(cmd_stamps, after, side="left"))
             if i < len(cmds):
                 bound.append(cmds[i]["recv_ns"] - x)
+    # the first joint command that names the report (teleop's IK tags its commands
+    # with the report behind their targets): no matching needed
+    traced: dict[int, int] = {}
+    for c in cmds:
+        x = c.get("xr_stamp_ns", -1)
+        if x in ctrl and x >= t0 and x not in traced:
+            traced[x] = c["recv_ns"] - x
     return {k: np.array(v) / 1e6 for k, v in
-            (("xr->probe", hop), ("xr->teleop", teleop), ("xr->ik lower", lower), ("xr->ik upper", upper))}
+            (("xr->probe", hop), ("xr->teleop", teleop), ("xr->ik lower", lower), ("xr->ik upper", upper),
+             ("xr->ik traced", list(traced.values())))}
 
 
 def cost(frames: int) -> None:
