@@ -1,9 +1,10 @@
-"""Support for the IK benchmarks: drive ``IkLoop`` with the calls the ``ik``
-node makes, and check configurations with MuJoCo's own collision detection.
+"""Support for the IK benchmarks: drive ``IkLoop`` with the calls the teleop
+node's IK makes, and check configurations with MuJoCo's own collision detection.
 
 ``NodeDriver`` replays a node's input timeline without dora: arm targets and
 joint states at the XR / arm rate (90 Hz), lift states at 50 Hz and timer ticks
-every control period, each handled the way ``nodes/ik/ik.py`` handles it
+every control period, each handled the way ``IkStage`` in
+``nodes/teleop/teleop.py`` handles it
 (``on_targets`` then an immediate solve when it says so, ``tick_due`` then a
 solve). The joint states it feeds back are the IK's own last command (ideal
 tracking).

@@ -183,7 +183,7 @@ KINDS: dict[str, tuple[Field, ...]] = {
         Field("kept", I64),
         Field("discarded", I64),
     ),
-    # ik/joint_commands: arm and gripper joints, name-addressed.
+    # teleop/joint_commands (the IK's): arm and gripper joints, name-addressed.
     "JointCommands": (
         _stamp(),
         _names(),

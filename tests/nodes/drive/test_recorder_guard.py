@@ -84,7 +84,7 @@ def test_guard_off_for_runs_without_recording(base_wired, monkeypatch):
 
 def test_arms_hold_their_last_target_until_the_recorder_answers(monkeypatch):
     monkeypatch.setenv("DORA_NODE_CONFIG", node_config("arms", {
-        "joint_commands": "ik/joint_commands", "sim_joint_states": "sim/joint_states", "recorder_status": "recorder/status"}))
+        "joint_commands": "teleop/joint_commands", "sim_joint_states": "sim/joint_states", "recorder_status": "recorder/status"}))
     monkeypatch.setenv("TELEDORA_RECORDER_TIMEOUT_S", "3600")  # the arms node reads the host clock
     joints = load_profile("alohamini2/profile.yaml").arm_joint_names
     command = encode("JointCommands", {"stamp_ns": 0, "names": joints, "q_ref": [0.1] * len(joints),
