@@ -212,7 +212,7 @@ class ActionMapper:
         targets: dict[str, Any] = {"stamp_ns": stamp_ns, "frame_id": self.base_frame}
         for side in SIDES:
             p, r = poses[side]
-            gripper = float(q_used[self.names.index(f"{side}_gripper")])
+            gripper = float(q_used[self.names.index(teledora_joint(side, "gripper"))])
             targets[side] = {"enabled": True, "position": [float(v) for v in p],
                              "orientation": [float(v) for v in matrix_to_quat(r)], "gripper": gripper, "slow": False}
         k = 2 * len(ARM_JOINTS)
