@@ -64,6 +64,9 @@ class Field:
         optional_empty: Allows an empty list even when ``same_length_as`` is set.
         unique: List elements must be unique and non-empty (joint names).
         quaternion: Four-element (x, y, z, w) unit quaternion.
+        added_default: Set on a field added to a kind after messages of it were
+            recorded: a message without it (an older run, or an older sender)
+            reads as having this value.
     """
 
     name: str
@@ -74,6 +77,7 @@ class Field:
     optional_empty: bool = False
     unique: bool = False
     quaternion: bool = False
+    added_default: Any = None
 
 
 F64, I64, I32, I16, BOOL, STR = pa.float64(), pa.int64(), pa.int32(), pa.int16(), pa.bool_(), pa.string()
@@ -169,6 +173,8 @@ KINDS: dict[str, tuple[Field, ...]] = {
         Field("right_pinch", STR),
         Field("reset_count", I64),
         Field("events", STR_LIST),
+        # who drives the robot (operators/policy/authority.py); runs from before it read "operator"
+        Field("driver", STR, added_default="operator"),
     ),
     # episodes/marks: the operator's episode boundaries (start, keep, discard) with the task text.
     "EpisodeMark": (_stamp(), Field("event", STR), Field("task", STR)),
@@ -383,7 +389,17 @@ def _extra_scan_check(msg: Mapping[str, Any]) -> None:
         raise MessageError("LaserScan.range_min must be < range_max")
 
 
+# TeleopState.driver: who drives (the selector's drivers, operators/policy/authority.py)
+TELEOP_DRIVERS = ("operator", "policy", "stopped")
+
+
+def _extra_teleop_state_check(msg: Mapping[str, Any]) -> None:
+    if msg["driver"] not in TELEOP_DRIVERS:
+        raise MessageError(f"TeleopState.driver must be one of {TELEOP_DRIVERS}, got {msg['driver']!r}")
+
+
 _EXTRA_CHECKS: dict[str, Callable[[Mapping[str, Any]], None]] = {
+    "TeleopState": _extra_teleop_state_check,
     "MocapPose": _extra_mocap_check,
     "Diagnostics": _extra_diagnostics_check,
     "LaserScan": _extra_scan_check,
@@ -393,6 +409,16 @@ _EXTRA_CHECKS: dict[str, Callable[[Mapping[str, Any]], None]] = {
 
 SCHEMAS: dict[str, pa.StructType] = {
     kind: pa.struct([pa.field(f.name, f.type) for f in fields]) for kind, fields in KINDS.items()
+}
+
+# The Arrow type a kind had before its added fields (a recorded or older message
+# of it decodes with their defaults), and those defaults.
+_ADDED: dict[str, dict[str, Any]] = {
+    kind: {f.name: f.added_default for f in fields if f.added_default is not None} for kind, fields in KINDS.items()
+}
+_ADDED = {kind: added for kind, added in _ADDED.items() if added}
+_OLDER_SCHEMAS: dict[str, pa.StructType] = {
+    kind: pa.struct([pa.field(f.name, f.type) for f in KINDS[kind] if f.name not in added]) for kind, added in _ADDED.items()
 }
 
 
@@ -563,6 +589,9 @@ def _to_python(spec: _Spec, v: Any, parent: str) -> Any:
 
 def _normalise(where: str, plan: _Plan, msg: Mapping[str, Any]) -> dict[str, Any]:
     names, specs = plan.names, plan.specs
+    added = _ADDED.get(where)
+    if added and any(k not in msg for k in added):
+        msg = {**added, **msg}
     if len(msg) != len(names) or not names.issuperset(msg):
         missing = [s.name for s in specs if s.name not in msg]
         extra = [k for k in msg if k not in names]
@@ -651,13 +680,16 @@ def decode(kind: str, value: pa.Array, limits: Any = None, now_ns: int | None = 
     struct = schema(kind)
     if not isinstance(value, pa.Array):
         raise MessageError(f"{kind}: expected a pyarrow Array, got {type(value).__name__}")
-    if value.type != struct:  # a message fresh from dora brings its own type object: compared in full
+    older = value.type != struct and kind in _OLDER_SCHEMAS and value.type == _OLDER_SCHEMAS[kind]
+    if value.type != struct and not older:  # a message fresh from dora brings its own type object: compared in full
         raise MessageError(f"{kind}: wrong Arrow type {value.type}; expected {struct}")
     if len(value) != 1:
         raise MessageError(f"{kind}: expected exactly one message, got {len(value)}")
     row = value.to_pylist()[0]
     if row is None:
         raise MessageError(f"{kind}: null message")
+    if older:
+        row = {**_ADDED[kind], **row}
     msg = _from_row(kind, _PLANS[kind], row)
     _check(kind, msg)
     if limits is not None:

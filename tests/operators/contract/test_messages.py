@@ -38,7 +38,7 @@ SAMPLES = {
                          kept=1, discarded=1),
     "TeleopState": dict(stamp_ns=1, estop_latched=False, release_armed=False, arms_paused=True, left_clutched=False, right_clutched=True,
                         left_slow=False, right_slow=False, left_pinch="full", right_pinch="fine", reset_count=0,
-                        events=["arms_paused:menu"]),
+                        events=["arms_paused:menu"], driver="policy"),
     "JointCommands": dict(stamp_ns=1, names=NAMES, q_ref=[0.1, 0.2], dq_ref=[0.0, 0.0], status="ok"),
     "JointState": dict(stamp_ns=1, names=NAMES, position=[0.1, 0.2], velocity=[0.0, 0.0], effort=[]),
     "WheelCommands": dict(stamp_ns=1, left=1344, back=0, right=-1344),
