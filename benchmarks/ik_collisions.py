@@ -321,15 +321,11 @@ def run(loop: IkLoop | None, episodes: int, seed: int = 0, legs: int = 4, check:
                 nonlocal penetrated
                 ik = loop.ik
                 cmd = solve.command
-                check.set(cmd["names"], cmd["q_ref"], lift)
                 times.append(solve.t_ns)
                 refs.append(np.array([v for n, v in zip(cmd["names"], cmd["q_ref"]) if n in arm_names]))
-                d, pair = check.closest(0.05)
-                res.solves += 1
                 key = "+".join(sorted(set(attacks.values())))
-                res.per_attack_min[key] = min(res.per_attack_min.get(key, np.inf), d)
+                d, pair = check_solve(res, check, contacts, clearance, cmd, lift, episode, key)
                 if d < clearance - 1e-9:
-                    res.below_clearance += 1
                     if on_violation is not None:
                         r = loop.last_result
                         counts = {m: ik.reference.counts[m] - seen["counts"][m] for m in ik.reference.counts}
@@ -341,15 +337,7 @@ def run(loop: IkLoop | None, episodes: int, seed: int = 0, legs: int = 4, check:
                             (solve.t_ns - seen["t_ns"]) / 1e6))
                 seen.update(relaxed=ik.relaxed_solves, refused=ik.plans_refused, counts=dict(ik.reference.counts),
                             t_ns=solve.t_ns)
-                if d < 0:
-                    res.penetrations += 1
-                    penetrated = True
-                if d < res.min_distance_m:
-                    res.min_distance_m = d
-                    res.worst_pair = pair_label(check, pair)
-                    res.worst_attack = key
-                    res.worst_episode = episode
-                measure_contacts(res.contact, check, contacts, clearance, episode, (d, pair))
+                penetrated = penetrated or d < 0
 
             driver.run(LEG_S, lambda t, msg=msg: msg, on_solve)
         res.penetrating_episodes += penetrated
@@ -366,6 +354,25 @@ def run(loop: IkLoop | None, episodes: int, seed: int = 0, legs: int = 4, check:
                   f"{res.cap_violations}, {time.perf_counter() - t0:.0f} s", flush=True)
     res.seconds = time.perf_counter() - t0
     return res
+
+
+def check_solve(res: AdversarialResult, check: MujocoCollisionCheck, contacts: ContactDistances, clearance: float,
+                cmd: dict, lift_height_m: float, episode: int, label: str) -> tuple[float, tuple[int, int]]:
+    """Measures one published command (``q_ref`` with the lift at
+    ``lift_height_m``) on every pair of ``check``, by ``mj_geomDistance`` and by
+    contacts, and adds it to ``res``: solves, under the clearance, penetrations,
+    the closest approach (``label`` names what drove it). Returns its closest
+    pair by ``mj_geomDistance`` (distance, pair)."""
+    check.set(cmd["names"], cmd["q_ref"], lift_height_m)
+    d, pair = check.closest(0.05)
+    res.solves += 1
+    res.per_attack_min[label] = min(res.per_attack_min.get(label, np.inf), d)
+    res.below_clearance += d < clearance - 1e-9
+    res.penetrations += d < 0
+    if d < res.min_distance_m:
+        res.min_distance_m, res.worst_pair, res.worst_attack, res.worst_episode = d, pair_label(check, pair), label, episode
+    measure_contacts(res.contact, check, contacts, clearance, episode, (d, pair))
+    return d, pair
 
 
 def measure_contacts(res: ContactMeasure, check: MujocoCollisionCheck, contacts: ContactDistances, clearance: float,
