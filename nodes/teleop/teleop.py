@@ -47,6 +47,18 @@ farther than ``resync_threshold_rad`` from its reference restarts its
 reference from the measurement. Each increase of the scheme's ``reset_count``
 homes both arms through the IK (status "homing").
 
+A learned policy (nodes/policy) may propose commands on the optional inputs
+``policy_arm_targets``, ``policy_base_cmd`` and ``policy_lift_cmd`` (newest
+only). Every controller report and every step without one goes to the selector
+(operators/policy/authority.py) with the scheme's e-stop latch; its driver
+picks what goes on (operators/policy/drive_select.py): the scheme's commands,
+the policy's (its arm targets into the IK like the scheme's, base and lift
+within the scheme's caps; the scheme's arms stay clutched meanwhile and
+re-anchor when the operator takes over), or none (arms held, base and lift at
+zero). A fresh policy command steps at once while the policy holds authority.
+``state.driver`` and diagnostics ``details.driver`` / ``details.authority`` say
+who drives. Without those inputs the operator always drives.
+
 The ``node.*`` values are teleop.yaml's ``node`` section.
 
 Args: ``--config`` teleop YAML (default: the shipped alohamini2/teleop.yaml),
@@ -76,6 +88,8 @@ from teledora.operators.geometry import Pose, matrix_to_quat
 from teledora.operators.model.sides import SIDES
 from teledora.operators.errors import ConfigError
 from teledora.operators.teleop.change_gate import ChangeGate
+from teledora.operators.policy.authority import OPERATOR, POLICY, STOPPED, Authority, Decision
+from teledora.operators.policy.drive_select import DriveCaps, PolicyCommands, select
 from teledora.operators.teleop.teleop_scheme import TeleopScheme
 from teledora.models.config_files import load_ik_config, load_teleop_config
 
@@ -83,6 +97,9 @@ _OUTPUTS = (("arm_targets", "ArmTargets"), ("base_cmd", "BaseCommand"), ("lift_c
 # sent when they change or once a keep-alive period (operators/teleop/change_gate.py);
 # arm targets go out with every step
 _GATED = frozenset({"base_cmd", "lift_cmd", "state"})
+# a learned policy's proposals (nodes/policy), optional: name -> (command, kind)
+_POLICY_INPUTS = {"policy_arm_targets": ("arm_targets", "ArmTargets"), "policy_base_cmd": ("base_cmd", "BaseCommand"),
+                  "policy_lift_cmd": ("lift_cmd", "LiftCommand")}
 
 
 class RobotGrips:
@@ -297,29 +314,50 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     last_publish_ns = -(10**18)
     republish_ns = int(tuning.republish_s * 1e9)
     trace: dict[str, int] = {}  # the XR report behind these outputs, for latency tracing
+    authority = Authority()
+    policy = PolicyCommands()
+    caps = DriveCaps(config.max_speed_m_s, config.max_yaw_rate_rad_s, config.max_lift_speed_m_s)
+    decision = Decision(OPERATOR, OPERATOR, "operator has authority")
+    authority_events: list[str] = []  # the selector's events since the last step went out
+
+    def decide(now_ns: int, report: Mapping[str, Any] | None) -> None:
+        """The selector's decision for this report or tick; the scheme keeps the
+        arms clutched while the policy holds authority."""
+        nonlocal decision
+        decision = authority.step(now_ns, estop_latched=scheme.estop_latched, controllers=report,
+                                  policy_stamp_ns=policy.take_stamp())
+        authority_events.extend(decision.events)
+        scheme.yield_arms(decision.holder == POLICY)
 
     def publish(now_ns: int) -> None:
         nonlocal last_publish_ns
         out = scheme.step(now_ns, LazyGrips(kin), kin.lift_m)
+        chosen = select(decision, out.arm_targets, out.base_cmd, out.lift_cmd, policy, caps, now_ns)
+        state = dict(out.state, driver=decision.driver, events=out.state["events"] + authority_events)
+        authority_events.clear()
+        sent = {"arm_targets": chosen.arm_targets, "base_cmd": chosen.base_cmd, "lift_cmd": chosen.lift_cmd, "state": state}
         for output, kind in _OUTPUTS:
-            msg = getattr(out, output)
+            msg = sent[output]
             # a state that carries events always goes out: the same event twice is two events
             if output in _GATED and not gate.passes(output, msg, now_ns, news=output == "state" and bool(msg["events"])):
                 continue
             io.send(output, kind, msg, dict(trace))
         last_publish_ns = now_ns
-        if out.state["events"]:
-            io.diag.details["last_events"] = out.state["events"][-8:]
-        ik.on_step(out.state, out.arm_targets, now_ns, trace)
+        if state["events"]:
+            io.diag.details["last_events"] = state["events"][-8:]
+        ik.on_step(state, chosen.arm_targets, now_ns, trace)
 
     def refresh() -> None:  # the scheme's and the IK's state into diagnostics, when a snapshot goes out
         io.diag.details.update(
             estop_latched=scheme.estop_latched, release_armed=scheme.release_armed, arms_paused=scheme.arms_paused, reset_count=scheme.reset_count,
             robot_state_known=kin.known, reports_folded=dict(folded), unchanged_held=dict(gate.held),
             rejected_future_reports=scheme.rejected_future_reports,
+            driver=decision.hud(), authority=authority.details(),
         )
         level = "warn" if scheme.estop_latched or not kin.known else "ok"
         message = "e-stop latched" if scheme.estop_latched else ("no joint/lift state yet" if not kin.known else "")
+        if decision.driver == STOPPED and not scheme.estop_latched:  # the policy holds authority but is stale
+            level, message = "warn", decision.hud()
         ik_level, ik_message = ik.refresh()
         if _LEVELS.index(ik_level) > _LEVELS.index(level):
             level = ik_level
@@ -331,7 +369,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         ticked = False
         reports: list[dict[str, Any]] = []
         robot_state: dict[str, list] = {"joint_states": [], "lift": []}
-        for event in io.newest(batch, {"tick"}):
+        policy_news = False
+        for event in io.newest(batch, {"tick", *_POLICY_INPUTS}):
             if event["type"] != "INPUT":
                 continue  # STOP / INPUT_CLOSED: keep draining until the stream ends
             eid = event["id"]
@@ -343,6 +382,12 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
                 ticked = True
             elif eid in robot_state:
                 robot_state[eid].append(event)
+            elif eid in _POLICY_INPUTS:
+                name, kind = _POLICY_INPUTS[eid]
+                msg = io.decode(event, kind)
+                if msg is not None:
+                    policy.on_command(name, msg)
+                    policy_news = True
             else:
                 io.reject(f"unexpected input {eid!r}")
         apply_newest_valid(io, kin, robot_state, loop)
@@ -353,19 +398,27 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
             folded["burst"] += steps[backlog:].count(False)
             for msg, step in zip(reports, steps):
                 refused = scheme.rejected_future_reports
-                scheme.on_controllers(msg, io.now())
+                now = io.now()
+                scheme.on_controllers(msg, now)
                 for _ in range(scheme.rejected_future_reports - refused):
                     io.reject("controllers: a hand's stamp lies beyond future_stamp_tolerance_s ahead (not applied)")
+                # every report, stepped or folded, goes to the selector: a takeover in it counts that very step
+                decide(now, msg)
                 trace.update(xr_seq=int(msg["seq"]), xr_stamp_ns=int(msg["stamp_ns"]))
                 if step:
                     publish(io.now())
             if ticked:
                 ik.on_tick(io.now(), trace)
-        elif ticked:
+        elif ticked or policy_news:
             now = io.now()
-            if now - last_publish_ns >= republish_ns:
+            before = decision.driver
+            decide(now, None)
+            # a fresh policy command steps at once while the policy has authority;
+            # a change of driver (the policy gone stale) goes out at once too
+            if (policy_news and decision.holder == POLICY) or decision.driver != before or now - last_publish_ns >= republish_ns:
                 publish(now)
-            ik.on_tick(now, trace)
+            if ticked:
+                ik.on_tick(now, trace)
         io.publish_diagnostics(refresh=refresh)
     io.publish_diagnostics(force=True, refresh=refresh)
 

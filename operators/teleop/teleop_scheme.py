@@ -247,6 +247,7 @@ class TeleopScheme:
         self.reset_count = 0
         self.rejected_future_reports = 0  # hand reports refused for a stamp beyond the future tolerance
         self._clutched = dict.fromkeys(SIDES, False)
+        self._arms_yielded = False  # another driver (a policy) has the arms
         self._slow = dict.fromkeys(SIDES, False)
         self._focused = True
         self._ui = {"ui_estop": False, "ui_release_stop": False, "ui_pause": False}
@@ -448,6 +449,19 @@ class TeleopScheme:
                 st.mapping = None  # re-anchor to current robot hands and controllers
             self._event(f"arms_resumed:{why}")
 
+    def yield_arms(self, yielded: bool) -> None:
+        """While another driver (a learned policy) has the arms, the scheme
+        keeps them clutched: it tracks nothing, and its targets hold where the
+        arms are. Both edges drop the anchors, so taking the arms back anchors
+        at the grips' current poses instead of jumping to the old mapping."""
+        if yielded == self._arms_yielded:
+            return
+        self._arms_yielded = yielded
+        for st in self._hands.values():
+            st.mapping = None
+            st.catch_up = None
+        self._event("arms_yielded" if yielded else "arms_reclaimed")
+
     def _reset_robot(self) -> None:
         if self.estop_latched:
             self._event("reset_refused_estop")
@@ -502,6 +516,7 @@ class TeleopScheme:
                     self._event(f"{hand}_anchor_dropped")
             can_track = (
                 pose_fresh and not self.estop_latched and not self.arms_paused and self._focused and not self._clutched[hand]
+                and not self._arms_yielded
             )
             # the robot's grip pose is asked for only when anchoring, resuming or
             # holding needs it: a tracking arm's step does without (the node's
