@@ -138,3 +138,19 @@ def test_link_age_shown_lies_within_the_last_second_of_raw_ages(hud, period, jit
     for k, (v, (a, t)) in enumerate(zip(shown, samples)):
         window = [s[0] for s in samples[:k + 1] if s[1] >= t - 1000]
         assert min(window) - 5 <= v <= max(window) + 5
+
+
+@settings(max_examples=40, deadline=None)
+@given(flags=st.fixed_dictionaries({k: st.booleans() for k in STATE_KEYS}),
+       driver=st.sampled_from([None, "operator", "policy", "stopped"]))
+def test_who_drives_is_named_in_words(hud, flags, driver):
+    state = dict(flags) if driver is None else dict(flags, driver=driver)
+    m = model(hud, state=state)
+    words = {None: "OPERATOR DRIVING", "operator": "OPERATOR DRIVING", "policy": "POLICY DRIVING",
+             "stopped": "NOBODY DRIVING" if flags["estop_latched"] else "POLICY STALE: HOLDING"}[driver]
+    # always in the details; in the title too whenever the policy holds the robot
+    # (a latched e-stop leads the title alone: it stops every driver)
+    assert m["details"].split(" · ")[0] == words
+    assert (words in m["title"]) == (words not in ("OPERATOR DRIVING", "NOBODY DRIVING") and not flags["estop_latched"])
+    others = {"OPERATOR DRIVING", "POLICY DRIVING", "NOBODY DRIVING", "POLICY STALE: HOLDING"} - {words}
+    assert not any(o in f"{m['title']} · {m['details']}" for o in others)

@@ -75,14 +75,23 @@ export function hudModel({ why, state, episode, rawAgeMs, smoothAgeMs, ackLabel 
   words.push(s.estop_latched ? 'E-STOP LATCHED' : (s.arms_paused ? 'ARMS PAUSED' : 'ARMS LIVE'));
   if (s.estop_latched && s.arms_paused) words.push('PAUSED');
   if (s.release_armed) words.push('CONFIRM to release');
+  // who drives (teleop's selector); a state from before the field is the operator's
+  const driving = driverWords(s);
+  if (driving !== 'OPERATOR DRIVING' && !s.estop_latched) words.push(driving);
   title = (ackLabel ? [ackLabel, ...words] : words).join(' · ');
-  const details = [];
+  const details = [driving];
   const clutch = [s.left_clutched ? 'L' : '', s.right_clutched ? 'R' : ''].join('');
   const slow = [s.left_slow ? 'L' : '', s.right_slow ? 'R' : ''].join('');
   details.push(clutch ? `CLUTCH ${clutch}` : 'no clutch');
   details.push(slow ? `SLOW ${slow}` : 'full speed');
   details.push(lost ? 'link: none for over 1 s' : `link ${smoothAgeMs === null ? '–' : smoothAgeMs} ms`);
   return row(key, title, details, recordingChip(episode));
+}
+
+export function driverWords(s) {
+  if (s.driver === 'policy') return 'POLICY DRIVING';
+  if (s.driver === 'stopped') return s.estop_latched ? 'NOBODY DRIVING' : 'POLICY STALE: HOLDING';
+  return 'OPERATOR DRIVING';
 }
 
 function recordingChip(e) {
