@@ -20,7 +20,10 @@ Env: TELEDORA_XR_SCRIPT (a YAML file, default the shipped demo script),
      pick_place_random.yaml for the seed's placements, its drive part taken
      from TELEDORA_XR_SCRIPT or the file that config names),
      TELEDORA_XR_RATE_HZ (default: xr/controllers in rates.yaml),
-     TELEDORA_SIM_SPEED (default 1.0).
+     TELEDORA_SIM_SPEED (default 1.0),
+     TELEDORA_XR_REPEAT=1 (play the script again from its start each time it
+     ends, until dora stops the node: a soak test's operator; the base goals
+     are absolute, so each pass drives the same route).
 """
 
 from __future__ import annotations
@@ -103,6 +106,7 @@ def main(argv: list[str] | None = None, node=None, clock=time.monotonic, sleep=t
     script = ScriptedOperator(_operator_script(), stick_deadzone=deadzone)
     rate_hz = float(os.environ.get("TELEDORA_XR_RATE_HZ") or load_rate_table().topic("xr/controllers").sim_hz)
     speed = float(os.environ.get("TELEDORA_SIM_SPEED", "1.0"))
+    repeat = os.environ.get("TELEDORA_XR_REPEAT", "") not in ("", "0")
     io = NodeIO(make_node(node), node_id("xr"), ends_with=())  # plays until the script ends or STOP
     wait_for = {i.strip() for i in os.environ.get("TELEDORA_XR_WAIT_FOR", "").split(",") if i.strip()}
     stop_seen = False
@@ -112,13 +116,14 @@ def main(argv: list[str] | None = None, node=None, clock=time.monotonic, sleep=t
             io.log("warn", f"stopped before each of {sorted(wait_for)} delivered: script not played")
             io.publish_diagnostics(force=True)
             return
-    io.log("info", f"scripted operator: {script.duration_s:.1f} s at {rate_hz:.0f} Hz")
+    io.log("info", f"scripted operator: {script.duration_s:.1f} s at {rate_hz:.0f} Hz" + (", repeated" if repeat else ""))
     start = last = clock()
     seq = 0
     pose: tuple[float, float, float] | None = None
     lift_m: float | None = None
     script_clock = ScriptClock(script)
     changes = LevelChanges()
+    passes = 1
     while True:
         now = clock()
         t = script_clock.advance((now - last) * speed, pose, lift_m)
@@ -130,7 +135,11 @@ def main(argv: list[str] | None = None, node=None, clock=time.monotonic, sleep=t
         seq += 1
         io.diag.details["script_time_s"] = round(t, 3)
         io.publish_diagnostics()
-        if t >= script.duration_s or stop_seen:
+        if t >= script.duration_s and repeat and not stop_seen:
+            script_clock = ScriptClock(script)  # the next pass; reports keep their sequence
+            passes += 1
+            io.diag.details["passes"] = passes
+        elif t >= script.duration_s or stop_seen:
             break
         stop_seen, pose, lift_m = _poll(io, pose, lift_m)
         if stop_seen:

@@ -121,6 +121,40 @@ def test_scripted_xr_plays_the_whole_script_and_ends(tmp_path, monkeypatch) -> N
     assert reports[-1]["left"]["position"][2] == 1.1
 
 
+class StopsAfter(NeverStops):
+    """Says STOP once the node has drained its queue ``polls`` times (a paced
+    node polls between its steps)."""
+
+    def __init__(self, polls: int) -> None:
+        super().__init__([])
+        self.polls = polls
+
+    def drain(self) -> list:
+        self.polls -= 1
+        if self.polls < 0:
+            return [{"type": "STOP", "id": "MANUAL"}]
+        return []
+
+
+def test_scripted_xr_repeats_its_script_until_stopped(tmp_path, monkeypatch) -> None:
+    script = tmp_path / "s.yaml"
+    script.write_text("hand_origin_m: {left: [0.3, 0.2, 1.0], right: [0.3, -0.2, 1.0]}\n"
+                      "keyframes: [{t_s: 0.0}, {t_s: 0.5, left: {offset_m: [0.0, 0.0, 0.1]}}]\n")
+    monkeypatch.setenv("TELEDORA_XR_SCRIPT", str(script))
+    monkeypatch.setenv("TELEDORA_XR_RATE_HZ", "10")
+    monkeypatch.setenv("TELEDORA_XR_REPEAT", "1")
+    now = [0.0]
+    node = StopsAfter(polls=40)
+    xr_scripted.main(node=node, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
+    reports = [decode("XrControllers", v) for v in node.outputs["controllers"]]
+    assert len(reports) > 6 * 3  # three passes and more of a 6-report script, not one
+    assert [r["seq"] for r in reports] == list(range(len(reports)))  # one sequence across the passes
+    heights = [round(float(r["left"]["position"][2]), 6) for r in reports]
+    restarts = sum(1 for a, b in zip(heights, heights[1:]) if b < a)
+    assert heights.count(1.1) >= 3 and restarts >= 3  # the hand goes up, then starts low again, each pass
+    assert json.loads(diagnostics(node)["details_json"])["passes"] >= 3
+
+
 def test_scripted_xr_steers_to_a_base_goal_from_odometry_and_waits_for_it(tmp_path, monkeypatch) -> None:
     script = tmp_path / "s.yaml"
     script.write_text(
