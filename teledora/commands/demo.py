@@ -14,6 +14,13 @@ place instead (models/alohamini2/pick_place_random.yaml): the seed places
 the cube and draws ``--episodes N`` targets; the sim and the scripted xr node
 get both through TELEDORA_PICK_PLACE_SEED / TELEDORA_PICK_PLACE_EPISODES.
 
+``--policy DIR`` runs dataflows/sim_policy.yml instead: the policy node with
+that checkpoint beside the scripted operator, which keeps authority. With
+``--script pick-place --seed S`` the operator drives to the stand, hands the
+robot to the policy with the X+A hold and then only marks the seeded episodes
+(operators/policy/handback_script.py; its script is written into the run as
+``operator_script.yaml``), so the episodes are the policy's.
+
 ``--view`` adds the Rerun ``viewer`` node (docs/viewing.md): the dataflow with
 it is written to a temporary folder and started from there, and the folder is
 removed when the run ends (dora's node logs from it move into the run, as
@@ -48,6 +55,8 @@ from teledora.operators.sim.pick_place_layout import EPISODES_ENV, SEED_ENV
 from teledora.runtime.library_backtraces import without_library_backtraces
 
 DEFAULT_DATAFLOW = Path("dataflows/sim.yml")
+POLICY_DATAFLOW = Path("dataflows/sim_policy.yml")
+OPERATOR_SCRIPT_FILE = "operator_script.yaml"  # a policy run's operator script, in the run
 DORA_LOGS = "dora_logs"  # a --view run's dora node logs, moved into the run from the temporary dataflow's folder
 PICK_PLACE_OBJECT = "cube_red"  # the object the pick-and-place script moves
 
@@ -71,6 +80,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                            help="pick-place only: place the cube and its targets at random from this seed (>= 0)")
             p.add_argument("--episodes", type=int, default=None,
                            help="pick-place with --seed: this many pick-and-place episodes, one after another (default 1)")
+            p.add_argument("--policy", type=Path, default=None, metavar="DIR",
+                           help="run the policy checkpoint DIR beside the scripted operator (dataflows/sim_policy.yml, "
+                                "docs/policy.md); with --seed the operator hands it the robot for the episodes")
         p.add_argument("--runs-dir", type=Path, default=Path(os.environ.get("TELEDORA_RUNS_DIR", "runs")), help="where run directories go")
         p.add_argument("--stop-after", default=None, help="stop the dataflow after this long (e.g. 90s)")
         p.add_argument("--speed", type=float, default=None, help="sim real-time factor (default 1.0)")
@@ -113,7 +125,11 @@ def new_run_path(runs_dir: Path) -> Path:
 
 
 def _run(args: argparse.Namespace) -> int:
-    dataflow = DEFAULT_DATAFLOW if args.demo else args.dataflow
+    policy = getattr(args, "policy", None)
+    dataflow = (POLICY_DATAFLOW if policy is not None else DEFAULT_DATAFLOW) if args.demo else args.dataflow
+    if policy is not None and not policy.is_dir():
+        print(f"teledora: --policy {policy}: not a checkpoint directory", file=sys.stderr)
+        return 2
     if not dataflow.exists():
         print(f"teledora: dataflow {dataflow} not found (run from the repository root)", file=sys.stderr)
         return 2
@@ -138,6 +154,10 @@ def _run(args: argparse.Namespace) -> int:
         env["TELEDORA_XR_SCRIPT"] = script
     if task is not None:
         env["TELEDORA_EPISODE_TASK"] = task
+    if policy is not None:
+        env["TELEDORA_POLICY_CHECKPOINT"] = str(policy.resolve())
+        if seed is not None:
+            env["TELEDORA_XR_SCRIPT"] = str(write_handback_script(run_dir, seed, episodes or 1))
     view_dir: Path | None = None
     if getattr(args, "view", False):
         try:
@@ -233,6 +253,20 @@ def pick_place_outcome(run_dir: Path) -> list[str]:
     kept = len(split.episodes) if marks else 0
     return [f"{moved}; {kept} episode(s) kept, {len(split.discarded)} discarded",
             f"next: the dataset: `teledora log export {run_dir} --format lerobot -o datasets/pick_place`"]
+
+
+def write_handback_script(run_dir: Path, seed: int, episodes: int) -> Path:
+    """Writes the policy run's operator script for the seeded episodes into the run."""
+    from teledora.models.config_files import load_demo_script, load_pick_place_random
+    from teledora.operators.policy.handback_script import handback_script, script_mapping
+    from teledora.operators.sim.pick_place_layout import placements, randomised_script
+
+    layout = load_pick_place_random()
+    script = handback_script(randomised_script(layout, load_demo_script(layout.script), placements(layout, seed, episodes)))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / OPERATOR_SCRIPT_FILE
+    path.write_text(yaml.safe_dump(script_mapping(script), sort_keys=False))
+    return path.resolve()
 
 
 def add_viewer(dataflow: Path, out_dir: Path | None = None) -> Path:

@@ -312,22 +312,22 @@ SCRIPTED = "scripted"
 GRIPPER_TOPICS = ("sim__joint_states", "arms__joint_states")  # the sim's truth first
 
 
-def _episode_runner(checkpoint: str) -> str:
-    """The `teledora demo` script that plays the episodes for ``checkpoint``.
-
-    The scripted demonstrator needs nothing more. A checkpoint plugs in here:
-    it needs a sim dataflow with the policy node (nodes/policy) driving in the
-    operator's place, which the shipped dataflows do not have yet.
+def _episode_runner(checkpoint: str) -> tuple[str, Path | None]:
+    """The `teledora demo` script and policy that play the episodes for
+    ``checkpoint``: the scripted demonstrator alone, or the policy checkpoint
+    (a directory) in dataflows/sim_policy.yml, handed the robot by the
+    scripted operator, which then only marks the episodes.
 
     Raises:
-        EvalInputError: a checkpoint (not ``scripted``).
+        EvalInputError: ``checkpoint`` is neither ``scripted`` nor a directory.
     """
     if checkpoint == SCRIPTED:
-        return "pick-place"
-    raise EvalInputError(f"{checkpoint!r}: evaluating a checkpoint needs the policy node in the sim dataflow, driving "
-                         "in the operator's place, and the shipped dataflows do not run it yet (docs/policy.md); "
-                         f"`teledora eval policy {SCRIPTED}` evaluates the scripted demonstrator on the same seeded "
-                         "episodes")
+        return "pick-place", None
+    path = Path(checkpoint)
+    if not path.is_dir():
+        raise EvalInputError(f"{checkpoint!r}: not a checkpoint directory (a LeRobot `from_pretrained` directory, "
+                             f"docs/policy.md), nor `{SCRIPTED}` for the scripted demonstrator")
+    return "pick-place", path
 
 
 def judge_policy_run(run_dir: Path, seed: int, episodes: int) -> dict[str, Any]:
@@ -378,7 +378,7 @@ def _run_policy(args: argparse.Namespace) -> int:
         print("teledora eval policy: --episodes must be >= 1 and --seed >= 0", file=sys.stderr)
         return 2
     try:
-        script = _episode_runner(args.checkpoint)
+        script, policy = _episode_runner(args.checkpoint)
     except EvalInputError as exc:
         print(f"teledora eval policy: {exc}", file=sys.stderr)
         return 2
@@ -388,7 +388,7 @@ def _run_policy(args: argparse.Namespace) -> int:
 
         run_dir = demo.new_run_path(args.runs_dir)
         rc = demo._run(argparse.Namespace(
-            demo=True, script=script, seed=args.seed, episodes=args.episodes, runs_dir=args.runs_dir, run_dir=run_dir,
+            demo=True, script=script, policy=policy, seed=args.seed, episodes=args.episodes, runs_dir=args.runs_dir, run_dir=run_dir,
             stop_after=None, speed=args.speed, view=False, verbose=args.verbose,
             startup_timeout_s=demo.DEFAULT_STARTUP_TIMEOUT_S))
         if rc != 0:

@@ -64,11 +64,36 @@ def write_run(run: Path, seed: int, place: list[tuple[float, float, float]], gri
     return run
 
 
-def test_a_checkpoint_is_refused_until_the_policy_node_exists(tmp_path, capsys) -> None:
+def test_a_checkpoint_that_is_not_a_directory_is_refused(tmp_path, capsys) -> None:
     rc = cli(["eval", "policy", str(tmp_path / "model.safetensors"), "--episodes", "2", "--runs-dir", str(tmp_path)])
     assert rc == 2
-    assert "needs the policy node" in capsys.readouterr().err
+    assert "not a checkpoint directory" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())  # nothing ran
+
+
+def test_a_checkpoint_runs_the_policy_dataflow_with_the_handback_operator(tmp_path, monkeypatch) -> None:
+    from teledora.commands import demo
+    from teledora.models.config_files import load_demo_script
+    from teledora.operators.sim.pick_place_layout import EPISODES_ENV, SEED_ENV
+
+    seen = {}
+
+    def fake_run(args, dataflow, run_dir, env, script_name, view_dir):
+        seen.update(dataflow=dataflow, run_dir=run_dir, env=env)
+        return 0
+
+    monkeypatch.setattr(demo, "_run_dataflow", fake_run)
+    checkpoint = tmp_path / "ckpt"
+    checkpoint.mkdir()
+    cli(["eval", "policy", str(checkpoint), "--episodes", "3", "--seed", "4", "--runs-dir", str(tmp_path / "runs")])
+    env = seen["env"]
+    assert seen["dataflow"] == demo.POLICY_DATAFLOW
+    assert env["TELEDORA_POLICY_CHECKPOINT"] == str(checkpoint.resolve())
+    assert (env[SEED_ENV], env[EPISODES_ENV]) == ("4", "3")
+    script = load_demo_script(env["TELEDORA_XR_SCRIPT"])
+    assert env["TELEDORA_XR_SCRIPT"] == str((seen["run_dir"] / demo.OPERATOR_SCRIPT_FILE).resolve())
+    assert sum(k.ui_episode_keep for k in script.keyframes) == 3
+    assert any(k.left.primary and k.right.primary for k in script.keyframes)  # the hand-back
 
 
 def test_scripted_run_judged_per_episode_with_the_rate_and_its_interval(tmp_path, capsys) -> None:
