@@ -167,6 +167,7 @@ class MujocoCollisionCheck:
         for geom in spec.geoms:
             if (geom.contype or geom.conaffinity) and geom.type != mujoco.mjtGeom.mjGEOM_PLANE:
                 geom.type, geom.size, geom.fromto = mujoco.mjtGeom.mjGEOM_SPHERE, [20.0, 0, 0], [np.nan] * 6
+                geom.meshname = ""  # else a mesh geom keeps its mesh's size and place
         inflated = spec.compile()
         data = mujoco.MjData(inflated)
         mujoco.mj_forward(inflated, data)
