@@ -32,6 +32,10 @@ runs).
                                                     # variant (repeatable; alternate the variants' runs)
     python benchmarks/stack_cpu.py --control-only   # xr, teleop (+IK), arms, base, lift, sim (+ echo, probe, and a
                                                     # counter node standing in for the recorder's message counts)
+    python benchmarks/stack_cpu.py --soak-min 30    # the demo script played over and over for 30 minutes: resident
+                                                    # memory per node at the start and the end of the window, messages
+                                                    # lost (the recording's sequence numbers and counter gaps), and each
+                                                    # periodic topic's rate in the window's first and last fifth
 """
 
 from __future__ import annotations
@@ -207,6 +211,16 @@ def _pss_kb(pid: int) -> int:
     return 0
 
 
+def _rss_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def _hwm_kb(pid: int) -> int:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -227,6 +241,7 @@ class Sampler(threading.Thread):
         self.series: dict[int, list[tuple[int, float]]] = {}
         self.hwm_kb: dict[int, int] = {}
         self.pss_kb: dict[int, int] = {}
+        self.rss: dict[int, list[tuple[int, int]]] = {}  # resident set over time, once a second (soak growth)
         # the dataflow's PSS at one instant (summed over its processes in one
         # sampling round, the benchmark's own nodes left out): its peak is the
         # memory the dataflow took at once, which the sum of per-process peaks
@@ -259,6 +274,7 @@ class Sampler(threading.Thread):
                 self.series.setdefault(pid, []).append((now, cpu))
                 self.hwm_kb[pid] = max(self.hwm_kb.get(pid, 0), _hwm_kb(pid))
                 if k % 5 == 0:  # smaps_rollup walks the whole address space: once a second
+                    self.rss.setdefault(pid, []).append((now, _rss_kb(pid)))
                     pss = _pss_kb(pid)
                     self.pss_kb[pid] = max(self.pss_kb.get(pid, 0), pss)
                     if self.names[pid] not in EXTRA_NODES:
@@ -327,6 +343,80 @@ def _recorded_counts(run_dir: Path, t0: int, t1: int) -> dict[str, int]:
     return counts
 
 
+def rss_growth(series: list[tuple[int, int]], t_start: int, t_end: int) -> tuple[float, float] | None:
+    """A process's resident set (MB) at the first sample from ``t_start`` and
+    at the last one up to ``t_end``; None when it has none in that span."""
+    inside = [(t, kb) for t, kb in series if t_start <= t <= t_end]
+    if len(inside) < 2:
+        return None
+    return inside[0][1] / 1024, inside[-1][1] / 1024
+
+
+def rate_drift(times_by_topic: dict[str, np.ndarray], t0: int, t1: int, min_hz: float = 1.0) -> dict[str, tuple[float, float]]:
+    """Each topic's rate (Hz) over the first and the last fifth of [t0, t1),
+    for topics at ``min_hz`` or more over the window (event topics excluded)."""
+    fifth = (t1 - t0) // 5
+    out = {}
+    for topic, t in times_by_topic.items():
+        n = int(((t >= t0) & (t < t1)).sum())
+        if n / ((t1 - t0) / 1e9) < min_hz:
+            continue
+        first = int(((t >= t0) & (t < t0 + fifth)).sum()) / (fifth / 1e9)
+        last = int(((t >= t1 - fifth) & (t < t1)).sum()) / (fifth / 1e9)
+        out[topic] = (first, last)
+    return out
+
+
+def _send_times(run_dir: Path) -> dict[str, np.ndarray]:
+    """Every recorded topic's send times (dora's stamp, else the receive time), by ``node/output``."""
+    from teledora.recording.run_reader import RunReader
+
+    reader = RunReader(run_dir)
+    sources = reader.sources()
+    out = {}
+    for topic in reader.topics:
+        table = reader.read_topic(topic).table
+        if not table.num_rows:
+            continue
+        sent = table.column("dora_ns").to_numpy(zero_copy_only=False).astype(np.float64)
+        recv = table.column("recv_ns").to_numpy(zero_copy_only=False)
+        out["/".join(sources[topic])] = np.where(np.isnan(sent), recv, sent).astype(np.int64)
+    return out
+
+
+def soak_report(sampler: "Sampler", run_dir: Path, t0: int, t1: int, warmup_s: float) -> dict:
+    """What a long run says about memory, loss and rates (see the module's notes); prints it too."""
+    from teledora.commands.log import summarize
+    from teledora.recording.run_reader import RunReader
+
+    t_mem = t0 + int(warmup_s * 1e9)  # imports, model loading and first allocations done
+    print(f"soak: memory from {warmup_s:.0f} s into the window to its end; rates in its first and last fifth")
+    print(f"{'node':<14} {'RSS start MB':>12} {'RSS end MB':>11} {'growth':>8}")
+    report: dict = {"rss": {}, "rates": {}}
+    for name in sorted(set(sampler.names.values()) - set(EXTRA_NODES)):
+        start = end = 0.0
+        for pid, n in sampler.names.items():
+            if n == name and (g := rss_growth(sampler.rss.get(pid, []), t_mem, t1)) is not None:
+                start, end = start + g[0], end + g[1]
+        if start:
+            growth = (end - start) / start * 100
+            print(f"{name:<14} {start:>12.0f} {end:>11.0f} {growth:>7.1f}%")
+            report["rss"][name] = {"start_mb": start, "end_mb": end, "growth_pct": growth}
+    s = summarize(RunReader(run_dir))
+    counter_gaps = sum(t["gaps"].get("counter", 0) for t in s["topics"].values())
+    print(f"messages recorded {s['messages']}, missing sequence numbers {s['seq_missing']}, counter gaps {counter_gaps}, "
+          f"recorder rejects {sum(s['rejected'].values()) if s['rejected'] else 0}")
+    report.update(messages=s["messages"], seq_missing=s["seq_missing"], counter_gaps=counter_gaps)
+    drift = rate_drift(_send_times(run_dir), t0, t1)
+    worst = sorted(drift.items(), key=lambda kv: -abs(kv[1][1] - kv[1][0]) / max(kv[1][0], 1e-9))
+    print(f"{'topic':<28} {'first Hz':>9} {'last Hz':>8} {'change':>7}")
+    for topic, (first, last) in worst:
+        change = (last - first) / first * 100 if first else float("nan")
+        print(f"{topic:<28} {first:>9.1f} {last:>8.1f} {change:>6.1f}%")
+        report["rates"][topic] = {"first_hz": first, "last_hz": last}
+    return report
+
+
 def _source(spec) -> str:
     return spec["source"] if isinstance(spec, dict) else str(spec)
 
@@ -386,7 +476,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--realtime", action="store_true",
                     help="run scheduling.yaml's table enabled (the control path and dora's process in real time), "
                          "to compare with time-sharing, the shipped default")
+    ap.add_argument("--soak-min", type=float, default=0.0, metavar="M",
+                    help="play the demo script over and over for M minutes and report memory growth, loss and rate drift")
+    ap.add_argument("--warmup-s", type=float, default=60.0, help="with --soak-min: memory growth counted from this far in")
     args = ap.parse_args(argv)
+    if args.soak_min:
+        args.timeout_s = args.soak_min * 60 + 60  # the dataflow's start and the script's wait for the robot
+        args.node_env.append("xr:TELEDORA_XR_REPEAT=1")
     if args.echo:
         echo()
         return 0
@@ -456,6 +552,7 @@ def main(argv: list[str] | None = None) -> int:
             for input_id, stamps in json.loads(counts_path.read_text()).items():
                 topic_counts[input_id.replace("__", "/", 1)] = sum(1 for t in stamps if t0 <= t < t1)
         holds = _holds(run_dir) if run_dir.exists() else {}
+        soak = soak_report(sampler, run_dir, t0, t1, args.warmup_s) if args.soak_min and run_dir.exists() else None
         if args.keep_run and run_dir.exists():
             shutil.copytree(run_dir, args.keep_run)
     load_end = _loadavg()
@@ -550,6 +647,8 @@ def main(argv: list[str] | None = None) -> int:
         print("holds taken by the actuators and the IK (from their last diagnostics): "
               + ", ".join(f"{k} {v}" for k, v in sorted(holds.items())))
     report["holds"] = holds
+    if soak is not None:
+        report["soak"] = soak
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
     return 0
