@@ -33,6 +33,6 @@ def test_distance_shrinks_to_penetration_as_the_base_nears_the_pillar(clearance)
     inside = c.at(1.6, -1.2, 0.0, 0.0, home)
     assert far.distance_m > near.distance_m > 0.0 > inside.distance_m
     assert near.obstacle_geom == inside.obstacle_geom == "pillar"
-    # pillar radius 0.15 at x 1.8; at home the jaws' proxies (hulls fitted to the meshes) reach about 0.27 m ahead of the base centre
+    # pillar radius 0.15 at x 1.8; at home the jaws' proxies reach about 0.30 m ahead of the base centre
     assert near.robot_geom.endswith("finger_proxy")
-    assert near.distance_m == pytest.approx(1.8 - 0.15 - 1.2 - 0.27, abs=0.03)
+    assert near.distance_m == pytest.approx(1.8 - 0.15 - 1.2 - 0.30, abs=0.03)
