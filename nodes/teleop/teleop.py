@@ -70,6 +70,7 @@ Args: ``--config`` teleop YAML (default: the shipped alohamini2/teleop.yaml),
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
@@ -78,6 +79,7 @@ import mujoco
 import numpy as np
 from teledora import models
 from teledora.runtime.node_io import NodeIO, make_node, node_id
+from teledora.operators.ik.lift_guard import LiftGuard
 from teledora.operators.ik.grip_kinematics import GripKinematics
 from teledora.operators.ik.ik_loop import IkLoop
 from teledora.operators.ik.ik_model import build_ik_model
@@ -319,6 +321,24 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     caps = DriveCaps(config.max_speed_m_s, config.max_yaw_rate_rad_s, config.max_lift_speed_m_s)
     decision = Decision(OPERATOR, OPERATOR, "operator has authority")
     authority_events: list[str] = []  # the selector's events since the last step went out
+    collision = loop.ik.settings.collision
+    lift_guard = LiftGuard(loop.ik.model, profile.lift_joint, collision.minimum_distance_m, collision.lift_guard_horizon_s)
+    lift_guarded = 0
+
+    def guard_lift(cmd: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The lift command (the operator's or the policy's), slowed or stopped
+        where its motion would carry an arm within the IK's clearance of the body."""
+        nonlocal lift_guarded
+        v = float(cmd["velocity_m_s"])
+        if v == 0.0:
+            return cmd
+        bounds = lift_guard.bounds(loop.ik.configuration.q, abs(v))
+        used = min(max(v, bounds.down), bounds.up)
+        if used == v:
+            return cmd
+        lift_guarded += 1
+        io.diag.details.update(lift_guarded=lift_guarded, lift_guard_nearest=bounds.nearest)
+        return dict(cmd, velocity_m_s=used)
 
     def decide(now_ns: int, report: Mapping[str, Any] | None) -> None:
         """The selector's decision for this report or tick; the scheme keeps the
@@ -333,6 +353,7 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
         nonlocal last_publish_ns
         out = scheme.step(now_ns, LazyGrips(kin), kin.lift_m)
         chosen = select(decision, out.arm_targets, out.base_cmd, out.lift_cmd, policy, caps, now_ns)
+        chosen = dataclasses.replace(chosen, lift_cmd=guard_lift(chosen.lift_cmd))
         state = dict(out.state, driver=decision.driver, events=out.state["events"] + authority_events)
         authority_events.clear()
         sent = {"arm_targets": chosen.arm_targets, "base_cmd": chosen.base_cmd, "lift_cmd": chosen.lift_cmd, "state": state}
