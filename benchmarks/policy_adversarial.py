@@ -78,6 +78,7 @@ from teledora.operators.drive.arm_command_limits import ArmCommandLimits  # noqa
 from teledora.operators.drive.base_command_limits import BaseCommandLimits  # noqa: E402
 from teledora.operators.drive.command_limits import CAP_ROUNDING  # noqa: E402
 from teledora.operators.drive.lift_command_limits import LiftCommandLimits  # noqa: E402
+from teledora.operators.ik.lift_guard import LiftGuard  # noqa: E402
 from teledora.operators.ik.grip_kinematics import GripKinematics  # noqa: E402
 from teledora.operators.ik.ik_loop import IkLoop  # noqa: E402
 from teledora.operators.model.sides import SIDES  # noqa: E402
@@ -294,8 +295,10 @@ def segment_modes(rng: np.random.Generator, count: int) -> list[tuple[str, str]]
     return out[:count]
 
 
-def run(sim_s: float, seed: int = 0, fps: float = 30.0, progress: bool = False) -> PolicyCheckResult:
-    """Drives the mapping and the IK for ``sim_s`` seconds of sim time."""
+def run(sim_s: float, seed: int = 0, fps: float = 30.0, progress: bool = False, lift_guard: bool = True) -> PolicyCheckResult:
+    """Drives the mapping and the IK for ``sim_s`` seconds of sim time. The
+    lift's speed passes the lift guard at every IK tick, as in the teleop node
+    (``lift_guard=False``: the lift follows the policy's command unguarded)."""
     rng = np.random.default_rng(seed)
     loop = make_loop()
     mapper = make_mapper(loop, fps)
@@ -307,6 +310,17 @@ def run(sim_s: float, seed: int = 0, fps: float = 30.0, progress: bool = False) 
     adversary = Adversary(mapper, loop, rng)
     profile = loop.profile
     lift = Lift(float(rng.uniform(0.0, mapper.lift_travel_m)), mapper.lift_travel_m)
+    collision = loop.ik.settings.collision
+    guard = LiftGuard(loop.ik.model, profile.lift_joint, collision.minimum_distance_m, collision.lift_guard_horizon_s,
+                      collision.lift_guard_latency_s)
+    wanted_lift = 0.0  # the lift speed the selector passes on; the guard bounds it each tick
+
+    def drive_lift(t: int) -> None:
+        v = wanted_lift
+        if v and lift_guard:
+            b = guard.bounds(loop.ik.configuration.q, abs(v))
+            v = min(max(v, b.down), b.up)
+        lift.command(t, v)
     arm_names = set(loop.ik.arm_joint_names)
     q = dict(profile.home_q())
     q = {n: float(q.get(n, 0.0)) for n in profile.arm_joint_names}
@@ -346,6 +360,7 @@ def run(sim_s: float, seed: int = 0, fps: float = 30.0, progress: bool = False) 
             loop.on_lift({"height_m": lift.height(t)})
         elif kind == "tick":
             res.ticks += 1
+            drive_lift(t)
             if loop.tick_due(t):
                 solve(t)
         else:
@@ -368,14 +383,16 @@ def run(sim_s: float, seed: int = 0, fps: float = 30.0, progress: bool = False) 
                 res.rejected_by[reason] = res.rejected_by.get(reason, 0) + 1
                 res.sane_rejected += not extreme
                 if t - last_sent_ns > stale_ns:
-                    lift.command(t, 0.0)  # the selector holds a stale policy
+                    wanted_lift = 0.0  # the selector holds a stale policy
+                    drive_lift(t)
                 continue
             res.extreme_accepted += extreme
             res.clamped_actions += bool(out.clamps)
             last_sent_ns = t
             label = action_kind
             check_commands(res, out.base_cmd, out.lift_cmd, base_limits, lift_cap)
-            lift.command(t, out.lift_cmd["velocity_m_s"])
+            wanted_lift = out.lift_cmd["velocity_m_s"]
+            drive_lift(t)
             if loop.on_targets(out.arm_targets, t):
                 solve(t)
     res.joint_caps = loop.ik.settings.joint_reference
@@ -435,8 +452,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--fps", type=float, default=30.0, help="actions per second: the dataset's fps")
     ap.add_argument("--progress", action="store_true")
+    ap.add_argument("--no-lift-guard", action="store_true", help="the lift follows the policy unguarded (to compare)")
     args = ap.parse_args()
-    res = run(QUICK_S if args.quick else args.minutes * 60.0, args.seed, args.fps, args.progress)
+    res = run(QUICK_S if args.quick else args.minutes * 60.0, args.seed, args.fps, args.progress, not args.no_lift_guard)
     report(res, args.fps)
     sys.exit(1 if res.check.penetrations or any(res.violations().values()) else 0)
 

@@ -322,7 +322,8 @@ def main(argv: Sequence[str] | None = None, node: Any = None, clock: Callable[[]
     decision = Decision(OPERATOR, OPERATOR, "operator has authority")
     authority_events: list[str] = []  # the selector's events since the last step went out
     collision = loop.ik.settings.collision
-    lift_guard = LiftGuard(loop.ik.model, profile.lift_joint, collision.minimum_distance_m, collision.lift_guard_horizon_s)
+    lift_guard = LiftGuard(loop.ik.model, profile.lift_joint, collision.minimum_distance_m, collision.lift_guard_horizon_s,
+                           collision.lift_guard_latency_s)
     lift_guarded = 0
 
     def guard_lift(cmd: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -63,11 +63,12 @@ class CollisionConfig:
     detection_distance_m: float
     guard_distance_m: float | None
     barrier_margin_m: float
-    lift_guard_horizon_s: float = 0.25
+    lift_guard_horizon_s: float
+    lift_guard_latency_s: float
 
     def __post_init__(self) -> None:
-        if not self.lift_guard_horizon_s > 0:
-            raise IkConfigError("lift_guard_horizon_s must be > 0")
+        if not (self.lift_guard_horizon_s > 0 and self.lift_guard_latency_s >= 0):
+            raise IkConfigError("lift_guard_horizon_s must be > 0 and lift_guard_latency_s >= 0")
         if not 0 < self.gain <= 1:
             raise IkConfigError("gain must be in (0, 1]")
         if self.minimum_distance_m < 0:

@@ -13,9 +13,11 @@ convex and the lift translates the carried one, so a pair's distance along the
 lift's travel is a convex function of it, moves at most as far as the lift
 does, and stays at or above ``d`` in a direction in which it does not shrink at
 first. In a direction that brings pairs closer the lift may travel at most
-``d − clearance − probe`` of the closest such pair within ``horizon_s`` (the
-time a command takes to reach the lift and the lift to stop), so the speed cap
-in that direction is that travel over the horizon. Evaluated again every tick,
+``d − clearance − probe − max_speed × latency_s`` of the closest such pair
+within ``horizon_s`` (the time a command takes to reach the lift and the lift
+to stop), so the speed cap in that direction is that travel over the horizon.
+``latency_s`` covers the lift having moved on since the height the posture
+holds was measured. Evaluated again every tick,
 the lift slows as it nears something and stops ``clearance`` short of it.
 
 Pure: MuJoCo's model and its own scratch data, no I/O.
@@ -61,13 +63,15 @@ class LiftGuard:
         lift_joint: The lift's slide joint.
         clearance_m: The distance every carried/not-carried pair keeps.
         horizon_s: How long the lift may run on one decision.
+        latency_s: The most a measured lift height may lag the lift.
         probe_m: The probe step that tells which pairs the lift's motion closes.
     """
 
     def __init__(self, model: mujoco.MjModel, lift_joint: str, clearance_m: float, horizon_s: float,
-                 probe_m: float = 1e-4) -> None:
-        if not (clearance_m >= 0 and horizon_s > 0 and probe_m > 0):
-            raise ValueError("clearance_m must be >= 0, horizon_s and probe_m > 0")
+                 latency_s: float = 0.0, probe_m: float = 1e-4) -> None:
+        if not (clearance_m >= 0 and horizon_s > 0 and latency_s >= 0 and probe_m > 0):
+            raise ValueError("clearance_m and latency_s must be >= 0, horizon_s and probe_m > 0")
+        self.latency_s = float(latency_s)
         jid = model.joint(lift_joint).id
         self.model = model
         self.adr = int(model.jnt_qposadr[jid])
@@ -98,7 +102,8 @@ class LiftGuard:
         d_up, _ = self._distances(q, distmax, near)
         q[self.adr] -= 2 * self.probe_m
         d_down, _ = self._distances(q, distmax, near)
-        room = d0 - self.clearance_m - self.probe_m  # the probe's own step, and any dip within it, kept out
+        # the probe's own step (and any dip within it) and the lift's motion since its height was measured kept out
+        room = d0 - self.clearance_m - self.probe_m - max_speed_m_s * self.latency_s
         speeds, nearest, nearest_d = [], "", float("inf")
         for d_dir in (d_down, d_up):
             closing = np.flatnonzero(d_dir < d0)
