@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 from teledora.cli import main
 from teledora.commands import demo
@@ -31,12 +32,13 @@ def test_a_shortened_demo_prints_a_few_lines_and_logs_everything(tmp_path):
     lines = console.splitlines()
     assert len(lines) <= MAX_LINES, console
     assert "\x1b" not in console
-    assert len([line for line in lines if re.fullmatch(r"\S+ started \(pid \d+\)", line)]) == 17
+    nodes = len(yaml.safe_load((REPO / "dataflows" / "sim.yml").read_text())["nodes"])
+    assert len([line for line in lines if re.fullmatch(r"\S+ started \(pid \d+\)", line)]) == nodes
     run_dir = Path(re.search(r"recording in (\S+)", proc.stdout).group(1))
     log = Path(re.search(r"complete output .*: (\S+)$", proc.stdout, re.M).group(1))
     assert log == run_dir / "dora.log" and log.is_file()
     text = log.read_text()
-    assert text.count("spawner spawned node with pid") == 17
+    assert text.count("spawner spawned node with pid") == nodes
     assert "all nodes are ready, starting dataflow" in text
     assert len(text.splitlines()) > len(lines)
     assert "\x1b" not in text
