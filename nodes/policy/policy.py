@@ -45,6 +45,7 @@ from typing import Any, Callable, Sequence
 from teledora import models
 from teledora.models.config_files import load_drive_config, load_node_profile
 from teledora.operators.datasets.lerobot_features import Units
+from teledora.operators.errors import TeledoraError
 from teledora.operators.policy.observation import ActionMapper, ActionRejected, ObservationBuilder, check_features
 from teledora.runtime.node_io import NodeIO, make_node, node_id
 
@@ -56,7 +57,7 @@ INPUT_KINDS = {"joint_states": "JointState", "odom": "Odometry", "lift_state": "
 TIMES_KEPT = 300
 
 
-class WorkerError(RuntimeError):
+class WorkerError(TeledoraError, RuntimeError):
     """The inference worker failed, answered out of protocol, or took too long."""
 
 
